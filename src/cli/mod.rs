@@ -1,0 +1,193 @@
+//! The command line: global flags, one file per subcommand, and the single
+//! place where a result becomes output and an exit status.
+
+mod doctor;
+mod init;
+mod log;
+mod status;
+mod todo;
+
+use std::ffi::OsString;
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::model::Timestamp;
+use crate::ops::Context;
+use crate::render;
+use crate::{Error, Result};
+
+/// git-loopx: durable control state for long-running AI agents, kept on the
+/// `loopx-state` branch of this repository.
+///
+/// Every change is one commit on `refs/heads/loopx-state`, made without
+/// touching your working tree, index or HEAD. `git loopx help <command>`
+/// shows a command's options.
+#[derive(Debug, Parser)]
+#[command(
+    name = "git-loopx",
+    bin_name = "git loopx",
+    version,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every command accepts, before or after its name.
+#[derive(Debug, clap::Args)]
+pub struct GlobalArgs {
+    /// Run as if started in <PATH>.
+    #[arg(short = 'C', value_name = "PATH", global = true)]
+    pub dir: Option<PathBuf>,
+    /// Print exactly one JSON object on stdout, also on failure.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// The acting agent (else $LOOPX_AGENT, else git config loopx.agent).
+    #[arg(long, global = true, env = "LOOPX_AGENT", value_name = "ID")]
+    pub agent: Option<String>,
+    /// The goal to act on (else $LOOPX_GOAL, else the default goal).
+    #[arg(long, global = true, env = "LOOPX_GOAL", value_name = "ID")]
+    pub goal: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    Init(init::Args),
+    Status(status::Args),
+    Log(log::Args),
+    Doctor(doctor::Args),
+    Todo(todo::Args),
+}
+
+/// What a command hands back to be printed.
+pub struct Output {
+    /// The report, serialized (the `--json` object without `ok`).
+    pub json: serde_json::Value,
+    /// The human rendering.
+    pub text: String,
+    /// Exit status for a command that succeeded but found problems (`doctor`).
+    pub failure: Option<Error>,
+}
+
+impl Output {
+    pub fn new(report: &impl serde::Serialize, text: String) -> Self {
+        Output {
+            json: serde_json::to_value(report).expect("reports serialize"),
+            text,
+            failure: None,
+        }
+    }
+}
+
+/// Parses a snake_case value of a model enum (its serde name) for clap.
+pub fn enum_arg<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Result<T, String> {
+    serde_json::from_value(serde_json::Value::String(text.to_owned())).map_err(|e| {
+        let msg = e.to_string();
+        match msg.split_once(", expected ") {
+            Some((_, expected)) => format!("`{text}` is not one of {expected}"),
+            None => msg,
+        }
+    })
+}
+
+/// The current time: `LOOPX_NOW` when set (RFC 3339), else the system clock.
+fn now() -> Result<Timestamp> {
+    match std::env::var("LOOPX_NOW") {
+        Ok(text) if !text.is_empty() => Timestamp::parse(&text).ok_or_else(|| {
+            Error::invalid_input(format!("LOOPX_NOW=`{text}` is not an RFC 3339 time"))
+        }),
+        _ => Ok(Timestamp::from_unix(chrono::Utc::now().timestamp())),
+    }
+}
+
+fn dispatch(cli: &Cli) -> Result<Output> {
+    let now = now()?;
+    let dir = match &cli.global.dir {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| Error::invalid_input(format!("cannot read the current directory: {e}")))?,
+    };
+    let ctx = Context::open(&dir, now, cli.global.agent.clone(), cli.global.goal.clone())?;
+    match &cli.command {
+        Command::Init(args) => init::run(&ctx, args),
+        Command::Status(args) => status::run(&ctx, args),
+        Command::Log(args) => log::run(&ctx, args),
+        Command::Doctor(args) => doctor::run(&ctx, args),
+        Command::Todo(args) => todo::run(&ctx, args),
+    }
+}
+
+/// Runs the CLI on `args` and returns the process exit status.
+pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let json = args.iter().any(|a| a == "--json");
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version
+            let _ = e.print();
+            return 0;
+        }
+        Err(e) => {
+            if json {
+                let err = Error::invalid_input(e.kind().to_string());
+                emit(
+                    &render::error_json(&err, Some(e.to_string())).to_string(),
+                    "",
+                );
+            } else {
+                let _ = e.print();
+            }
+            return 2;
+        }
+    };
+    let result = dispatch(&cli);
+    match result {
+        Ok(out) => {
+            let exit = out.failure.as_ref().map_or(0, Error::exit_code);
+            if cli.global.json {
+                let value = render::ok_json(out.json, out.failure.as_ref());
+                emit(&value.to_string(), "");
+            } else {
+                emit(&out.text, "");
+                if let Some(err) = &out.failure {
+                    emit("", &render::error_text(err));
+                }
+            }
+            exit
+        }
+        Err(err) => {
+            tracing::debug!(?err, "command failed");
+            if cli.global.json {
+                emit(&render::error_json(&err, None).to_string(), "");
+            } else {
+                emit("", &render::error_text(&err));
+            }
+            err.exit_code()
+        }
+    }
+}
+
+/// Writes to stdout and stderr; a closed pipe is not an error (`| head`).
+fn emit(stdout: &str, stderr: &str) {
+    if !stdout.is_empty() {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(stdout.as_bytes());
+        if !stdout.ends_with('\n') {
+            let _ = out.write_all(b"\n");
+        }
+        let _ = out.flush();
+    }
+    if !stderr.is_empty() {
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(stderr.as_bytes());
+        if !stderr.ends_with('\n') {
+            let _ = err.write_all(b"\n");
+        }
+    }
+}

@@ -1,0 +1,335 @@
+//! Entities ⇄ canonical YAML bytes, and the file layout of the state branch.
+//!
+//! The only module that knows YAML. Invariants: encoding is a pure function of
+//! the entity (same entity, same bytes); decoding never drops a field it does
+//! not know (those land in `extra`); a state written by a newer format is
+//! refused before anything else is read. Parsing uses `serde_norway` (libyaml);
+//! writing uses our own emitter in [`emit`], see `docs/ARCHITECTURE.md`.
+
+mod emit;
+
+use std::collections::BTreeMap;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::model::{ids, Agent, Goal, GoalState, Meta, Run, State, Todo, FORMAT};
+
+/// Largest entity file we parse; anything bigger is refused as hostile.
+pub const MAX_FILE_BYTES: usize = 256 * 1024;
+
+/// A file of the state tree that cannot be read. `path` is relative to the tree root.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct Error {
+    pub path: String,
+    pub message: String,
+}
+
+fn err(path: &str, message: impl Into<String>) -> Error {
+    Error {
+        path: path.to_owned(),
+        message: message.into(),
+    }
+}
+
+/// Canonical bytes of one entity.
+pub fn encode<T: Serialize>(entity: &T) -> Vec<u8> {
+    match serde_json::to_value(entity) {
+        Ok(serde_json::Value::Object(map)) => emit::document(&map).into_bytes(),
+        Ok(other) => panic!("BUG: entities serialize to mappings, got {other}"),
+        Err(e) => panic!("BUG: entity does not serialize: {e}"),
+    }
+}
+
+/// Parses one entity file; the error names the file, the field and the line.
+pub fn decode<T: DeserializeOwned>(path: &str, bytes: &[u8]) -> Result<T, Error> {
+    if bytes.len() > MAX_FILE_BYTES {
+        return Err(err(
+            path,
+            format!(
+                "file is {} bytes, more than the {MAX_FILE_BYTES} allowed",
+                bytes.len()
+            ),
+        ));
+    }
+    serde_norway::from_slice(bytes).map_err(|e| err(path, e.to_string()))
+}
+
+pub const META_PATH: &str = "loopx.yaml";
+
+pub fn agent_path(id: &str) -> String {
+    format!("agents/{id}.yaml")
+}
+
+pub fn goal_path(id: &str) -> String {
+    format!("goals/{id}/goal.yaml")
+}
+
+pub fn todo_path(todo: &Todo) -> String {
+    format!(
+        "goals/{}/todos/{}/{}.yaml",
+        todo.goal,
+        ids::shard(&todo.id),
+        todo.id
+    )
+}
+
+pub fn run_path(run: &Run) -> String {
+    format!("goals/{}/runs/{}/{}.yaml", run.goal, run.at.day(), run.id)
+}
+
+/// The canonical file set of a state.
+pub fn encode_state(state: &State) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    files.insert(META_PATH.to_owned(), encode(&state.meta));
+    for agent in state.agents.values() {
+        files.insert(agent_path(&agent.id), encode(agent));
+    }
+    for gs in state.goals.values() {
+        files.insert(goal_path(&gs.goal.id), encode(&gs.goal));
+        for todo in gs.todos.values() {
+            files.insert(todo_path(todo), encode(todo));
+        }
+        for run in gs.runs.values() {
+            files.insert(run_path(run), encode(run));
+        }
+    }
+    files
+}
+
+#[derive(serde::Deserialize)]
+struct FormatOnly {
+    format: Option<serde_json::Value>,
+}
+
+/// Checks `loopx.yaml`'s `format` before anything else is parsed.
+fn check_format(bytes: &[u8]) -> Result<(), Error> {
+    let probe: FormatOnly = decode(META_PATH, bytes)?;
+    match probe.format {
+        Some(serde_json::Value::Number(n)) if n.as_u64() == Some(u64::from(FORMAT)) => Ok(()),
+        Some(serde_json::Value::Number(n)) if n.as_u64().is_some_and(|n| n > u64::from(FORMAT)) => {
+            Err(err(
+                META_PATH,
+                format!(
+                    "format: {n} is newer than this git-loopx understands (format {FORMAT}); upgrade git-loopx, nothing was changed"
+                ),
+            ))
+        }
+        Some(other) => Err(err(META_PATH, format!("format: unsupported value {other}"))),
+        None => Err(err(META_PATH, "format: missing field")),
+    }
+}
+
+/// What a path in the state tree holds.
+enum Slot<'a> {
+    Meta,
+    Agent(&'a str),
+    Goal(&'a str),
+    Todo {
+        goal: &'a str,
+        shard: &'a str,
+        id: &'a str,
+    },
+    Run {
+        goal: &'a str,
+        day: &'a str,
+        id: &'a str,
+    },
+    Foreign,
+}
+
+fn classify(path: &str) -> Result<Slot<'_>, Error> {
+    let parts: Vec<&str> = path.split('/').collect();
+    let yaml = |name: &str| name.strip_suffix(".yaml").map(str::to_owned);
+    let slot = match parts.as_slice() {
+        ["loopx.yaml"] => Slot::Meta,
+        ["agents", file] => match file.strip_suffix(".yaml") {
+            Some(id) => Slot::Agent(id),
+            None => return Err(err(path, "unexpected file under agents/")),
+        },
+        ["goals", goal, "goal.yaml"] => Slot::Goal(goal),
+        ["goals", goal, "todos", shard, file] if yaml(file).is_some() => Slot::Todo {
+            goal,
+            shard,
+            id: &file[..file.len() - 5],
+        },
+        ["goals", goal, "runs", day, file] if yaml(file).is_some() => Slot::Run {
+            goal,
+            day,
+            id: &file[..file.len() - 5],
+        },
+        ["agents", ..] | ["goals", ..] => {
+            return Err(err(path, "unexpected file in the state layout"))
+        }
+        _ => Slot::Foreign,
+    };
+    Ok(slot)
+}
+
+/// Decodes a whole state tree. Files outside the layout (a README, say) are
+/// ignored here and left in the tree untouched by writes.
+pub fn decode_state<'a, I>(files: I) -> Result<State, Error>
+where
+    I: IntoIterator<Item = (&'a str, &'a [u8])>,
+{
+    let files: Vec<(&str, &[u8])> = files.into_iter().collect();
+    let meta_bytes = files
+        .iter()
+        .find(|(p, _)| *p == META_PATH)
+        .map(|(_, b)| *b)
+        .ok_or_else(|| err(META_PATH, "missing: the state branch has no loopx.yaml"))?;
+    check_format(meta_bytes)?;
+    let meta: Meta = decode(META_PATH, meta_bytes)?;
+    let mut state = State::new(meta);
+    let mut todos = Vec::new();
+    let mut runs = Vec::new();
+    for (path, bytes) in &files {
+        match classify(path)? {
+            Slot::Meta | Slot::Foreign => {}
+            Slot::Agent(id) => {
+                let agent: Agent = decode(path, bytes)?;
+                expect_id(path, &agent.id, id)?;
+                ids::check_name("agent", id).map_err(|e| err(path, e.message))?;
+                state.agents.insert(agent.id.clone(), agent);
+            }
+            Slot::Goal(id) => {
+                let goal: Goal = decode(path, bytes)?;
+                expect_id(path, &goal.id, id)?;
+                ids::check_name("goal", id).map_err(|e| err(path, e.message))?;
+                state.goals.insert(goal.id.clone(), GoalState::new(goal));
+            }
+            Slot::Todo { goal, shard, id } => {
+                let todo: Todo = decode(path, bytes)?;
+                expect_id(path, &todo.id, id)?;
+                if !ids::is_valid_todo_id(id) || ids::shard(id) != shard {
+                    return Err(err(
+                        path,
+                        format!("`{id}` is not a todo id of shard `{shard}`"),
+                    ));
+                }
+                expect_field(path, "goal", &todo.goal, goal)?;
+                todos.push((path, todo));
+            }
+            Slot::Run { goal, day, id } => {
+                let run: Run = decode(path, bytes)?;
+                expect_id(path, &run.id, id)?;
+                if !ids::is_valid_run_id(id) {
+                    return Err(err(path, format!("`{id}` is not a run id")));
+                }
+                expect_field(path, "goal", &run.goal, goal)?;
+                expect_field(path, "at", &run.at.day(), day)?;
+                runs.push((path, run));
+            }
+        }
+    }
+    for (path, todo) in todos {
+        let gs = state
+            .goals
+            .get_mut(&todo.goal)
+            .ok_or_else(|| err(path, format!("goal `{}` has no goal.yaml", todo.goal)))?;
+        gs.todos.insert(todo.id.clone(), todo);
+    }
+    for (path, run) in runs {
+        let gs = state
+            .goals
+            .get_mut(&run.goal)
+            .ok_or_else(|| err(path, format!("goal `{}` has no goal.yaml", run.goal)))?;
+        if gs.runs.insert(run.id.clone(), run).is_some() {
+            return Err(err(path, "duplicate run id"));
+        }
+    }
+    state.check().map_err(|(entity, message)| {
+        let path = path_of_entity(&state, &entity).unwrap_or_else(|| entity.clone());
+        err(&path, message)
+    })?;
+    Ok(state)
+}
+
+fn path_of_entity(state: &State, entity: &str) -> Option<String> {
+    let (kind, id) = entity.split_once(' ').unwrap_or((entity, ""));
+    match kind {
+        "loopx" => Some(META_PATH.to_owned()),
+        "agent" => Some(agent_path(id)),
+        "goal" => Some(goal_path(id)),
+        "todo" => state
+            .goals
+            .values()
+            .find_map(|gs| gs.todos.get(id))
+            .map(todo_path),
+        "run" => state
+            .goals
+            .values()
+            .find_map(|gs| gs.runs.get(id))
+            .map(run_path),
+        _ => None,
+    }
+}
+
+fn expect_id(path: &str, found: &str, from_path: &str) -> Result<(), Error> {
+    expect_field(path, "id", found, from_path)
+}
+
+fn expect_field(path: &str, field: &str, found: &str, from_path: &str) -> Result<(), Error> {
+    if found == from_path {
+        Ok(())
+    } else {
+        Err(err(
+            path,
+            format!("{field}: `{found}` does not match the file's place (`{from_path}`)"),
+        ))
+    }
+}
+
+/// Whether `path` belongs to the layout git-loopx owns (as opposed to a file
+/// someone else put on the branch, which writes leave alone).
+pub fn is_layout_path(path: &str) -> bool {
+    !matches!(classify(path), Ok(Slot::Foreign))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOAL: &str = "id: main\nobjective: 'yes'\nstatus: active\nquota:\n  compute: 0.5\n  window_hours: 24\n  slot_minutes: 1\n  future_knob: 3\ncreated_at: '2026-12-02T10:00:00Z'\nupdated_at: '2026-12-02T10:00:00Z'\nrev: 4\nowner:\n  name: Ada\n  teams:\n    - core\nzz_flag: true\n";
+
+    #[test]
+    fn unknown_fields_round_trip_byte_identical() {
+        let goal: Goal = decode("goals/main/goal.yaml", GOAL.as_bytes()).unwrap();
+        assert_eq!(goal.objective, "yes");
+        assert_eq!(goal.quota.extra["future_knob"], 3);
+        assert!(goal.extra.contains_key("owner"));
+        assert_eq!(String::from_utf8(encode(&goal)).unwrap(), GOAL);
+    }
+
+    #[test]
+    fn wrong_types_name_the_field() {
+        let bad = GOAL.replace("rev: 4", "rev: four");
+        let e = decode::<Goal>("goals/main/goal.yaml", bad.as_bytes()).unwrap_err();
+        assert_eq!(e.path, "goals/main/goal.yaml");
+        assert!(e.message.contains("rev"), "{}", e.message);
+        let bad = GOAL.replace("window_hours: 24", "window_hours: lots");
+        let e = decode::<Goal>("goals/main/goal.yaml", bad.as_bytes()).unwrap_err();
+        assert!(e.message.contains("window_hours"), "{}", e.message);
+    }
+
+    #[test]
+    fn huge_files_are_refused() {
+        let huge = format!("{GOAL}pad: '{}'\n", "x".repeat(MAX_FILE_BYTES));
+        let e = decode::<Goal>("goals/main/goal.yaml", huge.as_bytes()).unwrap_err();
+        assert!(e.message.contains("more than"), "{}", e.message);
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = format!("{GOAL}deep: {}{}\n", "[".repeat(10_000), "]".repeat(10_000));
+        assert!(decode::<Goal>("goals/main/goal.yaml", deep.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn layout_paths() {
+        assert!(is_layout_path("goals/main/todos/ab/todo_ab0000000000.yaml"));
+        assert!(is_layout_path("agents/a.yaml"));
+        assert!(!is_layout_path("README.md"));
+    }
+}

@@ -1,0 +1,18 @@
+//! git-loopx: a git-native control plane for long-running AI agents.
+//!
+//! Layers, top to bottom (dependencies point down only):
+//! `cli` → `ops` → `store` / `model`; `codec` is the only YAML user, `store`
+//! the only git user, `git_cmd` the only place that runs the `git` program.
+//! See `docs/ARCHITECTURE.md`.
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod codec;
+pub mod error;
+pub mod git_cmd;
+pub mod model;
+pub mod ops;
+pub mod render;
+pub mod store;
+
+pub use error::{Error, Result};

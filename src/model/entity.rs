@@ -1,0 +1,371 @@
+//! The entities kept on the state branch (SPEC §2), one file each.
+//!
+//! Every entity keeps the fields it does not know in `extra`, so a newer peer's
+//! additions survive this version's read-modify-write. Field order here is the
+//! canonical key order of the YAML files.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::Timestamp;
+
+/// Fields this version does not know, kept verbatim (sorted by key).
+pub type Extra = BTreeMap<String, serde_json::Value>;
+
+/// The state format this version reads and writes.
+pub const FORMAT: u32 = 1;
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// `loopx.yaml`: what the branch is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    pub format: u32,
+    pub default_goal: String,
+    pub created_at: Timestamp,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GoalStatus {
+    Active,
+    Stopped,
+}
+
+/// One source of authority the agents must respect (a spec file, a policy).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AuthoritySource {
+    pub path: String,
+    pub role: String,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// The compute quota policy of a goal (SPEC §2.1).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QuotaPolicy {
+    #[serde(default = "default_compute")]
+    pub compute: f64,
+    #[serde(default = "default_window_hours")]
+    pub window_hours: u32,
+    #[serde(default = "default_slot_minutes")]
+    pub slot_minutes: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_slots: Option<u32>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+fn default_compute() -> f64 {
+    1.0
+}
+fn default_window_hours() -> u32 {
+    24
+}
+fn default_slot_minutes() -> u32 {
+    1
+}
+
+impl Default for QuotaPolicy {
+    fn default() -> Self {
+        QuotaPolicy {
+            compute: default_compute(),
+            window_hours: default_window_hours(),
+            slot_minutes: default_slot_minutes(),
+            allowed_slots: None,
+            extra: Extra::new(),
+        }
+    }
+}
+
+impl QuotaPolicy {
+    /// `round(window_hours * 60 / slot_minutes * compute)` unless overridden.
+    pub fn allowed_slots(&self) -> u32 {
+        if let Some(n) = self.allowed_slots {
+            return n;
+        }
+        let slots = f64::from(self.window_hours) * 60.0 / f64::from(self.slot_minutes.max(1));
+        (slots * self.compute.clamp(0.0, 1.0)).round() as u32
+    }
+}
+
+/// `goals/<id>/goal.yaml`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Goal {
+    pub id: String,
+    pub objective: String,
+    pub status: GoalStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_action: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub write_scope: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guards: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub authority_sources: Vec<AuthoritySource>,
+    #[serde(default)]
+    pub quota: QuotaPolicy,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub rev: u64,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `agents/<id>.yaml`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Agent {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capabilities: Vec<String>,
+    pub registered_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub rev: u64,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Agent,
+    User,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoClass {
+    AdvancementTask,
+    ContinuousMonitor,
+    Blocker,
+    UserGate,
+    UserAction,
+}
+
+impl TodoClass {
+    pub fn role(self) -> Role {
+        match self {
+            TodoClass::AdvancementTask | TodoClass::ContinuousMonitor | TodoClass::Blocker => {
+                Role::Agent
+            }
+            TodoClass::UserGate | TodoClass::UserAction => Role::User,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    Open,
+    Blocked,
+    Deferred,
+    Done,
+}
+
+impl TodoStatus {
+    pub fn is_terminal(self) -> bool {
+        matches!(self, TodoStatus::Done | TodoStatus::Deferred)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Priority {
+    P0,
+    P1,
+    P2,
+    P3,
+    P4,
+}
+
+/// A lease on a todo (SPEC §2.2): live while `now < expires_at`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Claim {
+    pub agent: String,
+    pub epoch: u64,
+    pub acquired_at: Timestamp,
+    pub expires_at: Timestamp,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl Claim {
+    pub fn is_live(&self, now: Timestamp) -> bool {
+        now < self.expires_at
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Note {
+    pub at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    pub text: String,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Monitor {
+    pub cadence: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_due_at: Option<Timestamp>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Approve,
+    Reject,
+    Cancel,
+}
+
+/// `goals/<goal>/todos/<xx>/<id>.yaml`: agent and user todos; gates are `user_gate`s.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Todo {
+    pub id: String,
+    pub goal: String,
+    pub text: String,
+    pub role: Role,
+    pub class: TodoClass,
+    pub status: TodoStatus,
+    pub priority: Priority,
+    pub created_at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
+    pub updated_at: Timestamp,
+    pub rev: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<Claim>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub last_epoch: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires_capabilities: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude_agents: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_when: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validate: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub successors: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unblocks: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocks_agent: Option<String>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub global: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<Note>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<Monitor>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl Todo {
+    /// Ordering key: (priority, created_at, id).
+    pub fn order_key(&self) -> (Priority, Timestamp, &str) {
+        (self.priority, self.created_at, &self.id)
+    }
+
+    pub fn is_gate(&self) -> bool {
+        self.class == TodoClass::UserGate
+    }
+
+    /// The claim, if it is still live at `now`.
+    pub fn live_claim(&self, now: Timestamp) -> Option<&Claim> {
+        self.claim.as_ref().filter(|c| c.is_live(now))
+    }
+
+    /// The highest epoch this todo has handed out.
+    pub fn epoch(&self) -> u64 {
+        self.claim
+            .as_ref()
+            .map_or(self.last_epoch, |c| c.epoch.max(self.last_epoch))
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunKind {
+    Writeback,
+    Spend,
+    Void,
+    Turn,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    SurfaceOnly,
+    OutcomeGap,
+    OutcomeProgress,
+    PrimaryGoalOutcome,
+}
+
+impl Outcome {
+    /// Accountable outcomes are the ones a spend may be charged to.
+    pub fn is_accountable(self) -> bool {
+        matches!(self, Outcome::OutcomeProgress | Outcome::PrimaryGoalOutcome)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Validation {
+    pub command: String,
+    pub exit_code: i32,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `goals/<goal>/runs/<yyyy-mm-dd>/<id>.yaml`: the append-only evidence ledger.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    pub id: String,
+    pub kind: RunKind,
+    pub goal: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    pub at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub todo: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<Validation>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slots: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writeback: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spend: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}

@@ -1,0 +1,15 @@
+//! The pure domain: entities, their invariants and the rules over them.
+//!
+//! Nothing here performs I/O, reads a clock or knows about git or YAML: time
+//! comes in as a [`Timestamp`] argument, and results come back as values.
+
+mod entity;
+pub mod ids;
+mod refusal;
+mod state;
+mod time;
+
+pub use entity::*;
+pub use refusal::{Code, Refusal};
+pub use state::{GoalState, State, TodoCounts};
+pub use time::{parse_duration, Timestamp};

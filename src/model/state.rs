@@ -1,0 +1,144 @@
+//! The whole control state of one branch tip, typed, and its invariants.
+
+use std::collections::BTreeMap;
+
+use crate::model::{ids, Agent, Goal, Meta, Role, Run, Todo, FORMAT};
+
+/// Everything under one goal.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GoalState {
+    pub goal: Goal,
+    pub todos: BTreeMap<String, Todo>,
+    pub runs: BTreeMap<String, Run>,
+}
+
+impl GoalState {
+    pub fn new(goal: Goal) -> Self {
+        GoalState {
+            goal,
+            todos: BTreeMap::new(),
+            runs: BTreeMap::new(),
+        }
+    }
+}
+
+/// The state at one tip of `loopx-state`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct State {
+    pub meta: Meta,
+    pub agents: BTreeMap<String, Agent>,
+    pub goals: BTreeMap<String, GoalState>,
+}
+
+/// Counts of todos by kind, for `status`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TodoCounts {
+    pub open: usize,
+    pub blocked: usize,
+    pub deferred: usize,
+    pub done: usize,
+    pub claimed: usize,
+    pub open_gates: usize,
+}
+
+impl State {
+    pub fn new(meta: Meta) -> Self {
+        State {
+            meta,
+            agents: BTreeMap::new(),
+            goals: BTreeMap::new(),
+        }
+    }
+
+    /// Checks the invariants a decoded state must hold beyond its schema.
+    /// Returns the entity (by kind and id) and what is wrong with it.
+    pub fn check(&self) -> Result<(), (String, String)> {
+        if self.meta.format != FORMAT {
+            return Err(("loopx".into(), format!("format {}", self.meta.format)));
+        }
+        if !self.goals.contains_key(&self.meta.default_goal) {
+            return Err((
+                "loopx".into(),
+                format!("default_goal `{}` has no goal", self.meta.default_goal),
+            ));
+        }
+        for (id, agent) in &self.agents {
+            if !ids::is_valid_name(id) || agent.id != *id {
+                return Err((format!("agent {id}"), "invalid agent id".into()));
+            }
+        }
+        for (gid, gs) in &self.goals {
+            if !ids::is_valid_name(gid) || gs.goal.id != *gid {
+                return Err((format!("goal {gid}"), "invalid goal id".into()));
+            }
+            for (tid, todo) in &gs.todos {
+                check_todo(gid, tid, todo).map_err(|e| (format!("todo {tid}"), e))?;
+            }
+            for (rid, run) in &gs.runs {
+                if !ids::is_valid_run_id(rid) || run.id != *rid || run.goal != *gid {
+                    return Err((format!("run {rid}"), "invalid run id or goal".into()));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn counts(&self, goal: &str, now: crate::model::Timestamp) -> TodoCounts {
+        use crate::model::{TodoClass, TodoStatus};
+        let mut counts = TodoCounts::default();
+        let Some(gs) = self.goals.get(goal) else {
+            return counts;
+        };
+        for todo in gs.todos.values() {
+            match todo.status {
+                TodoStatus::Open => counts.open += 1,
+                TodoStatus::Blocked => counts.blocked += 1,
+                TodoStatus::Deferred => counts.deferred += 1,
+                TodoStatus::Done => counts.done += 1,
+            }
+            if todo.live_claim(now).is_some() && !todo.status.is_terminal() {
+                counts.claimed += 1;
+            }
+            if todo.class == TodoClass::UserGate && todo.status == TodoStatus::Open {
+                counts.open_gates += 1;
+            }
+        }
+        counts
+    }
+}
+
+fn check_todo(goal: &str, id: &str, todo: &Todo) -> Result<(), String> {
+    if !ids::is_valid_todo_id(id) || todo.id != id {
+        return Err(format!("`{}` is not a valid todo id", todo.id));
+    }
+    if todo.goal != goal {
+        return Err(format!(
+            "goal is `{}` but the file is under goal `{goal}`",
+            todo.goal
+        ));
+    }
+    if todo.class.role() != todo.role {
+        return Err(format!(
+            "class {:?} does not belong to role {:?}",
+            todo.class, todo.role
+        ));
+    }
+    if todo.text.trim().is_empty() {
+        return Err("text is empty".into());
+    }
+    if let Some(claim) = &todo.claim {
+        if todo.role == Role::User {
+            return Err("a user todo cannot be claimed".into());
+        }
+        if claim.epoch == 0 || claim.epoch < todo.last_epoch {
+            return Err(format!(
+                "claim epoch {} is below last_epoch {}",
+                claim.epoch, todo.last_epoch
+            ));
+        }
+        if claim.expires_at < claim.acquired_at {
+            return Err("claim expires before it was acquired".into());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,142 @@
+//! `init`: create the state branch with its first goal, or adopt a remote's.
+
+use serde::Serialize;
+
+use crate::model::{
+    ids, Extra, Goal, GoalState, GoalStatus, Meta, QuotaPolicy, Refusal, State, FORMAT,
+};
+use crate::ops::{non_empty, Context};
+use crate::store::{transact, Message, Oid, Store, Write, STATE_REF};
+use crate::Result;
+
+/// The goal id used when `--goal-id` is not given.
+pub const DEFAULT_GOAL: &str = "main";
+
+#[derive(Debug, Default)]
+pub struct InitArgs {
+    pub goal_text: Option<String>,
+    pub goal_id: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InitAction {
+    /// A new root commit was written.
+    Created,
+    /// The local branch was pointed at a remote's existing state.
+    Adopted,
+    /// State already existed: nothing changed.
+    Existing,
+}
+
+#[derive(Debug, Serialize)]
+pub struct InitReport {
+    pub action: InitAction,
+    pub state_ref: &'static str,
+    pub commit: Oid,
+    pub default_goal: String,
+    pub objective: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adopted_from: Option<String>,
+}
+
+pub fn init(ctx: &Context, args: &InitArgs) -> Result<InitReport> {
+    ctx.store.check_not_checked_out()?;
+    if ctx.store.tip()?.is_none() {
+        if let Some(report) = adopt(ctx)? {
+            return Ok(report);
+        }
+    }
+    let goal_id = args
+        .goal_id
+        .clone()
+        .unwrap_or_else(|| DEFAULT_GOAL.to_owned());
+    ids::check_name("goal", &goal_id)?;
+    let goal_text = args
+        .goal_text
+        .as_deref()
+        .map(|t| non_empty("--goal-text", t))
+        .transpose()?;
+    let now = ctx.now;
+    let done = transact(&ctx.store, now, |state: &mut Option<State>| {
+        if state.is_some() {
+            return Ok(Write::read_only(false));
+        }
+        let objective = goal_text.clone().ok_or_else(|| {
+            Refusal::invalid_input(
+                "there is no loopx state yet: pass --goal-text \"…\" to create it",
+            )
+        })?;
+        let goal = Goal {
+            id: goal_id.clone(),
+            objective,
+            status: GoalStatus::Active,
+            next_action: None,
+            write_scope: Vec::new(),
+            guards: Vec::new(),
+            authority_sources: Vec::new(),
+            quota: QuotaPolicy::default(),
+            created_at: now,
+            updated_at: now,
+            rev: 1,
+            extra: Extra::new(),
+        };
+        let mut new = State::new(Meta {
+            format: FORMAT,
+            default_goal: goal_id.clone(),
+            created_at: now,
+            extra: Extra::new(),
+        });
+        new.goals.insert(goal_id.clone(), GoalState::new(goal));
+        *state = Some(new);
+        let message = Message::new("init", format!("init loopx state with goal {goal_id}"))
+            .trailer("Loopx-Goal", goal_id.clone());
+        Ok::<_, crate::Error>(Write::commit(true, message))
+    })?;
+    let (snapshot, state) = ctx.load()?;
+    // A decoded state always has its default goal (`State::check`).
+    let goal = &state.goals[&state.meta.default_goal];
+    Ok(InitReport {
+        action: if done.commit.is_some() {
+            InitAction::Created
+        } else {
+            InitAction::Existing
+        },
+        state_ref: STATE_REF,
+        commit: snapshot.commit.expect("loaded state has a commit"),
+        default_goal: state.meta.default_goal.clone(),
+        objective: goal.goal.objective.clone(),
+        adopted_from: None,
+    })
+}
+
+/// Points the local branch at `refs/remotes/<r>/loopx-state` (preferring
+/// `origin`) instead of creating a second root.
+fn adopt(ctx: &Context) -> Result<Option<InitReport>> {
+    let remotes = ctx.store.remote_state_refs()?;
+    let Some((remote, tip)) = remotes
+        .iter()
+        .find(|(r, _)| r == "origin")
+        .or_else(|| remotes.first())
+        .cloned()
+    else {
+        return Ok(None);
+    };
+    // Refuse to adopt state we cannot read: better to say so than to build on it.
+    let snapshot = ctx.store.read(&tip)?;
+    let state = crate::store::transaction::decode(&snapshot)?.expect("snapshot has a commit");
+    let reflog = format!("loopx: adopt loopx-state from {remote}");
+    if !ctx.store.create_ref(STATE_REF, &tip, &reflog, ctx.now)? {
+        // Someone created the branch meanwhile: report what is there now.
+        return Ok(None);
+    }
+    let goal = &state.goals[&state.meta.default_goal];
+    Ok(Some(InitReport {
+        action: InitAction::Adopted,
+        state_ref: STATE_REF,
+        commit: tip,
+        default_goal: state.meta.default_goal.clone(),
+        objective: goal.goal.objective.clone(),
+        adopted_from: Some(remote),
+    }))
+}

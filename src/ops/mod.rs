@@ -1,0 +1,177 @@
+//! Use cases. Each takes a [`Context`] (a store, the time, who is asking) and
+//! returns a report struct; none prints. The CLI and the dashboard render the
+//! same reports.
+
+pub mod doctor;
+pub mod init;
+pub mod log;
+pub mod status;
+
+use std::path::Path;
+
+use crate::model::{self, ids, GoalState, Refusal, State, Timestamp};
+use crate::store::{self, transaction, GixStore, Snapshot};
+use crate::{Error, Result};
+
+/// Who is asking, about which goal, at what time, in which repository.
+pub struct Context {
+    pub store: GixStore,
+    pub now: Timestamp,
+    agent: Option<String>,
+    goal: Option<String>,
+}
+
+impl Context {
+    /// Opens the repository containing `dir`. `agent` and `goal` come from
+    /// flags or the environment; `loopx.agent` in git config is the fallback.
+    pub fn open(
+        dir: &Path,
+        now: Timestamp,
+        agent: Option<String>,
+        goal: Option<String>,
+    ) -> Result<Self> {
+        let store = GixStore::discover(dir)?;
+        let agent = agent
+            .filter(|a| !a.is_empty())
+            .or_else(|| store.config_string("loopx.agent"));
+        if let Some(agent) = &agent {
+            ids::check_name("agent", agent)?;
+        }
+        if let Some(goal) = &goal {
+            ids::check_name("goal", goal)?;
+        }
+        Ok(Context {
+            store,
+            now,
+            agent,
+            goal: goal.filter(|g| !g.is_empty()),
+        })
+    }
+
+    /// The acting agent, if one was named.
+    pub fn agent(&self) -> Option<&str> {
+        self.agent.as_deref()
+    }
+
+    /// The acting agent; refuses when none was named.
+    pub fn require_agent(&self) -> Result<&str> {
+        self.agent().ok_or_else(|| {
+            Refusal::invalid_input("this command needs an agent")
+                .with_hint("pass --agent <id>, set LOOPX_AGENT, or `git config loopx.agent <id>`")
+                .into()
+        })
+    }
+
+    /// The goal named by `--goal`/`LOOPX_GOAL`, else the state's default goal.
+    pub fn goal_id<'a>(&'a self, state: &'a State) -> &'a str {
+        self.goal.as_deref().unwrap_or(&state.meta.default_goal)
+    }
+
+    /// The selected goal of `state`; refuses an unknown `--goal`.
+    pub fn goal<'a>(&self, state: &'a State) -> Result<&'a GoalState> {
+        let id = self.goal_id(state);
+        state.goals.get(id).ok_or_else(|| unknown_goal(id, state))
+    }
+
+    /// Reads the current state; refuses when there is none.
+    pub fn load(&self) -> Result<(Snapshot, State)> {
+        let (snapshot, state) = transaction::load(&self.store)?;
+        match state {
+            Some(state) => Ok((snapshot, state)),
+            None => Err(store::Error::Missing.into()),
+        }
+    }
+}
+
+fn unknown_goal(id: &str, state: &State) -> Error {
+    let known: Vec<&str> = state.goals.keys().map(String::as_str).collect();
+    Refusal::invalid_input(format!("no goal `{id}`"))
+        .with_hint(format!("known goals: {}", known.join(", ")))
+        .into()
+}
+
+/// Text that must not be empty (a goal objective, a todo's text).
+pub fn non_empty(what: &str, text: &str) -> Result<String> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err(Refusal::invalid_input(format!("{what} is empty")).into());
+    }
+    Ok(trimmed.to_owned())
+}
+
+/// The model is re-exported for report types.
+pub use model::Code;
+
+pub mod todo;
+
+/// The state of a transaction, refusing when there is none yet.
+pub fn existing(state: &mut Option<State>) -> Result<&mut State> {
+    state.as_mut().ok_or_else(|| store::Error::Missing.into())
+}
+
+/// The serde (snake_case) name of an enum value, for messages.
+pub fn snake<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::from("?"),
+    }
+}
+
+/// Splits a command line into words without a shell: whitespace separates,
+/// single and double quotes group, backslash escapes outside single quotes.
+pub fn argv(command: &str) -> Result<Vec<String>> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = command.chars();
+    let mut quote: Option<char> = None;
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some('\''), c) => word.push(c),
+            (_, '\\') => match chars.next() {
+                Some(n) => {
+                    word.push(n);
+                    in_word = true;
+                }
+                None => return Err(Refusal::invalid_input("command ends with a backslash").into()),
+            },
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            (None, c) => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return Err(Refusal::invalid_input(format!("unclosed quote in `{command}`")).into());
+    }
+    if in_word {
+        words.push(word);
+    }
+    Ok(words)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn argv_splits_without_a_shell() {
+        let words = super::argv(r#"cargo test -- --name "a b" 'c $d' e\ f"#).unwrap();
+        assert_eq!(
+            words,
+            ["cargo", "test", "--", "--name", "a b", "c $d", "e f"]
+        );
+        assert!(super::argv("echo 'open").is_err());
+        assert!(super::argv("   ").unwrap().is_empty());
+    }
+}

@@ -1,0 +1,145 @@
+//! Human-readable renderings of the reports.
+
+use std::fmt::Write as _;
+
+use crate::ops::doctor::{DoctorReport, Level};
+use crate::ops::init::{InitAction, InitReport};
+use crate::ops::log::LogReport;
+use crate::ops::status::StatusReport;
+
+pub fn init(r: &InitReport) -> String {
+    let what = match r.action {
+        InitAction::Created => "Initialised".to_owned(),
+        InitAction::Adopted => format!(
+            "Adopted the state of remote `{}`",
+            r.adopted_from.as_deref().unwrap_or("?")
+        ),
+        InitAction::Existing => "Already initialised".to_owned(),
+    };
+    format!(
+        "{what}: {} at {}\ngoal {}: {}\n",
+        r.state_ref,
+        r.commit.short(),
+        r.default_goal,
+        r.objective
+    )
+}
+
+/// `1h 5m`, `12m`, `40s`; `expired` for negative spans.
+pub fn span(seconds: i64) -> String {
+    match seconds {
+        s if s < 0 => "expired".into(),
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m", s / 60),
+        s => format!("{}h {}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+pub fn status(r: &StatusReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "goal {} [{}]: {}",
+        r.goal.id,
+        crate::ops::snake(&r.goal.status),
+        r.goal.objective
+    );
+    if let Some(next) = &r.goal.next_action {
+        let _ = writeln!(out, "next action: {next}");
+    }
+    let c = &r.counts;
+    let _ = writeln!(
+        out,
+        "todos: {} open, {} blocked, {} deferred, {} done; {} claimed; {} open gate(s)",
+        c.open, c.blocked, c.deferred, c.done, c.claimed, c.open_gates
+    );
+    if !r.gates.is_empty() {
+        let _ = writeln!(out, "\nNeeds you:");
+        for g in &r.gates {
+            let _ = writeln!(out, "  {}  {}", g.id, g.text);
+        }
+    }
+    if !r.claims.is_empty() {
+        let _ = writeln!(out, "\nRunning:");
+        for c in &r.claims {
+            let _ = writeln!(
+                out,
+                "  {}  {} (epoch {}, {} left)",
+                c.todo,
+                c.agent,
+                c.epoch,
+                span(c.seconds_left)
+            );
+        }
+    }
+    if !r.todos.is_empty() {
+        let _ = writeln!(out, "\nTodos:");
+        for t in &r.todos {
+            let holder = t
+                .claimed_by
+                .as_deref()
+                .map(|a| format!("  [{a}]"))
+                .unwrap_or_default();
+            let _ = writeln!(out, "  {:?} {}  {}{holder}", t.priority, t.id, t.text);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nquota: {} slot(s) per {}h",
+        r.quota.allowed_slots, r.quota.window_hours
+    );
+    out
+}
+
+pub fn log(r: &LogReport) -> String {
+    let mut out = String::new();
+    for e in &r.entries {
+        let _ = writeln!(out, "{} {} {}", e.commit.short(), e.time, e.subject);
+    }
+    if r.entries.is_empty() {
+        out.push_str("no matching state commits\n");
+    }
+    out
+}
+
+pub fn doctor(r: &DoctorReport) -> String {
+    let mut out = String::new();
+    for c in &r.checks {
+        let mark = match c.level {
+            Level::Ok => "ok  ",
+            Level::Warn => "warn",
+            Level::Error => "FAIL",
+        };
+        let _ = writeln!(out, "{mark}  {:<10} {}", c.name, c.detail);
+        if let Some(fix) = &c.fix {
+            let _ = writeln!(out, "      {:<10} fix: {fix}", "");
+        }
+    }
+    out
+}
+
+pub fn todo_list(r: &crate::ops::todo::ListReport, now: crate::model::Timestamp) -> String {
+    let mut out = String::new();
+    for t in &r.todos {
+        let holder = t
+            .live_claim(now)
+            .map(|c| format!("  [{} e{}]", c.agent, c.epoch))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{:?} {}  {:<8} {}{holder}",
+            t.priority,
+            t.id,
+            crate::ops::snake(&t.status),
+            t.text
+        );
+    }
+    if r.todos.is_empty() {
+        out.push_str("no todos\n");
+    }
+    out
+}
+
+pub fn todo_show(t: &crate::model::Todo) -> String {
+    String::from_utf8_lossy(&crate::codec::encode(t)).into_owned()
+}

@@ -1,0 +1,392 @@
+//! The gix implementation of [`Store`]: the only file that imports `gix`.
+//!
+//! Invariants: the user's HEAD, index and working tree are never read for
+//! writing nor touched; the state ref moves only through a ref transaction
+//! with `MustExistAndMatch(old tip)` (or `MustNotExist` for the root commit),
+//! checked under the ref lock; one reflog entry per move.
+
+use std::path::{Path, PathBuf};
+
+use gix::bstr::ByteSlice;
+use gix::objs::tree::EntryKind;
+use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
+use gix::refs::Target;
+use gix::ObjectId;
+
+use crate::model::Timestamp;
+use crate::store::{
+    CasResult, CommitInfo, Error, FileChange, Message, Oid, Snapshot, Store, STATE_REF,
+};
+
+/// Name and email used when git config has no identity.
+const FALLBACK_NAME: &str = "git-loopx";
+const FALLBACK_EMAIL: &str = "git-loopx@localhost";
+
+/// A repository opened for its state branch.
+pub struct GixStore {
+    repo: gix::Repository,
+}
+
+fn git_err(context: &str, e: impl std::fmt::Display) -> Error {
+    Error::Git(format!("{context}: {e}"))
+}
+
+fn oid(id: impl Into<ObjectId>) -> Oid {
+    Oid(id.into().to_string())
+}
+
+fn object_id(oid: &Oid) -> Result<ObjectId, Error> {
+    ObjectId::from_hex(oid.0.as_bytes()).map_err(|e| git_err(&format!("bad object id {oid}"), e))
+}
+
+impl GixStore {
+    /// Finds the repository containing `dir` (a worktree, a linked worktree,
+    /// a subdirectory or a bare repository) and refuses what it cannot serve.
+    pub fn discover(dir: &Path) -> Result<Self, Error> {
+        let repo = match gix::discover(dir) {
+            Ok(repo) => repo,
+            Err(_) if reftable_above(dir) => return Err(Error::UnsupportedRefStorage),
+            Err(_) => return Err(Error::NotARepo(dir.to_owned())),
+        };
+        if repo.common_dir().join("reftable").is_dir() || uses_reftable(&repo) {
+            return Err(Error::UnsupportedRefStorage);
+        }
+        Ok(GixStore { repo })
+    }
+
+    /// The `.git` directory shared by all worktrees.
+    pub fn common_dir(&self) -> &Path {
+        self.repo.common_dir()
+    }
+
+    /// The working tree of the repository we were discovered in, if any.
+    pub fn workdir(&self) -> Option<&Path> {
+        self.repo.workdir()
+    }
+
+    /// A string from git config (`loopx.agent`, say).
+    pub fn config_string(&self, key: &str) -> Option<String> {
+        self.repo
+            .config_snapshot()
+            .string(key)
+            .map(|v| v.to_str_lossy().into_owned())
+    }
+
+    /// Refuses to write while any worktree has `loopx-state` checked out:
+    /// its working tree would silently diverge from the branch.
+    pub fn check_not_checked_out(&self) -> Result<(), Error> {
+        match worktree_with_state_checked_out(self.repo.common_dir()) {
+            Some(path) => Err(Error::CheckedOut(path)),
+            None => Ok(()),
+        }
+    }
+
+    /// `refs/remotes/<remote>/loopx-state` for every remote that has one, sorted.
+    pub fn remote_state_refs(&self) -> Result<Vec<(String, Oid)>, Error> {
+        let refs = self
+            .repo
+            .references()
+            .map_err(|e| git_err("listing refs", e))?;
+        let iter = refs
+            .prefixed("refs/remotes/")
+            .map_err(|e| git_err("listing remote refs", e))?;
+        let mut out = Vec::new();
+        for reference in iter.flatten() {
+            let name = reference.name().as_bstr().to_str_lossy().into_owned();
+            let Some(remote) = name
+                .strip_prefix("refs/remotes/")
+                .and_then(|rest| rest.strip_suffix("/loopx-state"))
+            else {
+                continue;
+            };
+            if let Some(id) = reference.target().try_id() {
+                out.push((remote.to_owned(), oid(id.to_owned())));
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Points `name` at `target` if `name` does not exist yet.
+    /// Returns `false` when someone created it first.
+    pub fn create_ref(
+        &self,
+        name: &str,
+        target: &Oid,
+        reflog: &str,
+        now: Timestamp,
+    ) -> Result<bool, Error> {
+        self.move_ref(name, None, target, reflog, now)
+    }
+
+    /// Moves `name` from `expected` (absent when `None`) to `target`, CAS-style.
+    pub fn move_ref(
+        &self,
+        name: &str,
+        expected: Option<&Oid>,
+        target: &Oid,
+        reflog: &str,
+        now: Timestamp,
+    ) -> Result<bool, Error> {
+        let expected = match expected {
+            Some(old) => PreviousValue::MustExistAndMatch(Target::Object(object_id(old)?)),
+            None => PreviousValue::MustNotExist,
+        };
+        let edit = RefEdit {
+            change: Change::Update {
+                log: LogChange {
+                    mode: RefLog::AndReference,
+                    force_create_reflog: false,
+                    message: reflog.into(),
+                },
+                expected,
+                new: Target::Object(object_id(target)?),
+            },
+            name: name.try_into().map_err(|e| git_err("ref name", e))?,
+            deref: false,
+        };
+        let signature = self.signature(now);
+        let mut time_buf = gix::date::parse::TimeBuf::default();
+        let committer = signature.to_ref(&mut time_buf);
+        let fail = gix::lock::acquire::Fail::Immediately;
+        let result = self
+            .repo
+            .refs
+            .transaction()
+            .prepare(Some(edit), fail, fail)
+            .and_then(|tx| tx.commit(Some(committer)));
+        match result {
+            Ok(_) => Ok(true),
+            Err(e) if e.is_conflict() || e.is_retryable() => Ok(false),
+            Err(e) => Err(git_err(&format!("updating {name}"), e)),
+        }
+    }
+
+    /// Resolves any ref name to the commit it points at.
+    pub fn try_find_ref(&self, name: &str) -> Result<Option<Oid>, Error> {
+        match self.repo.try_find_reference(name) {
+            Ok(Some(mut r)) => Ok(Some(oid(r
+                .peel_to_id()
+                .map_err(|e| git_err(&format!("peeling {name}"), e))?
+                .detach()))),
+            Ok(None) => Ok(None),
+            Err(e) => Err(git_err(&format!("reading {name}"), e)),
+        }
+    }
+
+    fn identity(&self) -> (String, String) {
+        match self.repo.committer() {
+            Some(Ok(sig)) => (
+                sig.name.to_str_lossy().into_owned(),
+                sig.email.to_str_lossy().into_owned(),
+            ),
+            _ => (FALLBACK_NAME.to_owned(), FALLBACK_EMAIL.to_owned()),
+        }
+    }
+
+    /// The signature of a new state commit: git's identity, and `now` unless
+    /// `GIT_COMMITTER_DATE` pins the time (as it does for plain git).
+    fn signature(&self, now: Timestamp) -> gix::actor::Signature {
+        let (name, email) = self.identity();
+        let pinned = std::env::var_os("GIT_COMMITTER_DATE")
+            .and_then(|_| self.repo.committer())
+            .and_then(|sig| sig.ok())
+            .and_then(|sig| sig.time().ok());
+        gix::actor::Signature {
+            name: name.into(),
+            email: email.into(),
+            time: pinned.unwrap_or_else(|| gix::date::Time::new(now.unix(), 0)),
+        }
+    }
+
+    fn collect(
+        &self,
+        tree: ObjectId,
+        prefix: &str,
+        files: &mut std::collections::BTreeMap<String, Vec<u8>>,
+    ) -> Result<(), Error> {
+        let tree = self
+            .repo
+            .find_tree(tree)
+            .map_err(|e| git_err(&format!("reading tree {prefix}"), e))?;
+        let decoded = tree.decode().map_err(|e| git_err("decoding tree", e))?;
+        for entry in &decoded.entries {
+            let name = entry.filename.to_str_lossy();
+            let path = if prefix.is_empty() {
+                name.into_owned()
+            } else {
+                format!("{prefix}/{name}")
+            };
+            if entry.mode.is_tree() {
+                self.collect(entry.oid.to_owned(), &path, files)?;
+            } else if entry.mode.is_blob() {
+                let blob = self
+                    .repo
+                    .find_blob(entry.oid)
+                    .map_err(|e| git_err(&format!("reading {path}"), e))?;
+                files.insert(path, blob.data.clone());
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Store for GixStore {
+    fn tip(&self) -> Result<Option<Oid>, Error> {
+        self.try_find_ref(STATE_REF)
+    }
+
+    fn read(&self, commit: &Oid) -> Result<Snapshot, Error> {
+        let c = self
+            .repo
+            .find_commit(object_id(commit)?)
+            .map_err(|e| git_err(&format!("reading commit {commit}"), e))?;
+        let tree = c.tree_id().map_err(|e| git_err("reading commit tree", e))?;
+        let mut files = std::collections::BTreeMap::new();
+        self.collect(tree.detach(), "", &mut files)?;
+        Ok(Snapshot {
+            commit: Some(commit.clone()),
+            files,
+        })
+    }
+
+    fn commit(
+        &self,
+        expected: Option<&Oid>,
+        changes: &[FileChange],
+        message: &Message,
+        now: Timestamp,
+    ) -> Result<CasResult, Error> {
+        self.check_not_checked_out()?;
+        let (base_tree, parents) = match expected {
+            Some(parent) => {
+                let id = object_id(parent)?;
+                let c = self
+                    .repo
+                    .find_commit(id)
+                    .map_err(|e| git_err("reading parent", e))?;
+                (
+                    c.tree_id().map_err(|e| git_err("parent tree", e))?.detach(),
+                    vec![id],
+                )
+            }
+            None => (ObjectId::empty_tree(self.repo.object_hash()), Vec::new()),
+        };
+        let mut editor = self
+            .repo
+            .edit_tree(base_tree)
+            .map_err(|e| git_err("tree editor", e))?;
+        for change in changes {
+            match change {
+                FileChange::Upsert { path, bytes } => {
+                    let blob = self
+                        .repo
+                        .write_blob(bytes)
+                        .map_err(|e| git_err("writing blob", e))?;
+                    editor
+                        .upsert(path.as_str(), EntryKind::Blob, blob.detach())
+                        .map_err(|e| git_err(&format!("editing {path}"), e))?;
+                }
+                FileChange::Remove { path } => {
+                    editor
+                        .remove(path.as_str())
+                        .map_err(|e| git_err(&format!("removing {path}"), e))?;
+                }
+            }
+        }
+        let tree = editor
+            .write()
+            .map_err(|e| git_err("writing tree", e))?
+            .detach();
+        if tree == base_tree && expected.is_some() {
+            return Ok(CasResult::Unchanged);
+        }
+        let signature = self.signature(now);
+        let commit = gix::objs::Commit {
+            tree,
+            parents: parents.into(),
+            author: signature.clone(),
+            committer: signature,
+            encoding: None,
+            message: message.render().into(),
+            extra_headers: Vec::new(),
+        };
+        let id = oid(self
+            .repo
+            .write_object(&commit)
+            .map_err(|e| git_err("writing commit", e))?
+            .detach());
+        let reflog = format!("loopx: {}", message.subject);
+        if self.move_ref(STATE_REF, expected, &id, &reflog, now)? {
+            Ok(CasResult::Committed(id))
+        } else {
+            Ok(CasResult::Retry)
+        }
+    }
+
+    fn lock_age(&self) -> Option<(PathBuf, u64)> {
+        let lock = self.repo.common_dir().join(format!("{STATE_REF}.lock"));
+        let modified = std::fs::metadata(&lock).ok()?.modified().ok()?;
+        let age = modified.elapsed().map_or(0, |d| d.as_secs());
+        Some((lock, age))
+    }
+
+    fn first_parent_log(&self, from: &Oid, limit: usize) -> Result<Vec<CommitInfo>, Error> {
+        let mut out = Vec::new();
+        let mut next = Some(object_id(from)?);
+        while let Some(id) = next.take() {
+            if out.len() >= limit {
+                break;
+            }
+            let c = self
+                .repo
+                .find_commit(id)
+                .map_err(|e| git_err(&format!("reading commit {id}"), e))?;
+            let decoded = c.decode().map_err(|e| git_err("decoding commit", e))?;
+            let parents: Vec<Oid> = decoded.parents().map(oid).collect();
+            next = decoded.parents().next();
+            let author = decoded.author().map_err(|e| git_err("commit author", e))?;
+            out.push(CommitInfo {
+                id: oid(id),
+                parents,
+                time: Timestamp::from_unix(author.seconds()),
+                author: author.name.to_str_lossy().into_owned(),
+                message: decoded.message.to_str_lossy().into_owned(),
+            });
+        }
+        Ok(out)
+    }
+}
+
+fn uses_reftable(repo: &gix::Repository) -> bool {
+    repo.config_snapshot()
+        .string("extensions.refStorage")
+        .is_some_and(|v| v.eq_ignore_ascii_case(b"reftable"))
+}
+
+/// gix cannot open a reftable repository at all; tell that apart from "no repository".
+fn reftable_above(dir: &Path) -> bool {
+    dir.ancestors().any(|d| {
+        d.join(".git/reftable").is_dir()
+            || (d.join("reftable").is_dir() && d.join("HEAD").is_file())
+    })
+}
+
+/// The worktree whose HEAD is `refs/heads/loopx-state`, if any.
+fn worktree_with_state_checked_out(common_dir: &Path) -> Option<PathBuf> {
+    let points_at_state = |head: &Path| {
+        std::fs::read_to_string(head).is_ok_and(|text| text.trim() == format!("ref: {STATE_REF}"))
+    };
+    if points_at_state(&common_dir.join("HEAD")) {
+        return Some(common_dir.parent().unwrap_or(common_dir).to_owned());
+    }
+    let entries = std::fs::read_dir(common_dir.join("worktrees")).ok()?;
+    for entry in entries.flatten() {
+        if points_at_state(&entry.path().join("HEAD")) {
+            let gitdir = std::fs::read_to_string(entry.path().join("gitdir")).unwrap_or_default();
+            let path = Path::new(gitdir.trim());
+            return Some(path.parent().unwrap_or(path).to_owned());
+        }
+    }
+    None
+}

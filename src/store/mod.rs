@@ -1,0 +1,170 @@
+//! The seam between the control plane and git.
+//!
+//! [`Store`] is all the rest of the crate knows of a repository: the tip of
+//! `refs/heads/loopx-state`, the files of a commit, and a compare-and-swap
+//! commit. [`gix_store`] is the only file that imports `gix`; [`memory`] is a
+//! store for unit tests. [`transaction`] builds the load → mutate → CAS →
+//! retry loop on top, and is the only way the crate writes state.
+
+pub mod gix_store;
+pub mod memory;
+mod message;
+pub mod transaction;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+pub use gix_store::GixStore;
+pub use message::{trailer, Message};
+pub use transaction::{transact, Committed, Write};
+
+use crate::model::Timestamp;
+
+/// The branch all state lives on.
+pub const STATE_REF: &str = "refs/heads/loopx-state";
+/// Where `review --ack` records the last reviewed tip.
+pub const REVIEWED_REF: &str = "refs/loopx/reviewed";
+
+/// A git object id, as lowercase hex.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(transparent)]
+pub struct Oid(pub String);
+
+impl Oid {
+    pub fn short(&self) -> &str {
+        &self.0[..self.0.len().min(10)]
+    }
+}
+
+impl fmt::Display for Oid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The files of one state commit (path → content).
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    pub commit: Option<Oid>,
+    pub files: BTreeMap<String, Vec<u8>>,
+}
+
+/// One change to a file of the state tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FileChange {
+    Upsert { path: String, bytes: Vec<u8> },
+    Remove { path: String },
+}
+
+/// How a compare-and-swap commit ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CasResult {
+    /// The ref now points at this new commit.
+    Committed(Oid),
+    /// The changes left the tree as it was: no commit was made.
+    Unchanged,
+    /// Someone moved the ref first (or holds its lock): reload and decide again.
+    Retry,
+}
+
+/// A commit as `log` shows it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct CommitInfo {
+    pub id: Oid,
+    pub parents: Vec<Oid>,
+    pub time: Timestamp,
+    pub author: String,
+    pub message: String,
+}
+
+/// Repository and state-branch problems. Each names what to do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("not a git repository (or any parent up to the filesystem root): {}", .0.display())]
+    NotARepo(PathBuf),
+    #[error("this repository stores refs in reftable, which git-loopx cannot update safely yet")]
+    UnsupportedRefStorage,
+    #[error("`loopx-state` is checked out in the worktree at {}", .0.display())]
+    CheckedOut(PathBuf),
+    #[error("{lock} has been held for {age_seconds}s, longer than the retry budget")]
+    Locked { lock: PathBuf, age_seconds: u64 },
+    #[error("gave up after {attempts} attempts: other writers kept moving {STATE_REF}")]
+    Contended { attempts: u32 },
+    #[error("no loopx state in this repository")]
+    Missing,
+    #[error("corrupt state at commit {commit}: {source}")]
+    Corrupt {
+        commit: Oid,
+        #[source]
+        source: crate::codec::Error,
+    },
+    #[error("git: {0}")]
+    Git(String),
+}
+
+impl Error {
+    pub fn code(&self) -> crate::model::Code {
+        use crate::model::Code;
+        match self {
+            Error::NotARepo(_) => Code::NotARepo,
+            Error::UnsupportedRefStorage => Code::UnsupportedRefStorage,
+            Error::CheckedOut(_) => Code::StateCheckedOut,
+            Error::Locked { .. } | Error::Contended { .. } => Code::StateLocked,
+            Error::Missing => Code::StateMissing,
+            Error::Corrupt { .. } => Code::StateInvalid,
+            Error::Git(_) => Code::GitFailed,
+        }
+    }
+
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            Error::NotARepo(_) => "run inside a git repository, or pass -C <path>".into(),
+            Error::UnsupportedRefStorage => {
+                "use a repository with the files ref backend (`git init --ref-format=files`)".into()
+            }
+            Error::CheckedOut(_) => {
+                "switch that worktree to another branch: git-loopx never edits a checked-out branch".into()
+            }
+            Error::Locked { lock, .. } => format!(
+                "if no git or git-loopx process is running, remove {} by hand",
+                lock.display()
+            ),
+            Error::Contended { .. } => "try again; if it persists, look for a runaway writer".into(),
+            Error::Missing => "run `git loopx init --goal-text \"…\"`".into(),
+            Error::Corrupt { commit, source } => format!(
+                "fix {} in a new commit on loopx-state (see `git show {}:{}`); nothing was rewritten",
+                source.path,
+                commit.short(),
+                source.path
+            ),
+            Error::Git(_) => return None,
+        })
+    }
+}
+
+/// A repository's state branch: read a tip, read a commit's files, CAS a commit.
+pub trait Store {
+    /// The commit `refs/heads/loopx-state` points at, if any.
+    fn tip(&self) -> Result<Option<Oid>, Error>;
+
+    /// All files of the tree of `commit`.
+    fn read(&self, commit: &Oid) -> Result<Snapshot, Error>;
+
+    /// Writes `changes` on top of `expected`'s tree as a commit whose parent is
+    /// `expected` (a root commit when `None`), then moves the ref only if it
+    /// still points at `expected`.
+    fn commit(
+        &self,
+        expected: Option<&Oid>,
+        changes: &[FileChange],
+        message: &Message,
+        now: Timestamp,
+    ) -> Result<CasResult, Error>;
+
+    /// Age in seconds of a lock file left on the state ref, if one exists.
+    fn lock_age(&self) -> Option<(PathBuf, u64)>;
+
+    /// Commits reachable from `from` along first parents, newest first.
+    fn first_parent_log(&self, from: &Oid, limit: usize) -> Result<Vec<CommitInfo>, Error>;
+}

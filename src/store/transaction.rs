@@ -1,0 +1,273 @@
+//! The only way state is written: load the tip → run a mutation → commit the
+//! changed files on that tip → move the ref only if it did not move meanwhile
+//! → otherwise reload and run the mutation again, a bounded number of times.
+//!
+//! Because the mutation re-runs on the fresh tip, every rule it checks (a live
+//! claim, a fencing epoch) is checked against the state it commits on.
+
+use std::time::Duration;
+
+use crate::codec;
+use crate::model::{State, Timestamp};
+use crate::store::{CasResult, Error, FileChange, Message, Oid, Snapshot, Store};
+
+/// How many times a writer reloads after losing the race before it gives up.
+pub const MAX_ATTEMPTS: u32 = 200;
+
+/// A live writer holds the ref lock for well under a millisecond; a lock file
+/// older than this belongs to a process that died, and waiting will not help.
+pub const STALE_LOCK_SECONDS: u64 = 3;
+
+/// What a mutation asks for: a value to hand back, and the commit message of
+/// its change (`None` when it only read).
+pub struct Write<R> {
+    pub value: R,
+    pub message: Option<Message>,
+}
+
+impl<R> Write<R> {
+    pub fn commit(value: R, message: Message) -> Self {
+        Write {
+            value,
+            message: Some(message),
+        }
+    }
+
+    pub fn read_only(value: R) -> Self {
+        Write {
+            value,
+            message: None,
+        }
+    }
+}
+
+/// What a transaction did.
+#[derive(Debug)]
+pub struct Committed<R> {
+    pub value: R,
+    /// The new tip, or `None` when nothing changed (no commit was made).
+    pub commit: Option<Oid>,
+    /// The tip the value was computed on (the parent of `commit`).
+    pub base: Option<Oid>,
+    pub attempts: u32,
+}
+
+/// Decodes the state of `snapshot`, naming the commit on failure.
+pub fn decode(snapshot: &Snapshot) -> Result<Option<State>, Error> {
+    let Some(commit) = &snapshot.commit else {
+        return Ok(None);
+    };
+    codec::decode_state(
+        snapshot
+            .files
+            .iter()
+            .map(|(p, b)| (p.as_str(), b.as_slice())),
+    )
+    .map(Some)
+    .map_err(|source| Error::Corrupt {
+        commit: commit.clone(),
+        source,
+    })
+}
+
+/// Loads the current state (read-only).
+pub fn load<S: Store + ?Sized>(store: &S) -> Result<(Snapshot, Option<State>), Error> {
+    let snapshot = match store.tip()? {
+        Some(tip) => store.read(&tip)?,
+        None => Snapshot::default(),
+    };
+    let state = decode(&snapshot)?;
+    Ok((snapshot, state))
+}
+
+/// Runs `mutate` on the freshest state until its change lands (see module docs).
+pub fn transact<S, R, E, F>(store: &S, now: Timestamp, mut mutate: F) -> Result<Committed<R>, E>
+where
+    S: Store + ?Sized,
+    E: From<Error>,
+    F: FnMut(&mut Option<State>) -> Result<Write<R>, E>,
+{
+    let mut rng = Jitter::new();
+    for attempt in 1..=MAX_ATTEMPTS {
+        let (snapshot, mut state) = load(store)?;
+        let write = mutate(&mut state)?;
+        let base = snapshot.commit.clone();
+        let done = |commit| Committed {
+            value: write.value,
+            commit,
+            base: base.clone(),
+            attempts: attempt,
+        };
+        let (Some(message), Some(state)) = (&write.message, &state) else {
+            return Ok(done(None));
+        };
+        let changes = changes(&snapshot, state);
+        if changes.is_empty() {
+            return Ok(done(None));
+        }
+        match store.commit(snapshot.commit.as_ref(), &changes, message, now)? {
+            CasResult::Committed(oid) => return Ok(done(Some(oid))),
+            CasResult::Unchanged => return Ok(done(None)),
+            CasResult::Retry => {
+                if let Some((lock, age_seconds)) = store.lock_age() {
+                    if age_seconds >= STALE_LOCK_SECONDS {
+                        return Err(Error::Locked { lock, age_seconds }.into());
+                    }
+                }
+                std::thread::sleep(rng.backoff(attempt));
+            }
+        }
+    }
+    Err(match store.lock_age() {
+        Some((lock, age_seconds)) => Error::Locked { lock, age_seconds },
+        None => Error::Contended {
+            attempts: MAX_ATTEMPTS,
+        },
+    }
+    .into())
+}
+
+/// The file changes that turn `snapshot` into `state`. Files outside the
+/// layout are never touched.
+pub fn changes(snapshot: &Snapshot, state: &State) -> Vec<FileChange> {
+    let new = codec::encode_state(state);
+    let mut out = Vec::new();
+    for (path, bytes) in &new {
+        if snapshot.files.get(path) != Some(bytes) {
+            out.push(FileChange::Upsert {
+                path: path.clone(),
+                bytes: bytes.clone(),
+            });
+        }
+    }
+    for path in snapshot.files.keys() {
+        if !new.contains_key(path) && codec::is_layout_path(path) {
+            out.push(FileChange::Remove { path: path.clone() });
+        }
+    }
+    out
+}
+
+/// Jittered exponential backoff without a random-number dependency.
+struct Jitter(u64);
+
+impl Jitter {
+    fn new() -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos() as u64);
+        Jitter(nanos ^ (u64::from(std::process::id()) << 32) | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        // xorshift64
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn backoff(&mut self, attempt: u32) -> Duration {
+        let cap_us = (500u64 << attempt.min(6)).min(40_000);
+        Duration::from_micros(cap_us / 2 + self.next() % cap_us)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Extra, Goal, GoalState, GoalStatus, Meta, QuotaPolicy, FORMAT};
+    use crate::store::memory::MemoryStore;
+
+    fn t(s: i64) -> Timestamp {
+        Timestamp::from_unix(1_800_000_000 + s)
+    }
+
+    fn fresh() -> State {
+        let mut state = State::new(Meta {
+            format: FORMAT,
+            default_goal: "g".into(),
+            created_at: t(0),
+            extra: Extra::new(),
+        });
+        let goal = Goal {
+            id: "g".into(),
+            objective: "o".into(),
+            status: GoalStatus::Active,
+            next_action: None,
+            write_scope: vec![],
+            guards: vec![],
+            authority_sources: vec![],
+            quota: QuotaPolicy::default(),
+            created_at: t(0),
+            updated_at: t(0),
+            rev: 1,
+            extra: Extra::new(),
+        };
+        state.goals.insert("g".into(), GoalState::new(goal));
+        state
+    }
+
+    fn run(store: &MemoryStore, f: impl Fn(&mut Option<State>)) -> Committed<()> {
+        transact::<_, _, Error, _>(store, t(1), |s| {
+            f(s);
+            Ok(Write::commit((), Message::new("test", "test")))
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn root_commit_then_no_commit_when_nothing_changes() {
+        let store = MemoryStore::new();
+        let first = run(&store, |s| *s = Some(fresh()));
+        assert!(first.commit.is_some() && first.base.is_none());
+        let second = run(&store, |_| {});
+        assert_eq!(second.commit, None, "an unchanged tree makes no commit");
+        let third = run(&store, |s| {
+            s.as_mut().unwrap().goals.get_mut("g").unwrap().goal.rev = 2
+        });
+        assert_eq!(third.base, first.commit);
+        assert_eq!(
+            store
+                .first_parent_log(third.commit.as_ref().unwrap(), 10)
+                .unwrap()
+                .len(),
+            2
+        );
+    }
+
+    #[test]
+    fn a_lost_race_reruns_the_mutation_on_the_new_tip() {
+        let store = MemoryStore::new();
+        run(&store, |s| *s = Some(fresh()));
+        let mut calls = 0;
+        let done = transact::<_, _, Error, _>(&store, t(2), |s| {
+            calls += 1;
+            if calls == 1 {
+                // Another writer lands between our read and our CAS.
+                run(&store, |s| {
+                    s.as_mut()
+                        .unwrap()
+                        .goals
+                        .get_mut("g")
+                        .unwrap()
+                        .goal
+                        .objective = "theirs".into()
+                });
+            }
+            let gs = s.as_mut().unwrap().goals.get_mut("g").unwrap();
+            gs.goal.rev += 1;
+            Ok(Write::commit(
+                gs.goal.objective.clone(),
+                Message::new("test", "mine"),
+            ))
+        })
+        .unwrap();
+        assert_eq!(calls, 2);
+        assert_eq!(
+            done.value, "theirs",
+            "the retry saw the other writer's change"
+        );
+        assert_eq!(done.attempts, 2);
+    }
+}

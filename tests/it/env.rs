@@ -1,0 +1,190 @@
+//! A hermetic environment for running git and git-loopx: pinned HOME, no
+//! global or system git config, fixed identities, dates, timezone and clock.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const NOW: &str = "2026-12-02T10:00:00Z";
+
+pub struct TestEnv {
+    pub root: tempfile::TempDir,
+    pub now: String,
+}
+
+/// The result of one git-loopx run.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not one JSON object ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    #[track_caller]
+    pub fn success(self) -> Self {
+        assert_eq!(
+            self.code, 0,
+            "expected success\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    #[track_caller]
+    pub fn failure(self, code: i32) -> Self {
+        assert_eq!(
+            self.code, code,
+            "expected exit {code}\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+}
+
+impl From<Output> for Run {
+    fn from(out: Output) -> Self {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+impl TestEnv {
+    pub fn new() -> Self {
+        let root = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(root.path().join("home")).unwrap();
+        TestEnv {
+            root,
+            now: NOW.to_owned(),
+        }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.path().join(rel)
+    }
+
+    fn hermetic(&self, cmd: &mut Command) {
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.path("home"))
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "Test Author")
+            .env("GIT_AUTHOR_EMAIL", "author@example.com")
+            .env("GIT_AUTHOR_DATE", "2026-12-01T00:00:00Z")
+            .env("GIT_COMMITTER_NAME", "Test Committer")
+            .env("GIT_COMMITTER_EMAIL", "committer@example.com")
+            .env("GIT_COMMITTER_DATE", "2026-12-01T00:00:00Z")
+            .env("TZ", "UTC")
+            .env("LANG", "C")
+            .env("LC_ALL", "C");
+    }
+
+    /// A `git` command in `dir`, hermetic.
+    pub fn git_cmd(&self, dir: &Path) -> Command {
+        let mut cmd = Command::new("git");
+        self.hermetic(&mut cmd);
+        cmd.current_dir(dir);
+        cmd
+    }
+
+    /// Runs git and returns its trimmed stdout, panicking on failure.
+    #[track_caller]
+    pub fn git(&self, dir: &Path, args: &[&str]) -> String {
+        let out = self.git_cmd(dir).args(args).output().expect("git runs");
+        assert!(
+            out.status.success(),
+            "git {args:?} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim_end().to_owned()
+    }
+
+    /// A `git-loopx` command in `dir`, hermetic, with `LOOPX_NOW` set.
+    pub fn loopx_cmd(&self, dir: &Path) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_git-loopx"));
+        self.hermetic(&mut cmd);
+        cmd.current_dir(dir).env("LOOPX_NOW", &self.now);
+        cmd
+    }
+
+    pub fn loopx(&self, dir: &Path, args: &[&str]) -> Run {
+        self.loopx_cmd(dir)
+            .args(args)
+            .output()
+            .expect("git-loopx runs")
+            .into()
+    }
+
+    /// A new repository with one commit on `main`.
+    pub fn repo(&self, name: &str) -> PathBuf {
+        let dir = self.path(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        self.git(&dir, &["init", "-q", "-b", "main"]);
+        std::fs::write(dir.join("README"), "hello\n").unwrap();
+        self.git(&dir, &["add", "README"]);
+        self.git(&dir, &["commit", "-q", "-m", "base"]);
+        dir
+    }
+
+    /// A repository with state initialised by `git loopx init`.
+    pub fn state_repo(&self, name: &str) -> PathBuf {
+        let dir = self.repo(name);
+        self.loopx(&dir, &["init", "--goal-text", "Ship the parser"])
+            .success();
+        dir
+    }
+
+    /// Commits `content` at `path` on loopx-state by hand, with git plumbing
+    /// (as a careless human or a hostile peer would), returning the commit.
+    pub fn commit_state_file(&self, repo: &Path, path: &str, content: &str) -> String {
+        let index = self.path("hand.index");
+        let _ = std::fs::remove_file(&index);
+        let with_index = |args: &[&str]| {
+            let out = self
+                .git_cmd(repo)
+                .env("GIT_INDEX_FILE", &index)
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        };
+        let blob_file = self.path("hand.blob");
+        std::fs::write(&blob_file, content).unwrap();
+        let blob = self.git(repo, &["hash-object", "-w", blob_file.to_str().unwrap()]);
+        with_index(&["read-tree", "loopx-state"]);
+        with_index(&[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("100644,{blob},{path}"),
+        ]);
+        let tree = with_index(&["write-tree"]);
+        let commit = self.git(
+            repo,
+            &["commit-tree", &tree, "-p", "loopx-state", "-m", "hand edit"],
+        );
+        self.git(repo, &["update-ref", "refs/heads/loopx-state", &commit]);
+        commit
+    }
+
+    pub fn tip(&self, repo: &Path) -> String {
+        self.git(repo, &["rev-parse", "refs/heads/loopx-state"])
+    }
+}

@@ -1,0 +1,6 @@
+//! The one integration-test binary: drives the real `git-loopx` against real
+//! repositories built in temporary directories by [`env::TestEnv`].
+
+mod env;
+mod kernel;
+mod race;

@@ -15,4 +15,7 @@ pub mod ops;
 pub mod render;
 pub mod store;
 
+#[cfg(test)]
+mod proptests;
+
 pub use error::{Error, Result};

@@ -1,11 +1,15 @@
 //! The command line: global flags, one file per subcommand, and the single
 //! place where a result becomes output and an exit status.
 
+mod agent;
 mod doctor;
+mod gate;
+mod goal;
 mod init;
 mod log;
 mod status;
 mod todo;
+mod writeback;
 
 use std::ffi::OsString;
 use std::io::Write as _;
@@ -61,7 +65,12 @@ pub enum Command {
     Status(status::Args),
     Log(log::Args),
     Doctor(doctor::Args),
+    Goal(goal::Args),
+    Agent(agent::Args),
     Todo(todo::Args),
+    Gate(gate::Args),
+    Writeback(writeback::Args),
+    History(writeback::HistoryArgs),
 }
 
 /// What a command hands back to be printed.
@@ -119,6 +128,11 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         Command::Log(args) => log::run(&ctx, args),
         Command::Doctor(args) => doctor::run(&ctx, args),
         Command::Todo(args) => todo::run(&ctx, args),
+        Command::Goal(args) => goal::run(&ctx, args),
+        Command::Agent(args) => agent::run(&ctx, args),
+        Command::Gate(args) => gate::run(&ctx, args),
+        Command::Writeback(args) => writeback::run(&ctx, args),
+        Command::History(args) => writeback::history(&ctx, args),
     }
 }
 

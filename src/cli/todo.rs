@@ -4,11 +4,11 @@ use clap::Subcommand;
 
 use crate::cli::{enum_arg, Output};
 use crate::model::{Priority, Role, TodoClass, TodoStatus};
-use crate::ops::{todo, Context};
+use crate::ops::{done, lease, todo, Context};
 use crate::render;
 use crate::Result;
 
-/// Agent and user todos: add, list, show.
+/// Agent and user todos, and the leases on them.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(subcommand)]
@@ -62,6 +62,98 @@ enum TodoCommand {
         /// A todo id or a unique prefix of one.
         id: String,
     },
+    /// Take a lease on a todo (renews it if you already hold it).
+    Claim {
+        id: String,
+        /// Lease length: 45m by default, at most 24h (e.g. 30m, 2h, 90s).
+        #[arg(long, value_parser = ttl_arg, default_value = "45m")]
+        ttl: i64,
+    },
+    /// Extend your lease (same epoch).
+    Renew {
+        id: String,
+        #[arg(long, value_parser = ttl_arg, default_value = "45m")]
+        ttl: i64,
+        /// The epoch your claim was granted (default: recorded on this host).
+        #[arg(long)]
+        epoch: Option<u64>,
+    },
+    /// Give up your lease; the epoch is kept so it never goes backwards.
+    Release {
+        id: String,
+        #[arg(long)]
+        epoch: Option<u64>,
+    },
+    /// The next ready todo for this agent (what should-run would select).
+    ///
+    /// Exits 1 with `nothing_ready` when there is none.
+    Next {
+        /// Claim it in the same compare-and-swap.
+        #[arg(long)]
+        claim: bool,
+        /// A capability this agent has now (repeatable; added to its registered ones).
+        #[arg(long = "capability", value_name = "CAP")]
+        capability: Vec<String>,
+        #[arg(long, value_parser = ttl_arg, default_value = "45m")]
+        ttl: i64,
+    },
+    /// Change status, priority, text or resume condition, or add a note.
+    Update {
+        id: String,
+        /// open, blocked or deferred (use `todo done` to complete).
+        #[arg(long, value_parser = enum_arg::<TodoStatus>)]
+        status: Option<TodoStatus>,
+        #[arg(long)]
+        note: Option<String>,
+        #[arg(long, value_name = "COND")]
+        resume_when: Option<String>,
+        #[arg(long, value_parser = enum_arg::<Priority>)]
+        priority: Option<Priority>,
+        #[arg(long)]
+        text: Option<String>,
+        #[arg(long)]
+        epoch: Option<u64>,
+    },
+    /// Complete a todo: runs its `validate` command first (no shell), and
+    /// refuses completion if it fails.
+    Done {
+        id: String,
+        /// What shows it is done (a commit, a test run, a link).
+        #[arg(long)]
+        evidence: String,
+        /// Create the successor todo in the same commit.
+        #[arg(long, value_name = "TEXT", conflicts_with = "no_follow_up")]
+        next: Option<String>,
+        /// Give the successor's lease to this agent.
+        #[arg(long, value_name = "AGENT", requires = "next")]
+        next_agent: Option<String>,
+        /// Say explicitly that no follow-up is needed.
+        #[arg(long)]
+        no_follow_up: bool,
+        /// Kill `validate` after this long (default 10m).
+        #[arg(long, value_parser = ttl_arg, value_name = "DURATION")]
+        validate_timeout: Option<i64>,
+        #[arg(long)]
+        epoch: Option<u64>,
+    },
+    /// Pass your lease to another agent with a note (new epoch).
+    Handoff {
+        id: String,
+        #[arg(long, value_name = "AGENT")]
+        to: String,
+        #[arg(long)]
+        note: String,
+        #[arg(long, value_parser = ttl_arg, default_value = "45m")]
+        ttl: i64,
+        #[arg(long)]
+        epoch: Option<u64>,
+    },
+}
+
+/// Parses a lease length such as `30m` into seconds.
+fn ttl_arg(text: &str) -> std::result::Result<i64, String> {
+    crate::model::parse_duration(text)
+        .ok_or_else(|| format!("`{text}` is not a duration like 90s, 30m, 2h"))
 }
 
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
@@ -115,6 +207,100 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
         TodoCommand::Show { id } => {
             let report = todo::show(ctx, id)?;
             Ok(Output::new(&report, render::text::todo_show(&report.todo)))
+        }
+        TodoCommand::Claim { id, ttl } => {
+            let r = lease::claim(ctx, id, *ttl)?;
+            Ok(Output::new(&r, render::text::claim(&r)))
+        }
+        TodoCommand::Renew { id, ttl, epoch } => {
+            let r = lease::renew(ctx, id, *ttl, *epoch)?;
+            let text = format!(
+                "renewed {} until {}\n",
+                r.todo.id,
+                r.todo
+                    .claim
+                    .as_ref()
+                    .map_or(String::new(), |c| c.expires_at.to_string())
+            );
+            Ok(Output::new(&r, text))
+        }
+        TodoCommand::Release { id, epoch } => {
+            let r = lease::release(ctx, id, *epoch)?;
+            Ok(Output::new(&r, format!("released {}\n", r.todo.id)))
+        }
+        TodoCommand::Next {
+            claim,
+            capability,
+            ttl,
+        } => {
+            let r = lease::next(ctx, capability, *claim, *ttl)?;
+            let text = match &r {
+                lease::ClaimReportOrTodo::Claimed(c) => render::text::claim(c),
+                lease::ClaimReportOrTodo::Todo { todo } => format!("{}  {}\n", todo.id, todo.text),
+            };
+            Ok(Output::new(&r, text))
+        }
+        TodoCommand::Update {
+            id,
+            status,
+            note,
+            resume_when,
+            priority,
+            text,
+            epoch,
+        } => {
+            let r = todo::update(
+                ctx,
+                id,
+                &todo::UpdateArgs {
+                    status: *status,
+                    note: note.clone(),
+                    resume_when: resume_when.clone(),
+                    priority: *priority,
+                    text: text.clone(),
+                    epoch: *epoch,
+                },
+            )?;
+            Ok(Output::new(&r, format!("updated {}\n", r.todo.id)))
+        }
+        TodoCommand::Done {
+            id,
+            evidence,
+            next,
+            next_agent,
+            no_follow_up: _,
+            validate_timeout,
+            epoch,
+        } => {
+            let r = done::done(
+                ctx,
+                id,
+                &done::DoneArgs {
+                    evidence: evidence.clone(),
+                    next: next.clone(),
+                    next_agent: next_agent.clone(),
+                    epoch: *epoch,
+                    timeout: validate_timeout
+                        .map(|s| std::time::Duration::from_secs(s.max(1) as u64)),
+                },
+            )?;
+            Ok(Output::new(&r, render::text::done(&r)))
+        }
+        TodoCommand::Handoff {
+            id,
+            to,
+            note,
+            ttl,
+            epoch,
+        } => {
+            let r = lease::handoff(ctx, id, to, note, *ttl, *epoch)?;
+            Ok(Output::new(
+                &r,
+                format!(
+                    "handed {} to {} (epoch {})\n",
+                    r.todo.id, r.claim.agent, r.claim.epoch
+                ),
+            ))
         }
     }
 }

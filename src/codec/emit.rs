@@ -131,8 +131,37 @@ fn block_literal_ok(s: &str) -> bool {
         && !s.trim_end_matches('\n').is_empty()
 }
 
+/// Characters that must be escaped: controls, and those YAML readers treat
+/// as line breaks or byte-order marks (NEL, LS, PS, BOM) or as non-printable.
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}'
+        )
+}
+
 fn is_printable(c: char) -> bool {
-    !c.is_control() && c != '\u{feff}' || c == '\t'
+    c == '\t' || !needs_escape(c)
+}
+
+/// A YAML double-quoted scalar with every unsafe character escaped.
+fn double_quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if needs_escape(c) => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// A string as a scalar: plain when unambiguous, else quoted.
@@ -142,13 +171,13 @@ pub fn scalar_string(s: &str) -> String {
     } else if !s.contains('\n') && s.chars().all(|c| is_printable(c) && c != '\t') {
         format!("'{}'", s.replace('\'', "''"))
     } else {
-        // A JSON string is a valid YAML double-quoted scalar.
-        serde_json::to_string(s).expect("strings always serialize")
+        double_quoted(s)
     }
 }
 
 const RESERVED: &[&str] = &[
-    "null", "~", "true", "false", "yes", "no", "on", "off", "y", "n", "=", "<<",
+    "null", "~", "true", "false", "yes", "no", "on", "off", "y", "n", "=", "<<", "inf", "infinity",
+    "nan",
 ];
 
 fn is_plain_safe(s: &str) -> bool {

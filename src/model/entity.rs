@@ -369,3 +369,82 @@ pub struct Run {
     #[serde(flatten)]
     pub extra: Extra,
 }
+
+/// The snake_case name of a status, for messages.
+pub fn status_name(status: TodoStatus) -> &'static str {
+    match status {
+        TodoStatus::Open => "open",
+        TodoStatus::Blocked => "blocked",
+        TodoStatus::Deferred => "deferred",
+        TodoStatus::Done => "done",
+    }
+}
+
+impl Run {
+    /// A run record with only the common fields set.
+    pub fn new(id: String, kind: RunKind, goal: &str, agent: Option<&str>, at: Timestamp) -> Self {
+        Run {
+            id,
+            kind,
+            goal: goal.to_owned(),
+            agent: agent.map(str::to_owned),
+            at,
+            todo: None,
+            epoch: None,
+            outcome: None,
+            summary: None,
+            validation: None,
+            artifacts: Vec::new(),
+            turn: None,
+            slots: None,
+            writeback: None,
+            spend: None,
+            reason: None,
+            extra: Extra::new(),
+        }
+    }
+}
+
+impl Todo {
+    /// A new open todo with only the required fields set.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        id: String,
+        goal: &str,
+        text: &str,
+        role: Role,
+        class: TodoClass,
+        priority: Priority,
+        created_by: Option<&str>,
+        now: Timestamp,
+    ) -> Self {
+        Todo {
+            id,
+            goal: goal.to_owned(),
+            text: text.to_owned(),
+            role,
+            class,
+            status: TodoStatus::Open,
+            priority,
+            created_at: now,
+            created_by: created_by.map(str::to_owned),
+            updated_at: now,
+            rev: 1,
+            claim: None,
+            last_epoch: 0,
+            requires_capabilities: Vec::new(),
+            exclude_agents: Vec::new(),
+            resume_when: None,
+            validate: None,
+            evidence: None,
+            successors: Vec::new(),
+            unblocks: None,
+            blocks_agent: None,
+            global: false,
+            decision: None,
+            notes: Vec::new(),
+            monitor: None,
+            extra: Extra::new(),
+        }
+    }
+}

@@ -5,7 +5,9 @@
 
 mod entity;
 pub mod ids;
+pub mod lease;
 mod refusal;
+pub mod select;
 mod state;
 mod time;
 

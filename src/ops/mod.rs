@@ -175,3 +175,75 @@ mod tests {
         assert!(super::argv("   ").unwrap().is_empty());
     }
 }
+
+pub mod agent;
+pub mod done;
+pub mod gate;
+pub mod goal;
+pub mod lease;
+pub mod local;
+pub mod writeback;
+
+/// Runs `f` on the current state inside the CAS loop, with the selected goal
+/// id; the commit gets `Loopx-Goal` and (when known) `Loopx-Agent` trailers.
+pub fn mutate<R>(
+    ctx: &Context,
+    mut f: impl FnMut(&mut State, &str) -> Result<(R, store::Message)>,
+) -> Result<store::Committed<R>> {
+    mutate_maybe(ctx, |state, goal| f(state, goal).map(|(v, m)| (v, Some(m))))
+}
+
+/// Like [`mutate`], for an operation that may find nothing to write
+/// (a replay): it returns `None` instead of a message, and no commit is made.
+pub fn mutate_maybe<R>(
+    ctx: &Context,
+    mut f: impl FnMut(&mut State, &str) -> Result<(R, Option<store::Message>)>,
+) -> Result<store::Committed<R>> {
+    store::transact(&ctx.store, ctx.now, |state: &mut Option<State>| {
+        let state = existing(state)?;
+        let goal = ctx.goal(state)?.goal.id.clone();
+        let (value, message) = f(state, &goal)?;
+        let Some(mut message) = message else {
+            return Ok(store::Write::read_only(value));
+        };
+        message = message.trailer("Loopx-Goal", goal);
+        if let Some(agent) = ctx.agent() {
+            message = message.trailer("Loopx-Agent", agent);
+        }
+        Ok(store::Write::commit(value, message))
+    })
+}
+
+/// Resolves a todo id or unique prefix within a goal.
+pub fn resolve_todo(gs: &GoalState, query: &str) -> Result<String> {
+    let hex = query.strip_prefix("todo_").unwrap_or(query);
+    if !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return Err(Refusal::invalid_input(format!(
+            "`{query}` is not a todo id or a prefix of one"
+        ))
+        .into());
+    }
+    Ok(ids::resolve_prefix("todo", query, gs.todos.keys().map(String::as_str))?.to_owned())
+}
+
+/// Marks an entity changed: `rev` + 1, `updated_at` = now.
+pub fn touch(todo: &mut model::Todo, now: Timestamp) {
+    todo.rev += 1;
+    todo.updated_at = now;
+}
+
+/// Appends a note to a todo.
+pub fn add_note(todo: &mut model::Todo, now: Timestamp, agent: Option<&str>, text: &str) {
+    todo.notes.push(model::Note {
+        at: now,
+        agent: agent.map(str::to_owned),
+        text: text.to_owned(),
+        extra: model::Extra::new(),
+    });
+}
+
+/// The optional `--epoch` a writer passes, and the agent it writes as.
+pub struct Writer<'a> {
+    pub agent: &'a str,
+    pub epoch: Option<u64>,
+}

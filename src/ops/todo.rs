@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::model::{ids, Extra, Priority, Refusal, Role, State, Todo, TodoClass, TodoStatus};
+use crate::model::{ids, Priority, Refusal, Role, State, Timestamp, Todo, TodoClass, TodoStatus};
 use crate::ops::{non_empty, Context};
 use crate::store::{transact, Message, Oid, Write};
 use crate::Result;
@@ -34,6 +34,20 @@ pub fn nonce() -> String {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u32(std::process::id());
     format!("{:016x}", h.finish())
+}
+
+/// A fresh todo id: a hash of goal, text, creator, time and a nonce.
+pub fn new_todo_id(
+    goal: &str,
+    text: &str,
+    creator: Option<&str>,
+    now: Timestamp,
+    nonce: &str,
+) -> String {
+    ids::derive_id(
+        "todo_",
+        &[goal, text, creator.unwrap_or(""), &now.to_string(), nonce],
+    )
 }
 
 /// First line of `text`, cut to `max` characters, for commit subjects.
@@ -73,7 +87,7 @@ pub fn resolve_resume_when(state: &State, goal: &str, text: &str) -> Result<Stri
         .into());
     };
     let gs = &state.goals[goal];
-    let id = ids::resolve_prefix("todo", query, gs.todos.keys().map(String::as_str))?;
+    let id = super::resolve_todo(gs, query)?;
     Ok(format!("todo_done:{id}"))
 }
 
@@ -102,36 +116,21 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<TodoReport> {
             .as_deref()
             .map(|r| resolve_resume_when(state, &goal, r))
             .transpose()?;
-        let creator = agent.as_deref().unwrap_or("");
-        let id = ids::derive_id("todo_", &[&goal, &text, creator, &now.to_string(), &nonce]);
-        let todo = Todo {
-            id: id.clone(),
-            goal: goal.clone(),
-            text: text.clone(),
-            role: args.role,
+        let id = new_todo_id(&goal, &text, agent.as_deref(), now, &nonce);
+        let mut todo = Todo::new(
+            id.clone(),
+            &goal,
+            &text,
+            args.role,
             class,
-            status: TodoStatus::Open,
-            priority: args.priority,
-            created_at: now,
-            created_by: agent.clone(),
-            updated_at: now,
-            rev: 1,
-            claim: None,
-            last_epoch: 0,
-            requires_capabilities: args.requires_capabilities.clone(),
-            exclude_agents: args.exclude_agents.clone(),
-            resume_when,
-            validate: args.validate.clone(),
-            evidence: None,
-            successors: Vec::new(),
-            unblocks: None,
-            blocks_agent: None,
-            global: false,
-            decision: None,
-            notes: Vec::new(),
-            monitor: None,
-            extra: Extra::new(),
-        };
+            args.priority,
+            agent.as_deref(),
+            now,
+        );
+        todo.requires_capabilities = args.requires_capabilities.clone();
+        todo.exclude_agents = args.exclude_agents.clone();
+        todo.resume_when = resume_when;
+        todo.validate = args.validate.clone();
         let gs = state.goals.get_mut(&goal).expect("goal resolved above");
         gs.todos.insert(id.clone(), todo.clone());
         let mut message = Message::new(
@@ -190,9 +189,110 @@ pub fn list(ctx: &Context, args: &ListArgs) -> Result<ListReport> {
 pub fn show(ctx: &Context, query: &str) -> Result<TodoReport> {
     let (_, state) = ctx.load()?;
     let gs = ctx.goal(&state)?;
-    let id = ids::resolve_prefix("todo", query, gs.todos.keys().map(String::as_str))?;
+    let id = super::resolve_todo(gs, query)?;
     Ok(TodoReport {
-        todo: gs.todos[id].clone(),
+        todo: gs.todos[&id].clone(),
         commit: None,
+    })
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct UpdateArgs {
+    pub status: Option<TodoStatus>,
+    pub note: Option<String>,
+    pub resume_when: Option<String>,
+    pub priority: Option<Priority>,
+    pub text: Option<String>,
+    pub epoch: Option<u64>,
+}
+
+/// `todo update ID [--status --note --resume-when --priority --text]`.
+pub fn update(ctx: &Context, query: &str, args: &UpdateArgs) -> Result<TodoReport> {
+    if args.status == Some(TodoStatus::Done) {
+        return Err(Refusal::invalid_input("use `git loopx todo done` to complete a todo").into());
+    }
+    let note = args
+        .note
+        .as_deref()
+        .map(|n| non_empty("--note", n))
+        .transpose()?;
+    let text = args
+        .text
+        .as_deref()
+        .map(|t| non_empty("--text", t))
+        .transpose()?;
+    if args.status.is_none()
+        && note.is_none()
+        && args.resume_when.is_none()
+        && args.priority.is_none()
+        && text.is_none()
+    {
+        return Err(Refusal::invalid_input(
+            "nothing to update: pass --status, --note, --resume-when, --priority or --text",
+        )
+        .into());
+    }
+    let agent = ctx.agent().map(str::to_owned);
+    let done = super::mutate(ctx, |state, goal| {
+        let resume = args
+            .resume_when
+            .as_deref()
+            .map(|r| resolve_resume_when(state, goal, r))
+            .transpose()?;
+        let gs = state.goals.get_mut(goal).expect("goal exists");
+        let id = super::resolve_todo(gs, query)?;
+        let todo = gs.todos.get_mut(&id).expect("resolved");
+        if todo.status == TodoStatus::Done {
+            return Err(
+                Refusal::invalid_input(format!("{id} is done: add a new todo instead")).into(),
+            );
+        }
+        match &agent {
+            Some(a) => {
+                let expected = super::local::expected_epoch(ctx, a, &id, args.epoch);
+                crate::model::lease::check_writer(todo, a, expected, ctx.now)?;
+            }
+            None => {
+                if let Some(c) = todo.live_claim(ctx.now) {
+                    return Err(Refusal::new(
+                        crate::model::Code::NotClaimHolder,
+                        format!("{id} is claimed by {} until {}", c.agent, c.expires_at),
+                    )
+                    .into());
+                }
+            }
+        }
+        let mut changed = Vec::new();
+        if let Some(s) = args.status {
+            todo.status = s;
+            changed.push(format!("status {}", crate::model::status_name(s)));
+        }
+        if let Some(r) = &resume {
+            todo.resume_when = Some(r.clone());
+            changed.push(format!("resume_when {r}"));
+        }
+        if let Some(p) = args.priority {
+            todo.priority = p;
+            changed.push(format!("priority {p:?}"));
+        }
+        if let Some(t) = &text {
+            todo.text = t.clone();
+            changed.push("text".to_owned());
+        }
+        if let Some(n) = &note {
+            super::add_note(todo, ctx.now, agent.as_deref(), n);
+            changed.push("note".to_owned());
+        }
+        super::touch(todo, ctx.now);
+        let message = Message::new(
+            "todo update",
+            format!("todo update {id}: {}", changed.join(", ")),
+        )
+        .trailer("Loopx-Todo", id.clone());
+        Ok((todo.clone(), message))
+    })?;
+    Ok(TodoReport {
+        todo: done.value,
+        commit: done.commit,
     })
 }

@@ -143,3 +143,46 @@ pub fn todo_list(r: &crate::ops::todo::ListReport, now: crate::model::Timestamp)
 pub fn todo_show(t: &crate::model::Todo) -> String {
     String::from_utf8_lossy(&crate::codec::encode(t)).into_owned()
 }
+
+pub fn claim(r: &crate::ops::lease::ClaimReport) -> String {
+    let verb = match r.action {
+        crate::model::lease::ClaimAction::Acquired => "claimed",
+        crate::model::lease::ClaimAction::Renewed => "renewed",
+    };
+    format!(
+        "{verb} {} for {} (epoch {}, until {}): {}\n",
+        r.todo.id, r.claim.agent, r.claim.epoch, r.claim.expires_at, r.todo.text
+    )
+}
+
+pub fn done(r: &crate::ops::done::DoneReport) -> String {
+    let mut out = format!("done {}: {}\n", r.todo.id, r.todo.text);
+    if let Some(v) = &r.validation {
+        let _ = writeln!(out, "validated: `{}` exited {}", v.command, v.exit_code);
+    }
+    if let Some(s) = &r.successor {
+        let _ = writeln!(out, "next {}: {}", s.id, s.text);
+    }
+    out
+}
+
+pub fn runs(runs: &[crate::model::Run]) -> String {
+    let mut out = String::new();
+    for r in runs {
+        let what = r.summary.as_deref().or(r.reason.as_deref()).unwrap_or("");
+        let _ = writeln!(
+            out,
+            "{} {} {:<9} {:<8} {} {}",
+            r.at,
+            r.id,
+            crate::ops::snake(&r.kind),
+            r.agent.as_deref().unwrap_or("-"),
+            r.todo.as_deref().unwrap_or(""),
+            what
+        );
+    }
+    if runs.is_empty() {
+        out.push_str("no run records\n");
+    }
+    out
+}

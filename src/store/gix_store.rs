@@ -59,6 +59,11 @@ impl GixStore {
         self.repo.common_dir()
     }
 
+    /// Host-local, disposable data of git-loopx: `<common dir>/loopx`.
+    pub fn local_dir(&self) -> PathBuf {
+        self.repo.common_dir().join("loopx")
+    }
+
     /// The working tree of the repository we were discovered in, if any.
     pub fn workdir(&self) -> Option<&Path> {
         self.repo.workdir()

@@ -1,0 +1,120 @@
+//! `git loopx gate …`
+
+use clap::Subcommand;
+
+use crate::cli::Output;
+use crate::model::Decision;
+use crate::ops::{gate, Context};
+use crate::Result;
+
+/// Questions only a human may answer (gates).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: GateCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum GateCommand {
+    /// Ask a question; every agent sees it unless --blocks-agent names one.
+    Add {
+        question: String,
+        /// Only this agent waits for the answer.
+        #[arg(long, value_name = "AGENT", conflicts_with = "global")]
+        blocks_agent: Option<String>,
+        /// Every agent sees the gate (the default).
+        #[arg(long)]
+        global: bool,
+        /// The todo that waits for this gate.
+        #[arg(long, value_name = "ID")]
+        unblocks: Option<String>,
+    },
+    /// Answer a gate.
+    #[command(group(clap::ArgGroup::new("decision").required(true).args(["approve", "reject", "cancel"])))]
+    Resolve {
+        id: String,
+        #[arg(long)]
+        approve: bool,
+        #[arg(long)]
+        reject: bool,
+        #[arg(long)]
+        cancel: bool,
+        /// Why, for the record.
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Open gates (all with --all).
+    List {
+        #[arg(long)]
+        all: bool,
+    },
+}
+
+pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
+    match &args.command {
+        GateCommand::Add {
+            question,
+            blocks_agent,
+            global: _,
+            unblocks,
+        } => {
+            let r = gate::add(
+                ctx,
+                &gate::AddArgs {
+                    question: question.clone(),
+                    blocks_agent: blocks_agent.clone(),
+                    unblocks: unblocks.clone(),
+                    priority: None,
+                },
+            )?;
+            Ok(Output::new(
+                &r,
+                format!("gate {}: {}\n", r.gate.id, r.gate.text),
+            ))
+        }
+        GateCommand::Resolve {
+            id,
+            approve,
+            reject,
+            cancel: _,
+            note,
+        } => {
+            let decision = if *approve {
+                Decision::Approve
+            } else if *reject {
+                Decision::Reject
+            } else {
+                Decision::Cancel
+            };
+            let r = gate::resolve(ctx, id, decision, note.as_deref())?;
+            let mut text = format!(
+                "gate {} resolved: {}\n",
+                r.gate.id,
+                crate::ops::snake(&decision)
+            );
+            if let Some(t) = &r.unblocked {
+                text.push_str(&format!(
+                    "{} is now {}\n",
+                    t.id,
+                    crate::model::status_name(t.status)
+                ));
+            }
+            Ok(Output::new(&r, text))
+        }
+        GateCommand::List { all } => {
+            let r = gate::list(ctx, *all)?;
+            let mut text = String::new();
+            for g in &r.gates {
+                let scope = g
+                    .blocks_agent
+                    .as_deref()
+                    .map_or("global".to_owned(), |a| format!("blocks {a}"));
+                text.push_str(&format!("{}  [{scope}] {}\n", g.id, g.text));
+            }
+            if r.gates.is_empty() {
+                text.push_str("no open gates\n");
+            }
+            Ok(Output::new(&r, text))
+        }
+    }
+}

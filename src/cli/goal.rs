@@ -1,0 +1,98 @@
+//! `git loopx goal …`
+
+use clap::Subcommand;
+
+use crate::cli::Output;
+use crate::model::GoalStatus;
+use crate::ops::{goal, Context};
+use crate::Result;
+
+/// The goal: objective, status, quota policy, next action.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: GoalCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum GoalCommand {
+    /// Show the goal.
+    Show,
+    /// Change the goal's fields and quota policy.
+    Set {
+        #[arg(long)]
+        objective: Option<String>,
+        #[arg(long, conflicts_with = "clear_next_action")]
+        next_action: Option<String>,
+        #[arg(long)]
+        clear_next_action: bool,
+        /// Share of the window agents may use, 0..1 (0 pauses all work).
+        #[arg(long)]
+        compute: Option<f64>,
+        #[arg(long)]
+        window_hours: Option<u32>,
+        #[arg(long)]
+        slot_minutes: Option<u32>,
+        /// Override the computed allowance.
+        #[arg(long)]
+        allowed_slots: Option<u32>,
+        /// A guard the agents must respect (repeatable; replaces the list).
+        #[arg(long = "guard")]
+        guards: Vec<String>,
+        /// A path glob agents may write to (repeatable; replaces the list).
+        #[arg(long = "write-scope")]
+        write_scope: Vec<String>,
+    },
+    /// Pause the goal for every agent.
+    Stop,
+    /// Resume a stopped goal.
+    Resume,
+    /// Add another goal.
+    Add {
+        id: String,
+        #[arg(long)]
+        objective: String,
+        /// Make it the default goal.
+        #[arg(long)]
+        default: bool,
+    },
+}
+
+pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
+    let report = match &args.command {
+        GoalCommand::Show => goal::show(ctx)?,
+        GoalCommand::Set {
+            objective,
+            next_action,
+            clear_next_action,
+            compute,
+            window_hours,
+            slot_minutes,
+            allowed_slots,
+            guards,
+            write_scope,
+        } => goal::set(
+            ctx,
+            &goal::SetArgs {
+                objective: objective.clone(),
+                next_action: next_action.clone(),
+                clear_next_action: *clear_next_action,
+                compute: *compute,
+                window_hours: *window_hours,
+                slot_minutes: *slot_minutes,
+                allowed_slots: *allowed_slots,
+                guards: (!guards.is_empty()).then(|| guards.clone()),
+                write_scope: (!write_scope.is_empty()).then(|| write_scope.clone()),
+            },
+        )?,
+        GoalCommand::Stop => goal::set_status(ctx, GoalStatus::Stopped)?,
+        GoalCommand::Resume => goal::set_status(ctx, GoalStatus::Active)?,
+        GoalCommand::Add {
+            id,
+            objective,
+            default,
+        } => goal::add(ctx, id, objective, *default)?,
+    };
+    let text = String::from_utf8_lossy(&crate::codec::encode(&report.goal)).into_owned();
+    Ok(Output::new(&report, text))
+}

@@ -1,0 +1,210 @@
+//! Claims as leases with fencing epochs (SPEC §2.2), as pure functions.
+//!
+//! Invariants: an epoch never goes backwards (`last_epoch` keeps it after a
+//! release); a new holder always gets a higher epoch than any before; a
+//! writer that names an epoch other than the current holder's is refused
+//! with `stale_epoch` and never overwrites the new holder.
+
+use crate::model::{Claim, Code, Extra, Refusal, Role, Timestamp, Todo};
+
+/// Default lease length: 45 minutes.
+pub const DEFAULT_TTL: i64 = 45 * 60;
+/// Longest lease: 24 hours.
+pub const MAX_TTL: i64 = 24 * 3600;
+
+/// Checks a requested TTL in seconds.
+pub fn check_ttl(ttl: i64) -> Result<i64, Refusal> {
+    if ttl <= 0 {
+        return Err(Refusal::invalid_input("the lease TTL must be positive"));
+    }
+    if ttl > MAX_TTL {
+        return Err(Refusal::invalid_input(format!(
+            "a lease TTL of {ttl}s is over the 24h maximum"
+        )));
+    }
+    Ok(ttl)
+}
+
+/// What a claim request did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimAction {
+    /// A new lease (epoch + 1).
+    Acquired,
+    /// The same agent already held it: the lease was extended, same epoch.
+    Renewed,
+}
+
+fn conflict(todo: &Todo, holder: &Claim) -> Refusal {
+    Refusal::new(
+        Code::ClaimConflict,
+        format!(
+            "{} is claimed by {} (epoch {}) until {}",
+            todo.id, holder.agent, holder.epoch, holder.expires_at
+        ),
+    )
+    .with_hint("pick another todo (`git loopx todo next --claim`), or wait for the lease to expire")
+}
+
+/// Whether `agent` may hold `todo` at all (role, status, exclusions).
+pub fn check_claimable(todo: &Todo, agent: &str) -> Result<(), Refusal> {
+    if todo.role == Role::User {
+        return Err(Refusal::invalid_input(format!(
+            "{} is a user todo: only agent todos can be claimed",
+            todo.id
+        )));
+    }
+    if todo.status.is_terminal() {
+        return Err(Refusal::invalid_input(format!(
+            "{} is {}: there is nothing left to claim",
+            todo.id,
+            crate::model::status_name(todo.status)
+        )));
+    }
+    if todo.exclude_agents.iter().any(|a| a == agent) {
+        return Err(Refusal::invalid_input(format!(
+            "{} excludes agent {agent}",
+            todo.id
+        )));
+    }
+    Ok(())
+}
+
+/// Claims `todo` for `agent` for `ttl` seconds.
+pub fn claim(
+    todo: &mut Todo,
+    agent: &str,
+    now: Timestamp,
+    ttl: i64,
+) -> Result<ClaimAction, Refusal> {
+    check_claimable(todo, agent)?;
+    let expires_at = now.plus_seconds(ttl);
+    if let Some(current) = todo.live_claim(now) {
+        if current.agent != agent {
+            return Err(conflict(todo, current));
+        }
+        let claim = todo.claim.as_mut().expect("live claim exists");
+        if claim.expires_at < expires_at {
+            claim.expires_at = expires_at;
+        }
+        return Ok(ClaimAction::Renewed);
+    }
+    let epoch = todo.epoch() + 1;
+    todo.last_epoch = todo
+        .last_epoch
+        .max(todo.claim.as_ref().map_or(0, |c| c.epoch));
+    todo.claim = Some(Claim {
+        agent: agent.to_owned(),
+        epoch,
+        acquired_at: now,
+        expires_at,
+        extra: Extra::new(),
+    });
+    Ok(ClaimAction::Acquired)
+}
+
+/// How a writer stands towards a todo's lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Standing {
+    /// It holds the lease (possibly expired but not taken over) at this epoch.
+    Holder(u64),
+    /// Nobody holds a live lease, and the writer's epoch (if any) is current.
+    Unclaimed,
+}
+
+/// The fencing check for every write a holder makes after claiming.
+///
+/// `expected` is the epoch the writer was given when it claimed (from
+/// `--epoch`, or the host-local record of its claims); `None` when it never
+/// claimed this todo from here.
+pub fn check_writer(
+    todo: &Todo,
+    agent: &str,
+    expected: Option<u64>,
+    now: Timestamp,
+) -> Result<Standing, Refusal> {
+    let stale = |why: String| {
+        Refusal::new(Code::StaleEpoch, why).with_hint(
+            "your lease is gone: stop work on this todo, re-read it, and claim again if it is free",
+        )
+    };
+    match &todo.claim {
+        Some(c) if c.agent == agent => match expected {
+            Some(e) if e != c.epoch => Err(stale(format!(
+                "{} is now at epoch {}, your lease was epoch {e}",
+                todo.id, c.epoch
+            ))),
+            _ => Ok(Standing::Holder(c.epoch)),
+        },
+        Some(c) => match expected {
+            Some(e) => Err(stale(format!(
+                "your lease on {} (epoch {e}) was taken over by {} (epoch {})",
+                todo.id, c.agent, c.epoch
+            ))),
+            None if c.is_live(now) => Err(Refusal::new(
+                Code::NotClaimHolder,
+                format!(
+                    "{} is claimed by {} (epoch {}) until {}",
+                    todo.id, c.agent, c.epoch, c.expires_at
+                ),
+            )
+            .with_hint("only the holder may write to a claimed todo")),
+            None => Ok(Standing::Unclaimed),
+        },
+        None => match expected {
+            Some(e) if e < todo.last_epoch => Err(stale(format!(
+                "{} moved on to epoch {} since your lease (epoch {e})",
+                todo.id, todo.last_epoch
+            ))),
+            _ => Ok(Standing::Unclaimed),
+        },
+    }
+}
+
+/// Extends the holder's lease by `ttl` from now (same epoch).
+pub fn renew(
+    todo: &mut Todo,
+    agent: &str,
+    expected: Option<u64>,
+    now: Timestamp,
+    ttl: i64,
+) -> Result<u64, Refusal> {
+    match check_writer(todo, agent, expected, now)? {
+        Standing::Holder(epoch) => {
+            let claim = todo.claim.as_mut().expect("holder has a claim");
+            if !claim.is_live(now) {
+                // Expired but not taken over: renewing is safe, the epoch is unchanged.
+                claim.acquired_at = now;
+            }
+            claim.expires_at = now.plus_seconds(ttl);
+            Ok(epoch)
+        }
+        Standing::Unclaimed => Err(Refusal::new(
+            Code::NotClaimHolder,
+            format!("{} is not claimed by {agent}", todo.id),
+        )
+        .with_hint("claim it first: `git loopx todo claim <id>`")),
+    }
+}
+
+/// Drops the lease, keeping its epoch in `last_epoch`.
+pub fn release(todo: &mut Todo) {
+    if let Some(c) = todo.claim.take() {
+        todo.last_epoch = todo.last_epoch.max(c.epoch);
+    }
+}
+
+/// Moves the lease to `to` with a fresh epoch (a handoff).
+pub fn transfer(todo: &mut Todo, to: &str, now: Timestamp, ttl: i64) -> Result<u64, Refusal> {
+    check_claimable(todo, to)?;
+    release(todo);
+    let epoch = todo.last_epoch + 1;
+    todo.claim = Some(Claim {
+        agent: to.to_owned(),
+        epoch,
+        acquired_at: now,
+        expires_at: now.plus_seconds(ttl),
+        extra: Extra::new(),
+    });
+    Ok(epoch)
+}

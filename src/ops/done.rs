@@ -1,0 +1,281 @@
+//! `todo done`: validate, complete, optionally create the successor — one commit.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::model::{
+    ids, lease, Code, Extra, Outcome, Refusal, Role, Run, RunKind, Todo, TodoClass, TodoStatus,
+    Validation,
+};
+use crate::ops::todo::{headline, new_todo_id, nonce};
+use crate::ops::{local, mutate, non_empty, resolve_todo, touch, Context};
+use crate::store::{Message, Oid};
+use crate::Result;
+
+#[derive(Debug, Clone, Default)]
+pub struct DoneArgs {
+    pub evidence: String,
+    pub next: Option<String>,
+    pub next_agent: Option<String>,
+    pub epoch: Option<u64>,
+    pub timeout: Option<Duration>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DoneReport {
+    pub todo: Todo,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub successor: Option<Todo>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validation: Option<Validation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<Oid>,
+}
+
+/// How long `validate` may run before it is killed and counted as failed.
+pub const DEFAULT_VALIDATE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Exit code recorded when validation is killed for running too long.
+pub const TIMEOUT_EXIT: i32 = 124;
+/// Exit code recorded when the validation program cannot be started.
+pub const SPAWN_FAILED_EXIT: i32 = 127;
+
+/// Runs `command` without a shell in `dir`, killing it after `timeout`.
+pub fn run_validation(command: &str, dir: &std::path::Path, timeout: Duration) -> Result<i32> {
+    let argv = crate::ops::argv(command)?;
+    let Some((program, args)) = argv.split_first() else {
+        return Err(Refusal::invalid_input("the validate command is empty").into());
+    };
+    let mut child = match Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => {
+            tracing::warn!("validate `{command}` could not start: {e}");
+            return Ok(SPAWN_FAILED_EXIT);
+        }
+    };
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok(status.code().unwrap_or(1)),
+            Ok(None) if start.elapsed() >= timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Ok(TIMEOUT_EXIT);
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(_) => return Ok(1),
+        }
+    }
+}
+
+pub fn done(ctx: &Context, query: &str, args: &DoneArgs) -> Result<DoneReport> {
+    let agent = ctx.agent().map(str::to_owned);
+    let evidence = non_empty("--evidence", &args.evidence)?;
+    let next = args
+        .next
+        .as_deref()
+        .map(|t| non_empty("--next", t))
+        .transpose()?;
+    if let Some(b) = &args.next_agent {
+        ids::check_name("agent", b)?;
+        if next.is_none() {
+            return Err(Refusal::invalid_input("--next-agent needs --next").into());
+        }
+    }
+    // Pre-check outside the CAS loop, so validation only runs for a writer that may complete.
+    let (_, state) = ctx.load()?;
+    let gs = ctx.goal(&state)?;
+    let id = resolve_todo(gs, query)?;
+    let todo = &gs.todos[&id];
+    check_completable(ctx, todo, agent.as_deref(), args.epoch)?;
+    let validation = match &todo.validate {
+        Some(command) => {
+            let dir = ctx
+                .store
+                .workdir()
+                .unwrap_or(ctx.store.common_dir())
+                .to_owned();
+            let exit_code = run_validation(
+                command,
+                &dir,
+                args.timeout.unwrap_or(DEFAULT_VALIDATE_TIMEOUT),
+            )?;
+            Some(Validation {
+                command: command.clone(),
+                exit_code,
+                extra: Extra::new(),
+            })
+        }
+        None => None,
+    };
+    if let Some(v) = validation.as_ref().filter(|v| v.exit_code != 0) {
+        record_failed_validation(ctx, &id, agent.as_deref(), v, args.epoch)?;
+        return Err(Refusal::new(
+            Code::ValidationFailed,
+            format!("{id} not completed: `{}` exited {}", v.command, v.exit_code),
+        )
+        .with_hint("fix the failure and run `todo done` again; the failed validation was recorded")
+        .into());
+    }
+    let nonce = nonce();
+    let done = mutate(ctx, |state, goal| {
+        let gs = state.goals.get_mut(goal).expect("goal exists");
+        let todo = gs
+            .todos
+            .get_mut(&id)
+            .ok_or_else(|| Refusal::new(Code::TodoNotFound, format!("{id} is gone")))?;
+        check_completable(ctx, todo, agent.as_deref(), args.epoch)?;
+        todo.status = TodoStatus::Done;
+        todo.evidence = Some(evidence.clone());
+        lease::release(todo);
+        touch(todo, ctx.now);
+        let priority = todo.priority;
+        let mut message = Message::new(
+            "todo done",
+            format!("todo done {id}{}", by(agent.as_deref())),
+        )
+        .line(format!("evidence: {}", headline(&evidence, 200)))
+        .trailer("Loopx-Todo", id.clone());
+        let successor = match &next {
+            Some(text) => {
+                let succ_id = new_todo_id(goal, text, agent.as_deref(), ctx.now, &nonce);
+                let mut succ = Todo::new(
+                    succ_id,
+                    goal,
+                    text,
+                    Role::Agent,
+                    TodoClass::AdvancementTask,
+                    priority,
+                    agent.as_deref(),
+                    ctx.now,
+                );
+                if let Some(b) = &args.next_agent {
+                    lease::claim(&mut succ, b, ctx.now, lease::DEFAULT_TTL)?;
+                }
+                let todo = gs.todos.get_mut(&id).expect("still there");
+                todo.successors.push(succ.id.clone());
+                message = message.trailer("Loopx-Todo", succ.id.clone());
+                message.subject.push_str(&format!(", next {}", succ.id));
+                gs.todos.insert(succ.id.clone(), succ.clone());
+                Some(succ)
+            }
+            None => None,
+        };
+        Ok(((gs.todos[&id].clone(), successor), message))
+    })?;
+    let (todo, successor) = done.value;
+    if let Some(a) = &agent {
+        local::forget_grant(ctx, a, &todo.id);
+    }
+    if let (Some(succ), Some(b)) = (&successor, &args.next_agent) {
+        local::record_grant(ctx, b, &succ.id, succ.epoch());
+    }
+    Ok(DoneReport {
+        todo,
+        successor,
+        validation,
+        commit: done.commit,
+    })
+}
+
+fn by(agent: Option<&str>) -> String {
+    agent.map(|a| format!(" by {a}")).unwrap_or_default()
+}
+
+/// Gates are resolved, not completed; a claimed todo only by its holder.
+fn check_completable(
+    ctx: &Context,
+    todo: &Todo,
+    agent: Option<&str>,
+    epoch: Option<u64>,
+) -> Result<()> {
+    if todo.class == TodoClass::UserGate {
+        return Err(Refusal::invalid_input(format!(
+            "{} is a gate: use `git loopx gate resolve`",
+            todo.id
+        ))
+        .into());
+    }
+    if todo.status == TodoStatus::Done {
+        return Err(Refusal::invalid_input(format!("{} is already done", todo.id)).into());
+    }
+    match agent {
+        Some(a) => {
+            let expected = local::expected_epoch(ctx, a, &todo.id, epoch);
+            lease::check_writer(todo, a, expected, ctx.now)?;
+        }
+        None => {
+            if let Some(c) = todo.live_claim(ctx.now) {
+                return Err(Refusal::new(
+                    Code::NotClaimHolder,
+                    format!(
+                        "{} is claimed by {} (epoch {}) until {}",
+                        todo.id, c.agent, c.epoch, c.expires_at
+                    ),
+                )
+                .with_hint("only the holder may complete it; pass --agent if you are the holder")
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn record_failed_validation(
+    ctx: &Context,
+    id: &str,
+    agent: Option<&str>,
+    v: &Validation,
+    epoch: Option<u64>,
+) -> Result<()> {
+    let nonce = nonce();
+    mutate(ctx, |state, goal| {
+        let gs = state.goals.get_mut(goal).expect("goal exists");
+        let todo = gs
+            .todos
+            .get(id)
+            .ok_or_else(|| Refusal::new(Code::TodoNotFound, format!("{id} is gone")))?;
+        check_completable(ctx, todo, agent, epoch)?;
+        let run_id = ids::derive_id(
+            "run_",
+            &[
+                goal,
+                "writeback",
+                agent.unwrap_or(""),
+                &ctx.now.to_string(),
+                &nonce,
+            ],
+        );
+        let mut run = Run::new(run_id.clone(), RunKind::Writeback, goal, agent, ctx.now);
+        run.todo = Some(id.to_owned());
+        run.epoch = todo.claim.as_ref().map(|c| c.epoch);
+        run.outcome = Some(Outcome::OutcomeGap);
+        run.summary = Some(format!(
+            "validation failed: `{}` exited {}",
+            v.command, v.exit_code
+        ));
+        run.validation = Some(v.clone());
+        gs.runs.insert(run_id.clone(), run);
+        let message = Message::new(
+            "writeback",
+            format!(
+                "writeback {run_id} on {id}{}: validation failed (exit {})",
+                by(agent),
+                v.exit_code
+            ),
+        )
+        .trailer("Loopx-Todo", id.to_owned())
+        .trailer("Loopx-Run", run_id);
+        Ok(((), message))
+    })?;
+    Ok(())
+}

@@ -1,0 +1,182 @@
+//! `gate add | resolve | list`: questions only a human may answer.
+//!
+//! A gate is a `user_gate` todo. Its scope is `global` (every agent sees it)
+//! unless it names the one agent it `blocks_agent`. A gate that `unblocks` a
+//! todo holds that todo back from every agent until it is resolved:
+//! approve or cancel release it; reject blocks it, with a note.
+
+use serde::Serialize;
+
+use crate::model::{ids, Decision, Priority, Refusal, Role, Todo, TodoClass, TodoStatus};
+use crate::ops::todo::{headline, new_todo_id, nonce};
+use crate::ops::{add_note, mutate, non_empty, resolve_todo, touch, Context};
+use crate::store::{Message, Oid};
+use crate::Result;
+
+#[derive(Debug, Serialize)]
+pub struct GateReport {
+    pub gate: Todo,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unblocked: Option<Todo>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<Oid>,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct AddArgs {
+    pub question: String,
+    pub blocks_agent: Option<String>,
+    pub unblocks: Option<String>,
+    pub priority: Option<Priority>,
+}
+
+pub fn add(ctx: &Context, args: &AddArgs) -> Result<GateReport> {
+    let question = non_empty("the gate question", &args.question)?;
+    if let Some(a) = &args.blocks_agent {
+        ids::check_name("agent", a)?;
+    }
+    let agent = ctx.agent().map(str::to_owned);
+    let nonce = nonce();
+    let done = mutate(ctx, |state, goal| {
+        let gs = state.goals.get_mut(goal).expect("goal exists");
+        let unblocks = match &args.unblocks {
+            Some(q) => {
+                let id = resolve_todo(gs, q)?;
+                let target = &gs.todos[&id];
+                if target.role != Role::Agent || target.status.is_terminal() {
+                    return Err(Refusal::invalid_input(format!(
+                        "--unblocks {id}: only an open agent todo can wait for a gate"
+                    ))
+                    .into());
+                }
+                Some(id)
+            }
+            None => None,
+        };
+        let id = new_todo_id(goal, &question, agent.as_deref(), ctx.now, &nonce);
+        let mut gate = Todo::new(
+            id.clone(),
+            goal,
+            &question,
+            Role::User,
+            TodoClass::UserGate,
+            args.priority.unwrap_or(Priority::P1),
+            agent.as_deref(),
+            ctx.now,
+        );
+        gate.blocks_agent = args.blocks_agent.clone();
+        gate.global = args.blocks_agent.is_none();
+        gate.unblocks = unblocks.clone();
+        gs.todos.insert(id.clone(), gate.clone());
+        let scope = args
+            .blocks_agent
+            .as_deref()
+            .map_or("global".to_owned(), |a| format!("blocks {a}"));
+        let mut message = Message::new(
+            "gate add",
+            format!("gate add {id} ({scope}): {}", headline(&question, 60)),
+        )
+        .trailer("Loopx-Todo", id);
+        if let Some(u) = unblocks {
+            message = message.trailer("Loopx-Todo", u);
+        }
+        Ok((gate, message))
+    })?;
+    Ok(GateReport {
+        gate: done.value,
+        unblocked: None,
+        commit: done.commit,
+    })
+}
+
+pub fn resolve(
+    ctx: &Context,
+    query: &str,
+    decision: Decision,
+    note: Option<&str>,
+) -> Result<GateReport> {
+    let note = note.map(|n| non_empty("--note", n)).transpose()?;
+    let agent = ctx.agent().map(str::to_owned);
+    let done = mutate(ctx, |state, goal| {
+        let gs = state.goals.get_mut(goal).expect("goal exists");
+        let id = resolve_todo(gs, query)?;
+        let gate = gs.todos.get_mut(&id).expect("resolved");
+        if gate.class != TodoClass::UserGate {
+            return Err(Refusal::invalid_input(format!("{id} is not a gate")).into());
+        }
+        if gate.status != TodoStatus::Open {
+            return Err(Refusal::invalid_input(format!(
+                "{id} is already resolved ({})",
+                crate::model::status_name(gate.status)
+            ))
+            .into());
+        }
+        gate.status = TodoStatus::Done;
+        gate.decision = Some(decision);
+        if let Some(n) = &note {
+            add_note(gate, ctx.now, agent.as_deref(), n);
+        }
+        touch(gate, ctx.now);
+        let gate = gate.clone();
+        let word = crate::ops::snake(&decision);
+        let mut unblocked = None;
+        if let Some(target_id) = &gate.unblocks {
+            if let Some(target) = gs.todos.get_mut(target_id) {
+                if !target.status.is_terminal() {
+                    match decision {
+                        Decision::Approve | Decision::Cancel
+                            if target.status == TodoStatus::Blocked =>
+                        {
+                            target.status = TodoStatus::Open
+                        }
+                        Decision::Reject => {
+                            target.status = TodoStatus::Blocked;
+                            add_note(
+                                target,
+                                ctx.now,
+                                agent.as_deref(),
+                                &format!("gate {} rejected", gate.id),
+                            );
+                        }
+                        _ => {}
+                    }
+                    touch(target, ctx.now);
+                    unblocked = Some(target.clone());
+                }
+            }
+        }
+        let mut message = Message::new("gate resolve", format!("gate resolve {id}: {word}"))
+            .trailer("Loopx-Todo", id.clone());
+        if let Some(n) = &note {
+            message = message.line(n.clone());
+        }
+        if let Some(t) = &unblocked {
+            message = message.trailer("Loopx-Todo", t.id.clone());
+        }
+        Ok(((gate, unblocked), message))
+    })?;
+    let (gate, unblocked) = done.value;
+    Ok(GateReport {
+        gate,
+        unblocked,
+        commit: done.commit,
+    })
+}
+
+#[derive(Debug, Serialize)]
+pub struct GateList {
+    pub gates: Vec<Todo>,
+}
+
+pub fn list(ctx: &Context, all: bool) -> Result<GateList> {
+    let (_, state) = ctx.load()?;
+    let gs = ctx.goal(&state)?;
+    let mut gates: Vec<Todo> = gs
+        .todos
+        .values()
+        .filter(|t| t.class == TodoClass::UserGate && (all || t.status == TodoStatus::Open))
+        .cloned()
+        .collect();
+    gates.sort_by(|a, b| a.order_key().cmp(&b.order_key()));
+    Ok(GateList { gates })
+}

@@ -1,0 +1,203 @@
+//! `goal show | set | stop | resume | add`.
+
+use serde::Serialize;
+
+use crate::model::{ids, Extra, Goal, GoalState, GoalStatus, QuotaPolicy, Refusal};
+use crate::ops::{mutate, non_empty, Context};
+use crate::store::{Message, Oid};
+use crate::Result;
+
+#[derive(Debug, Serialize)]
+pub struct GoalReport {
+    pub goal: Goal,
+    pub default: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<Oid>,
+}
+
+pub fn show(ctx: &Context) -> Result<GoalReport> {
+    let (_, state) = ctx.load()?;
+    let gs = ctx.goal(&state)?;
+    Ok(GoalReport {
+        default: gs.goal.id == state.meta.default_goal,
+        goal: gs.goal.clone(),
+        commit: None,
+    })
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct SetArgs {
+    pub objective: Option<String>,
+    pub next_action: Option<String>,
+    pub clear_next_action: bool,
+    pub compute: Option<f64>,
+    pub window_hours: Option<u32>,
+    pub slot_minutes: Option<u32>,
+    pub allowed_slots: Option<u32>,
+    pub guards: Option<Vec<String>>,
+    pub write_scope: Option<Vec<String>>,
+}
+
+fn change_goal(
+    ctx: &Context,
+    op: &str,
+    f: impl Fn(&mut Goal) -> Result<Vec<String>>,
+) -> Result<GoalReport> {
+    let done = mutate(ctx, |state, goal_id| {
+        let is_default = state.meta.default_goal == goal_id;
+        let goal = &mut state.goals.get_mut(goal_id).expect("goal exists").goal;
+        let changed = f(goal)?;
+        goal.rev += 1;
+        goal.updated_at = ctx.now;
+        let message = Message::new(op, format!("{op} {goal_id}: {}", changed.join(", ")));
+        Ok((
+            GoalReport {
+                goal: goal.clone(),
+                default: is_default,
+                commit: None,
+            },
+            message,
+        ))
+    })?;
+    let mut report = done.value;
+    report.commit = done.commit;
+    Ok(report)
+}
+
+pub fn set(ctx: &Context, args: &SetArgs) -> Result<GoalReport> {
+    let objective = args
+        .objective
+        .as_deref()
+        .map(|o| non_empty("--objective", o))
+        .transpose()?;
+    let next_action = args
+        .next_action
+        .as_deref()
+        .map(|n| non_empty("--next-action", n))
+        .transpose()?;
+    if let Some(c) = args.compute {
+        if !(0.0..=1.0).contains(&c) {
+            return Err(Refusal::invalid_input(format!("--compute {c} is outside 0..1")).into());
+        }
+    }
+    if args.window_hours == Some(0) || args.slot_minutes == Some(0) {
+        return Err(
+            Refusal::invalid_input("--window-hours and --slot-minutes must be positive").into(),
+        );
+    }
+    change_goal(ctx, "goal set", |goal| {
+        let mut changed = Vec::new();
+        if let Some(o) = &objective {
+            goal.objective = o.clone();
+            changed.push("objective".to_owned());
+        }
+        if let Some(n) = &next_action {
+            goal.next_action = Some(n.clone());
+            changed.push("next_action".to_owned());
+        } else if args.clear_next_action {
+            goal.next_action = None;
+            changed.push("next_action cleared".to_owned());
+        }
+        let q = &mut goal.quota;
+        if let Some(c) = args.compute {
+            q.compute = c;
+            changed.push(format!("compute {c}"));
+        }
+        if let Some(w) = args.window_hours {
+            q.window_hours = w;
+            changed.push(format!("window_hours {w}"));
+        }
+        if let Some(s) = args.slot_minutes {
+            q.slot_minutes = s;
+            changed.push(format!("slot_minutes {s}"));
+        }
+        if let Some(a) = args.allowed_slots {
+            q.allowed_slots = Some(a);
+            changed.push(format!("allowed_slots {a}"));
+        }
+        if let Some(g) = &args.guards {
+            goal.guards = g.clone();
+            changed.push("guards".to_owned());
+        }
+        if let Some(w) = &args.write_scope {
+            goal.write_scope = w.clone();
+            changed.push("write_scope".to_owned());
+        }
+        if changed.is_empty() {
+            return Err(
+                Refusal::invalid_input("nothing to set: see `git loopx goal set -h`").into(),
+            );
+        }
+        Ok(changed)
+    })
+}
+
+/// `goal stop` and `goal resume`: a hard pause for every agent.
+pub fn set_status(ctx: &Context, status: GoalStatus) -> Result<GoalReport> {
+    let op = if status == GoalStatus::Stopped {
+        "goal stop"
+    } else {
+        "goal resume"
+    };
+    change_goal(ctx, op, |goal| {
+        goal.status = status;
+        Ok(vec![crate::ops::snake(&status)])
+    })
+}
+
+pub fn add(ctx: &Context, id: &str, objective: &str, make_default: bool) -> Result<GoalReport> {
+    ids::check_name("goal", id)?;
+    let objective = non_empty("--objective", objective)?;
+    let done = crate::store::transact(
+        &ctx.store,
+        ctx.now,
+        |state: &mut Option<crate::model::State>| {
+            let state = crate::ops::existing(state)?;
+            if state.goals.contains_key(id) {
+                return Err(Refusal::invalid_input(format!("goal `{id}` already exists")).into());
+            }
+            let goal = Goal {
+                id: id.to_owned(),
+                objective: objective.clone(),
+                status: GoalStatus::Active,
+                next_action: None,
+                write_scope: Vec::new(),
+                guards: Vec::new(),
+                authority_sources: Vec::new(),
+                quota: QuotaPolicy::default(),
+                created_at: ctx.now,
+                updated_at: ctx.now,
+                rev: 1,
+                extra: Extra::new(),
+            };
+            state
+                .goals
+                .insert(id.to_owned(), GoalState::new(goal.clone()));
+            if make_default {
+                state.meta.default_goal = id.to_owned();
+            }
+            let mut message = Message::new(
+                "goal add",
+                format!(
+                    "goal add {id}{}",
+                    if make_default { " (default)" } else { "" }
+                ),
+            )
+            .trailer("Loopx-Goal", id.to_owned());
+            if let Some(a) = ctx.agent() {
+                message = message.trailer("Loopx-Agent", a);
+            }
+            Ok::<_, crate::Error>(crate::store::Write::commit(
+                GoalReport {
+                    goal,
+                    default: make_default,
+                    commit: None,
+                },
+                message,
+            ))
+        },
+    )?;
+    let mut report = done.value;
+    report.commit = done.commit;
+    Ok(report)
+}

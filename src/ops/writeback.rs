@@ -1,0 +1,162 @@
+//! `writeback` and `history`: the evidence ledger.
+
+use serde::Serialize;
+
+use crate::model::{ids, lease, Extra, Outcome, Refusal, Run, RunKind, Validation};
+use crate::ops::todo::{headline, nonce};
+use crate::ops::{local, mutate_maybe, non_empty, resolve_todo, Context};
+use crate::store::{Message, Oid};
+use crate::Result;
+
+#[derive(Debug, Clone)]
+pub struct WritebackArgs {
+    pub todo: String,
+    pub outcome: Outcome,
+    pub summary: String,
+    pub validation: Option<String>,
+    pub exit_code: Option<i32>,
+    pub artifacts: Vec<String>,
+    pub next_action: Option<String>,
+    pub turn: Option<String>,
+    pub epoch: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WritebackReport {
+    pub run: Run,
+    pub accountable: bool,
+    pub replayed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<Oid>,
+}
+
+fn is_commit_id(s: &str) -> bool {
+    (7..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+pub fn writeback(ctx: &Context, args: &WritebackArgs) -> Result<WritebackReport> {
+    let agent = ctx.require_agent()?.to_owned();
+    let summary = non_empty("--summary", &args.summary)?;
+    let validation = match (&args.validation, args.exit_code) {
+        (Some(cmd), Some(code)) => Some(Validation {
+            command: non_empty("--validation", cmd)?,
+            exit_code: code,
+            extra: Extra::new(),
+        }),
+        (None, None) => None,
+        _ => return Err(Refusal::invalid_input("--validation and --exit-code go together").into()),
+    };
+    for a in &args.artifacts {
+        if !is_commit_id(a) {
+            return Err(Refusal::invalid_input(format!(
+                "--artifact `{a}` is not a commit id (7-64 hex digits)"
+            ))
+            .into());
+        }
+    }
+    let next_action = args
+        .next_action
+        .as_deref()
+        .map(|n| non_empty("--next-action", n))
+        .transpose()?;
+    let turn = args
+        .turn
+        .as_deref()
+        .map(|t| non_empty("--turn", t))
+        .transpose()?;
+    let nonce = nonce();
+    let done = mutate_maybe(ctx, |state, goal| {
+        let gs = state.goals.get_mut(goal).expect("goal exists");
+        let todo_id = resolve_todo(gs, &args.todo)?;
+        if let Some(t) = &turn {
+            if let Some(old) = gs.runs.values().find(|r| {
+                r.kind == RunKind::Writeback
+                    && r.agent.as_deref() == Some(&agent)
+                    && r.turn.as_deref() == Some(t)
+            }) {
+                return Ok(((old.clone(), true), None));
+            }
+        }
+        let todo = &gs.todos[&todo_id];
+        let expected = local::expected_epoch(ctx, &agent, &todo_id, args.epoch);
+        let standing = lease::check_writer(todo, &agent, expected, ctx.now)?;
+        let run_id = ids::derive_id(
+            "run_",
+            &[goal, "writeback", &agent, &ctx.now.to_string(), &nonce],
+        );
+        let mut run = Run::new(
+            run_id.clone(),
+            RunKind::Writeback,
+            goal,
+            Some(&agent),
+            ctx.now,
+        );
+        run.todo = Some(todo_id.clone());
+        run.epoch = match standing {
+            lease::Standing::Holder(e) => Some(e),
+            lease::Standing::Unclaimed => None,
+        };
+        run.outcome = Some(args.outcome);
+        run.summary = Some(summary.clone());
+        run.validation = validation.clone();
+        run.artifacts = args.artifacts.clone();
+        run.turn = turn.clone();
+        gs.runs.insert(run_id.clone(), run.clone());
+        if let Some(n) = &next_action {
+            gs.goal.next_action = Some(n.clone());
+            gs.goal.rev += 1;
+            gs.goal.updated_at = ctx.now;
+        }
+        let message = Message::new(
+            "writeback",
+            format!(
+                "writeback {run_id} on {todo_id} by {agent}: {} {}",
+                crate::ops::snake(&args.outcome),
+                headline(&summary, 50)
+            ),
+        )
+        .trailer("Loopx-Todo", todo_id)
+        .trailer("Loopx-Run", run_id);
+        Ok(((run, false), Some(message)))
+    })?;
+    let (run, replayed) = done.value;
+    Ok(WritebackReport {
+        accountable: run.outcome.is_some_and(Outcome::is_accountable),
+        run,
+        replayed,
+        commit: done.commit,
+    })
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct HistoryArgs {
+    pub kind: Option<RunKind>,
+    pub todo: Option<String>,
+    pub limit: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct HistoryReport {
+    pub runs: Vec<Run>,
+}
+
+/// Run records, newest first.
+pub fn history(ctx: &Context, args: &HistoryArgs) -> Result<HistoryReport> {
+    let (_, state) = ctx.load()?;
+    let gs = ctx.goal(&state)?;
+    let todo = args
+        .todo
+        .as_deref()
+        .map(|q| resolve_todo(gs, q))
+        .transpose()?;
+    let mut runs: Vec<Run> = gs
+        .runs
+        .values()
+        .filter(|r| args.kind.is_none_or(|k| r.kind == k))
+        .filter(|r| todo.is_none() || r.todo == todo)
+        .cloned()
+        .collect();
+    runs.sort_by(|a, b| (b.at, &b.id).cmp(&(a.at, &a.id)));
+    runs.truncate(args.limit);
+    Ok(HistoryReport { runs })
+}

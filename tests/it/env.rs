@@ -188,3 +188,103 @@ impl TestEnv {
         self.git(repo, &["rev-parse", "refs/heads/loopx-state"])
     }
 }
+
+/// Replaces random ids with stable names in order of first appearance
+/// (`todo_1`, `run_1`, `<commit>`), so snapshots do not depend on nonces.
+#[derive(Default)]
+pub struct Redactor {
+    seen: std::collections::HashMap<String, String>,
+    counts: std::collections::HashMap<&'static str, usize>,
+}
+
+impl Redactor {
+    pub fn redact(&mut self, text: &str) -> String {
+        let bytes = text.as_bytes();
+        let mut out = String::with_capacity(text.len());
+        let mut i = 0;
+        let is_hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+        let boundary = |j: usize| j >= bytes.len() || !bytes[j].is_ascii_alphanumeric();
+        while i < bytes.len() {
+            let start_ok = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+            let mut matched = None;
+            if start_ok {
+                for (prefix, kind) in [("todo_", "todo"), ("run_", "run")] {
+                    let end = i + prefix.len() + 12;
+                    if text[i..].starts_with(prefix)
+                        && end <= bytes.len()
+                        && bytes[i + prefix.len()..end].iter().all(|&b| is_hex(b))
+                        && boundary(end)
+                    {
+                        matched = Some((end, kind));
+                    }
+                }
+                if matched.is_none()
+                    && i + 40 <= bytes.len()
+                    && bytes[i..i + 40].iter().all(|&b| is_hex(b))
+                    && boundary(i + 40)
+                {
+                    matched = Some((i + 40, "commit"));
+                }
+            }
+            match matched {
+                Some((end, "commit")) => {
+                    out.push_str("<commit>");
+                    i = end;
+                }
+                Some((end, kind)) => {
+                    let id = &text[i..end];
+                    let name = match self.seen.get(id) {
+                        Some(n) => n.clone(),
+                        None => {
+                            let n = self.counts.entry(kind).or_default();
+                            *n += 1;
+                            let name = format!("{kind}_{n}");
+                            self.seen.insert(id.to_owned(), name.clone());
+                            name
+                        }
+                    };
+                    out.push_str(&name);
+                    i = end;
+                }
+                _ => {
+                    let ch = text[i..].chars().next().unwrap();
+                    out.push(ch);
+                    i += ch.len_utf8();
+                }
+            }
+        }
+        out
+    }
+
+    /// Pretty JSON, redacted.
+    pub fn json(&mut self, value: &serde_json::Value) -> String {
+        self.redact(&serde_json::to_string_pretty(value).unwrap())
+    }
+}
+
+impl TestEnv {
+    /// Runs git-loopx with `LOOPX_NOW` set to `now`.
+    pub fn loopx_at(&self, dir: &Path, now: &str, args: &[&str]) -> Run {
+        self.loopx_cmd(dir)
+            .env("LOOPX_NOW", now)
+            .args(args)
+            .output()
+            .expect("git-loopx runs")
+            .into()
+    }
+
+    /// The content of `path` at the tip of loopx-state.
+    pub fn state_file(&self, repo: &Path, path: &str) -> String {
+        self.git(repo, &["show", &format!("loopx-state:{path}")])
+    }
+
+    /// The path of the todo (or run) file with this id on the branch.
+    pub fn state_path_of(&self, repo: &Path, id: &str) -> String {
+        let files = self.git(repo, &["ls-tree", "-r", "--name-only", "loopx-state"]);
+        files
+            .lines()
+            .find(|l| l.ends_with(&format!("/{id}.yaml")))
+            .unwrap_or_else(|| panic!("no file for {id} in\n{files}"))
+            .to_owned()
+    }
+}

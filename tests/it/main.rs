@@ -1,6 +1,7 @@
 //! The one integration-test binary: drives the real `git-loopx` against real
 //! repositories built in temporary directories by [`env::TestEnv`].
 
+mod domain;
 mod env;
 mod kernel;
 mod race;

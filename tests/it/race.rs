@@ -66,3 +66,82 @@ fn eight_writers_fifty_writebacks_each() {
     );
     env.git(&repo, &["fsck", "--no-progress", "--strict"]);
 }
+
+/// 8 agents racing `todo next --claim` (then `done`) over 20 ready todos:
+/// every todo is claimed exactly once; the rest get a clean `nothing_ready`.
+#[test]
+fn eight_agents_race_todo_next_claim() {
+    const AGENTS: usize = 8;
+    const TODOS: usize = 20;
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    for i in 0..TODOS {
+        env.loopx(&repo, &["todo", "add", &format!("task {i}")])
+            .success();
+    }
+    let claims: Vec<Vec<String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..AGENTS)
+            .map(|a| {
+                let env = &env;
+                let repo = &repo;
+                s.spawn(move || {
+                    let agent = format!("agent-{a}");
+                    let mut mine = Vec::new();
+                    loop {
+                        let out = env.loopx(
+                            repo,
+                            &["--json", "--agent", &agent, "todo", "next", "--claim"],
+                        );
+                        let json = out.json();
+                        if out.code == 1 {
+                            assert_eq!(json["error"]["code"], "nothing_ready", "{json}");
+                            break;
+                        }
+                        assert_eq!(out.code, 0, "{json}");
+                        assert_eq!(json["action"], "acquired", "{json}");
+                        assert_eq!(json["claim"]["agent"], agent.as_str());
+                        let id = json["todo"]["id"].as_str().unwrap().to_owned();
+                        env.loopx(
+                            repo,
+                            &[
+                                "--agent",
+                                &agent,
+                                "todo",
+                                "done",
+                                &id,
+                                "--evidence",
+                                "raced",
+                            ],
+                        )
+                        .success();
+                        mine.push(id);
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut all: Vec<&String> = claims.iter().flatten().collect();
+    assert_eq!(
+        all.len(),
+        TODOS,
+        "every todo claimed, none twice: {claims:?}"
+    );
+    all.sort();
+    all.dedup();
+    assert_eq!(
+        all.len(),
+        TODOS,
+        "no todo was claimed by two agents: {claims:?}"
+    );
+    let json = env
+        .loopx(&repo, &["todo", "list", "--all", "--json"])
+        .success()
+        .json();
+    for todo in json["todos"].as_array().unwrap() {
+        assert_eq!(todo["status"], "done");
+        assert_eq!(todo["last_epoch"], 1, "claimed exactly once: {todo}");
+    }
+    env.git(&repo, &["fsck", "--no-progress"]);
+}

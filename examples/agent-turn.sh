@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# One agent's full turn with nothing but `git loopx` calls, in a scratch
+# repository: register, pick and claim the next todo, do bounded work,
+# write back the evidence, complete it (its validate command runs first)
+# with a successor, and show the resulting state. Needs `git-loopx` on PATH.
+set -euo pipefail
+repo=$(mktemp -d)
+trap 'rm -rf "$repo"' EXIT
+cd "$repo"
+git init -q -b main
+export GIT_AUTHOR_NAME=agent GIT_AUTHOR_EMAIL=agent@example.com
+export GIT_COMMITTER_NAME=agent GIT_COMMITTER_EMAIL=agent@example.com
+git commit -q --allow-empty -m "first commit"
+export LOOPX_AGENT=agent-a
+
+git loopx init --goal-text "Ship the YAML parser"
+git loopx agent register agent-a --runtime generic
+git loopx todo add "Write the tokenizer" --priority P1 --validate "test -f tokenizer.txt"
+
+# 1. What should this turn work on? Claim it in the same compare-and-swap.
+todo=$(git loopx --json todo next --claim | sed -n 's/.*"todo":{"id":"\(todo_[0-9a-f]*\)".*/\1/p')
+echo "turn works on $todo"
+
+# 2. Bounded work, committed to the code branch as usual.
+echo "tokens" > tokenizer.txt
+git add tokenizer.txt
+git commit -q -m "Add the tokenizer"
+sha=$(git rev-parse HEAD)
+
+# 3. Write back what was delivered, with the code commit as the artifact.
+git loopx writeback --todo "$todo" --outcome outcome_progress \
+  --summary "tokenizer committed" --artifact "$sha" --next-action "write the parser"
+
+# 4. Complete it: `validate` runs without a shell and must pass.
+git loopx todo done "$todo" --evidence "commit $sha" --next "Write the parser"
+
+git loopx status
+git loopx log

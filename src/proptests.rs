@@ -1,0 +1,248 @@
+//! Property tests over the pure layers: the codec round-trips any entity
+//! byte for byte, and any sequence of lease operations keeps every entity
+//! valid (and its epoch monotonic).
+
+use proptest::prelude::*;
+use serde_json::Value;
+
+use crate::codec;
+use crate::model::lease;
+use crate::model::*;
+
+fn t(s: i64) -> Timestamp {
+    Timestamp::from_unix(1_800_000_000 + s)
+}
+
+/// Strings that stress quoting: YAML keywords, numbers, indicators,
+/// whitespace, line breaks, controls and non-ASCII.
+fn tricky_string() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("yes".to_owned()),
+        Just("No".to_owned()),
+        Just("~".to_owned()),
+        Just("0755".to_owned()),
+        Just("1e3".to_owned()),
+        Just("- item".to_owned()),
+        Just("key: value".to_owned()),
+        Just("a #comment".to_owned()),
+        Just("".to_owned()),
+        Just("line\n".to_owned()),
+        Just("two\n\nlines\n\n".to_owned()),
+        Just("\u{85}nel\u{2028}ls".to_owned()),
+        "[a-z ]{0,12}",
+        "\\PC{0,16}",
+        any::<String>(),
+    ]
+}
+
+fn json_leaf() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        (-1e12f64..1e12).prop_map(Value::from),
+        tricky_string().prop_map(Value::String),
+    ]
+}
+
+fn json_value() -> impl Strategy<Value = Value> {
+    json_leaf().prop_recursive(3, 16, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map("[a-z_]{1,8}", inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+fn extra() -> impl Strategy<Value = Extra> {
+    prop::collection::btree_map("zz_[a-z_]{1,8}", json_value(), 0..3)
+}
+
+fn todo() -> impl Strategy<Value = Todo> {
+    (
+        "[0-9a-f]{12}",
+        tricky_string().prop_filter("text is not blank", |s| !s.trim().is_empty()),
+        0u8..5,
+        prop::option::of((1u64..9, 0i64..100_000, "[a-z]{1,6}")),
+        prop::collection::vec(tricky_string(), 0..3),
+        prop::option::of(tricky_string()),
+        extra(),
+        extra(),
+    )
+        .prop_map(
+            |(hex, text, p, claim, notes, evidence, extra, claim_extra)| {
+                let priority = [
+                    Priority::P0,
+                    Priority::P1,
+                    Priority::P2,
+                    Priority::P3,
+                    Priority::P4,
+                ][p as usize];
+                let mut todo = Todo::new(
+                    format!("todo_{hex}"),
+                    "g",
+                    &text,
+                    Role::Agent,
+                    TodoClass::AdvancementTask,
+                    priority,
+                    Some("a"),
+                    t(0),
+                );
+                todo.claim = claim.map(|(epoch, at, agent)| Claim {
+                    agent,
+                    epoch,
+                    acquired_at: t(at),
+                    expires_at: t(at + 60),
+                    extra: claim_extra,
+                });
+                todo.notes = notes
+                    .into_iter()
+                    .map(|n| Note {
+                        at: t(1),
+                        agent: None,
+                        text: n,
+                        extra: Extra::new(),
+                    })
+                    .collect();
+                todo.evidence = evidence;
+                todo.extra = extra;
+                todo
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn todo_codec_round_trip_is_byte_identical(todo in todo()) {
+        let bytes = codec::encode(&todo);
+        let back: Todo = codec::decode("t.yaml", &bytes)
+            .map_err(|e| TestCaseError::fail(format!("{e}\n{}", String::from_utf8_lossy(&bytes))))?;
+        prop_assert_eq!(&back, &todo, "{}", String::from_utf8_lossy(&bytes));
+        prop_assert_eq!(codec::encode(&back), bytes);
+    }
+
+    #[test]
+    fn run_codec_round_trip_is_byte_identical(summary in tricky_string(), turn in prop::option::of(tricky_string()), extra in extra(), slots in prop::option::of(0u32..100)) {
+        let mut run = Run::new("run_0123456789ab".into(), RunKind::Writeback, "g", Some("a"), t(5));
+        run.summary = Some(summary);
+        run.turn = turn;
+        run.slots = slots;
+        run.outcome = Some(Outcome::OutcomeProgress);
+        run.extra = extra;
+        let bytes = codec::encode(&run);
+        let back: Run = codec::decode("r.yaml", &bytes).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(&back, &run);
+        prop_assert_eq!(codec::encode(&back), bytes);
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Add(u8),
+    Claim(u8, u8, i64),
+    Renew(u8, u8),
+    Release(u8, u8),
+    Done(u8, u8),
+    Handoff(u8, u8, u8),
+    Tick(i64),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        (0u8..4).prop_map(Op::Add),
+        (0u8..3, 0u8..6, 60i64..7200).prop_map(|(a, t, ttl)| Op::Claim(a, t, ttl)),
+        (0u8..3, 0u8..6).prop_map(|(a, t)| Op::Renew(a, t)),
+        (0u8..3, 0u8..6).prop_map(|(a, t)| Op::Release(a, t)),
+        (0u8..3, 0u8..6).prop_map(|(a, t)| Op::Done(a, t)),
+        (0u8..3, 0u8..6, 0u8..3).prop_map(|(a, t, b)| Op::Handoff(a, t, b)),
+        (1i64..5000).prop_map(Op::Tick),
+    ]
+}
+
+fn fresh_state() -> State {
+    let mut state = State::new(Meta {
+        format: FORMAT,
+        default_goal: "g".into(),
+        created_at: t(0),
+        extra: Extra::new(),
+    });
+    let goal = Goal {
+        id: "g".into(),
+        objective: "o".into(),
+        status: GoalStatus::Active,
+        next_action: None,
+        write_scope: vec![],
+        guards: vec![],
+        authority_sources: vec![],
+        quota: QuotaPolicy::default(),
+        created_at: t(0),
+        updated_at: t(0),
+        rev: 1,
+        extra: Extra::new(),
+    };
+    state.goals.insert("g".into(), GoalState::new(goal));
+    state
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn lease_operations_keep_every_entity_valid(ops in prop::collection::vec(op(), 1..60)) {
+        let agents = ["agent-a", "agent-b", "agent-c"];
+        let mut state = fresh_state();
+        let mut now = t(0);
+        let mut epochs: std::collections::BTreeMap<String, u64> = Default::default();
+        for (n, op) in ops.iter().enumerate() {
+            let gs = state.goals.get_mut("g").unwrap();
+            let ids: Vec<String> = gs.todos.keys().cloned().collect();
+            let pick = |i: u8| ids.get(i as usize % ids.len().max(1)).cloned();
+            match op.clone() {
+                Op::Add(p) => {
+                    let id = ids::derive_id("todo_", &["g", &n.to_string()]);
+                    let pr = [Priority::P0, Priority::P1, Priority::P2, Priority::P3][p as usize];
+                    gs.todos.insert(id.clone(), Todo::new(id, "g", "work", Role::Agent, TodoClass::AdvancementTask, pr, None, now));
+                }
+                Op::Claim(a, i, ttl) => if let Some(id) = pick(i) {
+                    let _ = lease::claim(gs.todos.get_mut(&id).unwrap(), agents[a as usize], now, ttl);
+                },
+                Op::Renew(a, i) => if let Some(id) = pick(i) {
+                    let _ = lease::renew(gs.todos.get_mut(&id).unwrap(), agents[a as usize], None, now, 600);
+                },
+                Op::Release(a, i) => if let Some(id) = pick(i) {
+                    let todo = gs.todos.get_mut(&id).unwrap();
+                    if let Ok(lease::Standing::Holder(_)) = lease::check_writer(todo, agents[a as usize], None, now) {
+                        lease::release(todo);
+                    }
+                },
+                Op::Done(a, i) => if let Some(id) = pick(i) {
+                    let todo = gs.todos.get_mut(&id).unwrap();
+                    if !todo.status.is_terminal() && lease::check_writer(todo, agents[a as usize], None, now).is_ok() {
+                        todo.status = TodoStatus::Done;
+                        lease::release(todo);
+                    }
+                },
+                Op::Handoff(a, i, b) => if let Some(id) = pick(i) {
+                    let todo = gs.todos.get_mut(&id).unwrap();
+                    if let Ok(lease::Standing::Holder(_)) = lease::check_writer(todo, agents[a as usize], None, now) {
+                        let _ = lease::transfer(todo, agents[b as usize], now, 600);
+                    }
+                },
+                Op::Tick(s) => now = now.plus_seconds(s),
+            }
+            prop_assert!(state.check().is_ok(), "after {op:?}: {:?}", state.check());
+            for todo in state.goals["g"].todos.values() {
+                let prev = epochs.insert(todo.id.clone(), todo.epoch()).unwrap_or(0);
+                prop_assert!(todo.epoch() >= prev, "epoch went backwards on {}", todo.id);
+                prop_assert!(todo.live_claim(now).is_none_or(|c| !todo.status.is_terminal() && c.epoch == todo.epoch()));
+            }
+            let files = codec::encode_state(&state);
+            let back = codec::decode_state(files.iter().map(|(p, b)| (p.as_str(), b.as_slice())))
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(&back, &state);
+        }
+    }
+}

@@ -7,6 +7,8 @@ mod gate;
 mod goal;
 mod init;
 mod log;
+mod quota;
+mod should_run;
 mod status;
 mod todo;
 mod writeback;
@@ -71,6 +73,8 @@ pub enum Command {
     Gate(gate::Args),
     Writeback(writeback::Args),
     History(writeback::HistoryArgs),
+    ShouldRun(should_run::Args),
+    Quota(quota::Args),
 }
 
 /// What a command hands back to be printed.
@@ -133,6 +137,8 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         Command::Gate(args) => gate::run(&ctx, args),
         Command::Writeback(args) => writeback::run(&ctx, args),
         Command::History(args) => writeback::history(&ctx, args),
+        Command::ShouldRun(args) => should_run::run(&ctx, args),
+        Command::Quota(args) => quota::run(&ctx, args),
     }
 }
 

@@ -366,6 +366,9 @@ pub struct Run {
     pub spend: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// A turn receipt's recorded `should-run` answer, replayed for its key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<serde_json::Value>,
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -400,6 +403,7 @@ impl Run {
             writeback: None,
             spend: None,
             reason: None,
+            decision: None,
             extra: Extra::new(),
         }
     }

@@ -6,8 +6,10 @@
 mod entity;
 pub mod ids;
 pub mod lease;
+pub mod quota;
 mod refusal;
 pub mod select;
+pub mod should_run;
 mod state;
 mod time;
 

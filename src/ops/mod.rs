@@ -182,6 +182,8 @@ pub mod gate;
 pub mod goal;
 pub mod lease;
 pub mod local;
+pub mod quota;
+pub mod should_run;
 pub mod writeback;
 
 /// Runs `f` on the current state inside the CAS loop, with the selected goal

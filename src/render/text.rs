@@ -186,3 +186,71 @@ pub fn runs(runs: &[crate::model::Run]) -> String {
     }
     out
 }
+
+/// `should-run`, from its JSON fields (a replayed turn has only those).
+pub fn should_run(d: &serde_json::Value) -> String {
+    let s = |k: &str| d[k].as_str().unwrap_or("?").to_owned();
+    let mut out = format!(
+        "{}: {} ({})\n",
+        s("decision"),
+        s("effective_action"),
+        s("reason")
+    );
+    if let Some(t) = d["selected_todo"].as_object() {
+        let claim = if t["claimed_by_me"] == true {
+            "yours"
+        } else {
+            "claim it first"
+        };
+        let _ = writeln!(
+            out,
+            "todo: {}  {} [{claim}]",
+            t["id"].as_str().unwrap_or("?"),
+            t["text"].as_str().unwrap_or("")
+        );
+    }
+    for g in d["gates"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            out,
+            "gate: {}  {}",
+            g["id"].as_str().unwrap_or("?"),
+            g["question"].as_str().unwrap_or("")
+        );
+    }
+    let q = &d["quota"];
+    let _ = writeln!(
+        out,
+        "quota: {}/{} slots",
+        q["spent_slots"], q["allowed_slots"]
+    );
+    let h = &d["scheduler_hint"];
+    let _ = writeln!(
+        out,
+        "next: {} in {}s",
+        h["action"].as_str().unwrap_or("?"),
+        h["wake_after_seconds"]
+    );
+    out
+}
+
+pub fn quota(r: &crate::ops::quota::QuotaReport) -> String {
+    let q = &r.quota;
+    let mut out = format!(
+        "{}/{} slots used in the last {}h (compute {}, {}-minute slots)\n",
+        q.spent_slots, q.allowed_slots, q.window_hours, r.compute, r.slot_minutes
+    );
+    if q.throttled() {
+        let _ = writeln!(out, "throttled until {}", q.next_eligible_at);
+    }
+    for s in &r.spends {
+        let _ = writeln!(
+            out,
+            "  {} {} {} slot(s) for {}",
+            s.at,
+            s.id,
+            s.slots.unwrap_or(1),
+            s.writeback.as_deref().unwrap_or("?")
+        );
+    }
+    out
+}

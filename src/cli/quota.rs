@@ -1,0 +1,73 @@
+//! `git loopx quota …`
+
+use clap::Subcommand;
+
+use crate::cli::Output;
+use crate::ops::{quota, Context};
+use crate::render;
+use crate::Result;
+
+/// The rolling compute quota: spend, void, show.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: QuotaCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum QuotaCommand {
+    /// Charge this agent's latest unspent accountable writeback (or the one
+    /// named). A second spend for the same writeback or turn is a replay.
+    Spend {
+        #[arg(long, value_name = "KEY", conflicts_with = "writeback")]
+        turn: Option<String>,
+        #[arg(long, value_name = "RUN")]
+        writeback: Option<String>,
+        #[arg(long, default_value_t = 1)]
+        slots: u32,
+    },
+    /// Cancel a spend (it stops counting against the window).
+    Void {
+        /// The spend's run id or a unique prefix.
+        run: String,
+        #[arg(long)]
+        reason: String,
+    },
+    /// Show the allowance, what is spent, and when the next slot frees.
+    Show,
+}
+
+pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
+    match &args.command {
+        QuotaCommand::Spend {
+            turn,
+            writeback,
+            slots,
+        } => {
+            let r = quota::spend(ctx, turn.as_deref(), writeback.as_deref(), *slots)?;
+            let verb = if r.replayed { "already spent" } else { "spent" };
+            let text = format!(
+                "{verb}: {} for {} — {}/{} slots used\n",
+                r.spend.id,
+                r.spend.writeback.as_deref().unwrap_or("?"),
+                r.quota.spent_slots,
+                r.quota.allowed_slots
+            );
+            Ok(Output::new(&r, text))
+        }
+        QuotaCommand::Void { run, reason } => {
+            let r = quota::void(ctx, run, reason)?;
+            let text = format!(
+                "voided {} — {}/{} slots used\n",
+                r.void.spend.as_deref().unwrap_or("?"),
+                r.quota.spent_slots,
+                r.quota.allowed_slots
+            );
+            Ok(Output::new(&r, text))
+        }
+        QuotaCommand::Show => {
+            let r = quota::show(ctx)?;
+            Ok(Output::new(&r, render::text::quota(&r)))
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! The rolling compute quota (SPEC §4): spends in the window, minus voids.
+
+use serde::Serialize;
+
+use crate::model::{GoalState, Run, RunKind, Timestamp};
+
+/// Where a goal's quota stands at a moment.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    pub allowed_slots: u32,
+    pub spent_slots: u32,
+    pub window_hours: u32,
+    /// When one more slot is available: `now` unless throttled.
+    pub next_eligible_at: Timestamp,
+}
+
+impl Usage {
+    pub fn throttled(&self) -> bool {
+        self.spent_slots >= self.allowed_slots
+    }
+}
+
+/// Spends that count: in the window `(now - window, now]` and not voided.
+pub fn counted_spends(gs: &GoalState, now: Timestamp) -> Vec<&Run> {
+    let window = i64::from(gs.goal.quota.window_hours) * 3600;
+    let start = now.plus_seconds(-window);
+    let voided: std::collections::BTreeSet<&str> = gs
+        .runs
+        .values()
+        .filter(|r| r.kind == RunKind::Void)
+        .filter_map(|r| r.spend.as_deref())
+        .collect();
+    let mut spends: Vec<&Run> = gs
+        .runs
+        .values()
+        .filter(|r| {
+            r.kind == RunKind::Spend
+                && r.at > start
+                && r.at <= now
+                && !voided.contains(r.id.as_str())
+        })
+        .collect();
+    spends.sort_by(|a, b| (a.at, &a.id).cmp(&(b.at, &b.id)));
+    spends
+}
+
+/// Usage of the goal's quota at `now`, with `extra` slots about to be spent.
+pub fn usage(gs: &GoalState, now: Timestamp) -> Usage {
+    usage_with(gs, now, 0)
+}
+
+/// Like [`usage`], but `next_eligible_at` is when `wanted` more slots fit.
+pub fn usage_with(gs: &GoalState, now: Timestamp, wanted: u32) -> Usage {
+    let policy = &gs.goal.quota;
+    let allowed = policy.allowed_slots();
+    let spends = counted_spends(gs, now);
+    let spent: u32 = spends.iter().map(|r| r.slots.unwrap_or(1)).sum();
+    let window = i64::from(policy.window_hours) * 3600;
+    let need = wanted.max(1);
+    let mut next_eligible_at = now;
+    if spent + need > allowed {
+        // Walk the oldest spends out of the window until `need` slots fit.
+        // (When `need` exceeds `allowed` nothing ever fits; callers refuse that first.)
+        let mut remaining = spent;
+        for r in &spends {
+            remaining -= r.slots.unwrap_or(1);
+            next_eligible_at = r.at.plus_seconds(window);
+            if remaining + need <= allowed {
+                break;
+            }
+        }
+    }
+    Usage {
+        allowed_slots: allowed,
+        spent_slots: spent,
+        window_hours: policy.window_hours,
+        next_eligible_at,
+    }
+}

@@ -1,0 +1,728 @@
+//! The per-turn decision (SPEC §4), as a pure function of the state.
+//!
+//! Rules, first match wins: paused → (no agent named) → throttled → gates
+//! (safe fallback or operator gate) → eligible → held by others / waiting /
+//! nothing left. Invalid state (rule 2) is decided by the caller, which has
+//! the decode error: see [`blocked_health`].
+
+use serde::Serialize;
+
+use crate::model::quota::{self, Usage};
+use crate::model::select::{self, Selection};
+use crate::model::{GoalState, GoalStatus, State, Timestamp, Todo};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SelectedTodo {
+    pub id: String,
+    pub text: String,
+    pub claimed_by_me: bool,
+    pub claim_required: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GateInfo {
+    pub id: String,
+    pub question: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocks_agent: Option<String>,
+    pub global: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unblocks: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SchedulerHint {
+    pub action: &'static str,
+    pub cadence_class: &'static str,
+    pub wake_after_seconds: i64,
+}
+
+/// The answer to "should this agent run a turn now, and on what?".
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Decision {
+    pub decision: &'static str,
+    pub should_run: bool,
+    pub state: &'static str,
+    pub effective_action: &'static str,
+    pub reason: String,
+    pub selected_todo: Option<SelectedTodo>,
+    pub gates: Vec<GateInfo>,
+    pub quota: QuotaInfo,
+    pub scheduler_hint: SchedulerHint,
+    pub notify_user: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct QuotaInfo {
+    pub allowed_slots: u32,
+    pub spent_slots: u32,
+    pub next_eligible_at: Timestamp,
+}
+
+impl From<&Usage> for QuotaInfo {
+    fn from(u: &Usage) -> Self {
+        QuotaInfo {
+            allowed_slots: u.allowed_slots,
+            spent_slots: u.spent_slots,
+            next_eligible_at: u.next_eligible_at,
+        }
+    }
+}
+
+/// Seconds a host loop sleeps for each kind of wait.
+pub const WAKE_RUN_NOW: i64 = 180;
+pub const WAKE_WAITING_FOR_USER: i64 = 1800;
+pub const WAKE_UNTIL_REASSIGNED: i64 = 600;
+pub const WAKE_WAITING: i64 = 1800;
+pub const WAKE_STOPPED: i64 = 3600;
+pub const WAKE_HEALTH: i64 = 900;
+
+fn hint(
+    action: &'static str,
+    cadence_class: &'static str,
+    wake_after_seconds: i64,
+) -> SchedulerHint {
+    SchedulerHint {
+        action,
+        cadence_class,
+        wake_after_seconds,
+    }
+}
+
+fn gate_info(g: &Todo) -> GateInfo {
+    GateInfo {
+        id: g.id.clone(),
+        question: g.text.clone(),
+        blocks_agent: g.blocks_agent.clone(),
+        global: g.global,
+        unblocks: g.unblocks.clone(),
+    }
+}
+
+struct Base {
+    gates: Vec<GateInfo>,
+    quota: QuotaInfo,
+}
+
+impl Base {
+    fn skip(
+        self,
+        state: &'static str,
+        action: &'static str,
+        reason: String,
+        hint: SchedulerHint,
+    ) -> Decision {
+        Decision {
+            decision: "skip",
+            should_run: false,
+            state,
+            effective_action: action,
+            reason,
+            selected_todo: None,
+            notify_user: false,
+            gates: self.gates,
+            quota: self.quota,
+            scheduler_hint: hint,
+        }
+    }
+}
+
+/// Decides for `agent` (with extra `capabilities`) on goal `gs` at `now`.
+pub fn decide(
+    state: &State,
+    gs: &GoalState,
+    agent: Option<&str>,
+    capabilities: &[String],
+    now: Timestamp,
+) -> Decision {
+    let usage = quota::usage(gs, now);
+    let mut caps: Vec<String> = agent
+        .and_then(|a| state.agents.get(a))
+        .map(|a| a.capabilities.clone())
+        .unwrap_or_default();
+    caps.extend(capabilities.iter().cloned());
+    let sel: Selection<'_> = select::select(gs, agent, &caps, now);
+    let base = Base {
+        gates: sel.gates.iter().map(|g| gate_info(g)).collect(),
+        quota: QuotaInfo::from(&usage),
+    };
+
+    // 1. A hard pause.
+    if gs.goal.status == GoalStatus::Stopped || gs.goal.quota.compute <= 0.0 {
+        let why = if gs.goal.status == GoalStatus::Stopped {
+            format!("goal {} is stopped", gs.goal.id)
+        } else {
+            format!("goal {} has compute 0", gs.goal.id)
+        };
+        return base.skip(
+            "paused",
+            "quota_skip",
+            why,
+            hint("stop_until_explicit_resume", "paused", WAKE_STOPPED),
+        );
+    }
+    // Agents are registered, but this caller did not say which one it is.
+    if agent.is_none() && !state.agents.is_empty() {
+        return base.skip(
+            "needs_agent",
+            "automation_prompt_upgrade",
+            "agents are registered but no agent was given: pass --agent or set LOOPX_AGENT".into(),
+            hint("upgrade_automation_prompt", "misconfigured", WAKE_STOPPED),
+        );
+    }
+    // 3. Throttled.
+    if usage.throttled() {
+        let wait = now.seconds_until(usage.next_eligible_at).max(1);
+        return base.skip(
+            "throttled",
+            "throttled_skip",
+            format!(
+                "{} of {} slots spent in the last {}h; next slot at {}",
+                usage.spent_slots, usage.allowed_slots, usage.window_hours, usage.next_eligible_at
+            ),
+            hint("wait_until_eligible", "throttled", wait),
+        );
+    }
+    let selected = sel.first().map(|c| SelectedTodo {
+        id: c.todo.id.clone(),
+        text: c.todo.text.clone(),
+        claimed_by_me: c.mine,
+        claim_required: !c.mine,
+    });
+    // 5. Open gates this agent sees.
+    if !sel.gates.is_empty() {
+        return match selected {
+            Some(todo) => Decision {
+                decision: "run",
+                should_run: true,
+                state: "eligible",
+                effective_action: "safe_bypass_user_gate_fallback",
+                reason: format!(
+                    "{} open gate(s) wait for the user; {} does not depend on them",
+                    sel.gates.len(),
+                    todo.id
+                ),
+                selected_todo: Some(todo),
+                notify_user: true,
+                gates: base.gates,
+                quota: base.quota,
+                scheduler_hint: hint("run_now", "active", WAKE_RUN_NOW),
+            },
+            None => {
+                let mut d = base.skip(
+                    "operator_gate",
+                    "operator_gate_notify",
+                    format!(
+                        "nothing to do until the user answers {} open gate(s)",
+                        sel.gates.len()
+                    ),
+                    hint(
+                        "backoff_waiting_for_user",
+                        "waiting_for_user",
+                        WAKE_WAITING_FOR_USER,
+                    ),
+                );
+                d.notify_user = true;
+                d
+            }
+        };
+    }
+    // 6. Something to work on.
+    if let Some(todo) = selected {
+        return Decision {
+            decision: "run",
+            should_run: true,
+            state: "eligible",
+            effective_action: "normal_run",
+            reason: format!("{} is ready", todo.id),
+            selected_todo: Some(todo),
+            notify_user: false,
+            gates: base.gates,
+            quota: base.quota,
+            scheduler_hint: hint("run_now", "active", WAKE_RUN_NOW),
+        };
+    }
+    // 7. Nothing for this agent.
+    if sel.held_by_others > 0 {
+        return base.skip(
+            "agent_scope_wait",
+            "agent_scope_wait",
+            format!(
+                "{} open todo(s) are held by other agents",
+                sel.held_by_others
+            ),
+            hint(
+                "backoff_until_reassigned",
+                "until_reassigned",
+                WAKE_UNTIL_REASSIGNED,
+            ),
+        );
+    }
+    if sel.waiting > 0 || !sel.gated.is_empty() {
+        return base.skip(
+            "waiting",
+            "waiting_skip",
+            format!(
+                "{} todo(s) are blocked, deferred or waiting on a condition",
+                sel.waiting + sel.gated.len()
+            ),
+            hint("backoff_waiting", "waiting", WAKE_WAITING),
+        );
+    }
+    base.skip(
+        "terminal",
+        "terminal_no_followup",
+        "nothing open is left for agents: add todos or resume with new work".into(),
+        hint("stop_until_explicit_resume", "terminal", WAKE_STOPPED),
+    )
+}
+
+/// Rule 2: the state cannot be read.
+pub fn blocked_health(reason: String, now: Timestamp) -> Decision {
+    Decision {
+        decision: "skip",
+        should_run: false,
+        state: "blocked_health",
+        effective_action: "health_skip",
+        reason,
+        selected_todo: None,
+        gates: Vec::new(),
+        quota: QuotaInfo {
+            allowed_slots: 0,
+            spent_slots: 0,
+            next_eligible_at: now,
+        },
+        scheduler_hint: hint("backoff_until_repaired", "health", WAKE_HEALTH),
+        notify_user: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::*;
+
+    fn t(s: i64) -> Timestamp {
+        Timestamp::parse("2026-12-02T10:00:00Z")
+            .unwrap()
+            .plus_seconds(s)
+    }
+
+    struct World {
+        state: State,
+        n: usize,
+    }
+
+    impl World {
+        fn new() -> Self {
+            let mut state = State::new(Meta {
+                format: FORMAT,
+                default_goal: "g".into(),
+                created_at: t(0),
+                extra: Extra::new(),
+            });
+            let goal = Goal {
+                id: "g".into(),
+                objective: "o".into(),
+                status: GoalStatus::Active,
+                next_action: None,
+                write_scope: vec![],
+                guards: vec![],
+                authority_sources: vec![],
+                quota: QuotaPolicy {
+                    allowed_slots: Some(3),
+                    ..QuotaPolicy::default()
+                },
+                created_at: t(0),
+                updated_at: t(0),
+                rev: 1,
+                extra: Extra::new(),
+            };
+            state.goals.insert("g".into(), GoalState::new(goal));
+            World { state, n: 0 }
+        }
+
+        fn gs(&mut self) -> &mut GoalState {
+            self.state.goals.get_mut("g").unwrap()
+        }
+
+        fn todo(&mut self, class: TodoClass, f: impl FnOnce(&mut Todo)) -> String {
+            self.n += 1;
+            let id = format!("todo_{:012x}", self.n);
+            let mut todo = Todo::new(
+                id.clone(),
+                "g",
+                &format!("todo {}", self.n),
+                class.role(),
+                class,
+                Priority::P2,
+                None,
+                t(self.n as i64),
+            );
+            f(&mut todo);
+            self.gs().todos.insert(id.clone(), todo);
+            id
+        }
+
+        fn spend(&mut self, at: i64) {
+            self.n += 1;
+            let id = format!("run_{:012x}", self.n);
+            let mut run = Run::new(id.clone(), RunKind::Spend, "g", Some("a"), t(at));
+            run.slots = Some(1);
+            self.gs().runs.insert(id, run);
+        }
+
+        fn decide(&self, agent: Option<&str>, now: Timestamp) -> super::Decision {
+            decide(&self.state, &self.state.goals["g"], agent, &[], now)
+        }
+    }
+
+    fn claimed_by(agent: &str) -> impl FnOnce(&mut Todo) + '_ {
+        move |t| {
+            t.claim = Some(Claim {
+                agent: agent.into(),
+                epoch: 1,
+                acquired_at: super::tests::t(0),
+                expires_at: super::tests::t(3600),
+                extra: Extra::new(),
+            });
+        }
+    }
+
+    /// (name, world builder, agent, expected (decision, state, action, wake), notify)
+    #[test]
+    fn rules_and_their_precedence() {
+        type Build = fn(&mut World);
+        /// (decision, state, effective_action, wake_after_seconds)
+        type Expected = (&'static str, &'static str, &'static str, i64);
+        type Case = (&'static str, Build, Option<&'static str>, Expected, bool);
+        let cases: Vec<Case> = vec![
+            (
+                "1 stopped goal",
+                |w| {
+                    w.todo(TodoClass::AdvancementTask, |_| {});
+                    w.gs().goal.status = GoalStatus::Stopped;
+                },
+                Some("a"),
+                ("skip", "paused", "quota_skip", WAKE_STOPPED),
+                false,
+            ),
+            (
+                "1 compute 0",
+                |w| {
+                    w.todo(TodoClass::AdvancementTask, |_| {});
+                    w.gs().goal.quota.compute = 0.0;
+                },
+                Some("a"),
+                ("skip", "paused", "quota_skip", WAKE_STOPPED),
+                false,
+            ),
+            (
+                "1 a pause beats a gate",
+                |w| {
+                    w.todo(TodoClass::UserGate, |g| g.global = true);
+                    w.gs().goal.status = GoalStatus::Stopped;
+                },
+                Some("a"),
+                ("skip", "paused", "quota_skip", WAKE_STOPPED),
+                false,
+            ),
+            (
+                "1 a pause beats throttling",
+                |w| {
+                    for i in 0..3 {
+                        w.spend(-i);
+                    }
+                    w.gs().goal.status = GoalStatus::Stopped;
+                },
+                Some("a"),
+                ("skip", "paused", "quota_skip", WAKE_STOPPED),
+                false,
+            ),
+            (
+                "agents registered, none given",
+                |w| {
+                    w.state.agents.insert(
+                        "a".into(),
+                        Agent {
+                            id: "a".into(),
+                            runtime: None,
+                            capabilities: vec![],
+                            registered_at: t(0),
+                            updated_at: t(0),
+                            rev: 1,
+                            extra: Extra::new(),
+                        },
+                    );
+                    w.todo(TodoClass::AdvancementTask, |_| {});
+                },
+                None,
+                (
+                    "skip",
+                    "needs_agent",
+                    "automation_prompt_upgrade",
+                    WAKE_STOPPED,
+                ),
+                false,
+            ),
+            (
+                "3 throttled beats a ready todo",
+                |w| {
+                    w.todo(TodoClass::AdvancementTask, |_| {});
+                    for i in 0..3 {
+                        w.spend(-3600 * i);
+                    }
+                },
+                Some("a"),
+                ("skip", "throttled", "throttled_skip", 24 * 3600 - 7200),
+                false,
+            ),
+            (
+                "3 throttled beats a gate",
+                |w| {
+                    w.todo(TodoClass::UserGate, |g| g.global = true);
+                    for _ in 0..3 {
+                        w.spend(0);
+                    }
+                },
+                Some("a"),
+                ("skip", "throttled", "throttled_skip", 24 * 3600),
+                false,
+            ),
+            (
+                "5 gate with an independent candidate",
+                |w| {
+                    let x = w.todo(TodoClass::AdvancementTask, |_| {});
+                    w.todo(TodoClass::AdvancementTask, |_| {});
+                    w.todo(TodoClass::UserGate, |g| {
+                        g.global = true;
+                        g.unblocks = Some(x);
+                    });
+                },
+                Some("a"),
+                (
+                    "run",
+                    "eligible",
+                    "safe_bypass_user_gate_fallback",
+                    WAKE_RUN_NOW,
+                ),
+                true,
+            ),
+            (
+                "5 gate blocking the only candidate",
+                |w| {
+                    let x = w.todo(TodoClass::AdvancementTask, |_| {});
+                    w.todo(TodoClass::UserGate, |g| {
+                        g.global = true;
+                        g.unblocks = Some(x);
+                    });
+                },
+                Some("a"),
+                (
+                    "skip",
+                    "operator_gate",
+                    "operator_gate_notify",
+                    WAKE_WAITING_FOR_USER,
+                ),
+                true,
+            ),
+            (
+                "5 a gate beats held-by-others",
+                |w| {
+                    w.todo(TodoClass::AdvancementTask, claimed_by("b"));
+                    w.todo(TodoClass::UserGate, |g| g.blocks_agent = Some("a".into()));
+                },
+                Some("a"),
+                (
+                    "skip",
+                    "operator_gate",
+                    "operator_gate_notify",
+                    WAKE_WAITING_FOR_USER,
+                ),
+                true,
+            ),
+            (
+                "5 another agent's gate is not mine",
+                |w| {
+                    w.todo(TodoClass::AdvancementTask, |_| {});
+                    w.todo(TodoClass::UserGate, |g| g.blocks_agent = Some("b".into()));
+                },
+                Some("a"),
+                ("run", "eligible", "normal_run", WAKE_RUN_NOW),
+                false,
+            ),
+            (
+                "6 a ready todo",
+                |w| {
+                    w.todo(TodoClass::AdvancementTask, |_| {});
+                },
+                Some("a"),
+                ("run", "eligible", "normal_run", WAKE_RUN_NOW),
+                false,
+            ),
+            (
+                "6 an expired claim is free",
+                |w| {
+                    w.todo(TodoClass::AdvancementTask, |t| {
+                        claimed_by("b")(t);
+                        t.claim.as_mut().unwrap().expires_at = super::tests::t(-1);
+                    });
+                },
+                Some("a"),
+                ("run", "eligible", "normal_run", WAKE_RUN_NOW),
+                false,
+            ),
+            (
+                "7 held by others",
+                |w| {
+                    w.todo(TodoClass::AdvancementTask, claimed_by("b"));
+                },
+                Some("a"),
+                (
+                    "skip",
+                    "agent_scope_wait",
+                    "agent_scope_wait",
+                    WAKE_UNTIL_REASSIGNED,
+                ),
+                false,
+            ),
+            (
+                "7 only blocked",
+                |w| {
+                    w.todo(TodoClass::AdvancementTask, |t| {
+                        t.status = TodoStatus::Blocked
+                    });
+                    w.todo(TodoClass::AdvancementTask, |t| {
+                        t.status = TodoStatus::Deferred
+                    });
+                },
+                Some("a"),
+                ("skip", "waiting", "waiting_skip", WAKE_WAITING),
+                false,
+            ),
+            (
+                "7 resume_when unmet",
+                |w| {
+                    let x = w.todo(TodoClass::AdvancementTask, claimed_by("b"));
+                    w.todo(TodoClass::AdvancementTask, |t| {
+                        t.resume_when = Some(format!("todo_done:{x}"))
+                    });
+                },
+                Some("a"),
+                (
+                    "skip",
+                    "agent_scope_wait",
+                    "agent_scope_wait",
+                    WAKE_UNTIL_REASSIGNED,
+                ),
+                false,
+            ),
+            (
+                "7 monitor not due",
+                |w| {
+                    w.todo(TodoClass::ContinuousMonitor, |t| {
+                        t.monitor = Some(Monitor {
+                            cadence: "1h".into(),
+                            next_due_at: Some(super::tests::t(600)),
+                            extra: Extra::new(),
+                        })
+                    });
+                },
+                Some("a"),
+                ("skip", "waiting", "waiting_skip", WAKE_WAITING),
+                false,
+            ),
+            (
+                "7 nothing open",
+                |w| {
+                    w.todo(TodoClass::AdvancementTask, |t| t.status = TodoStatus::Done);
+                },
+                Some("a"),
+                ("skip", "terminal", "terminal_no_followup", WAKE_STOPPED),
+                false,
+            ),
+            (
+                "7 only user todos",
+                |w| {
+                    w.todo(TodoClass::UserAction, |_| {});
+                },
+                Some("a"),
+                ("skip", "terminal", "terminal_no_followup", WAKE_STOPPED),
+                false,
+            ),
+        ];
+        for (name, build, agent, (decision, state, action, wake), notify) in cases {
+            let mut w = World::new();
+            build(&mut w);
+            let d = w.decide(agent, t(0));
+            assert_eq!(
+                (
+                    d.decision,
+                    d.state,
+                    d.effective_action,
+                    d.scheduler_hint.wake_after_seconds
+                ),
+                (decision, state, action, wake),
+                "{name}: {d:?}"
+            );
+            assert_eq!(d.notify_user, notify, "{name}");
+            assert_eq!(d.should_run, decision == "run", "{name}");
+            assert_eq!(d.selected_todo.is_some(), d.should_run, "{name}");
+        }
+    }
+
+    #[test]
+    fn own_claims_come_first_then_order() {
+        let mut w = World::new();
+        w.todo(TodoClass::AdvancementTask, |t| t.priority = Priority::P0);
+        let mine = w.todo(TodoClass::AdvancementTask, |t| {
+            t.priority = Priority::P3;
+            claimed_by("a")(t);
+        });
+        let d = w.decide(Some("a"), t(0));
+        let sel = d.selected_todo.unwrap();
+        assert_eq!(sel.id, mine);
+        assert!(sel.claimed_by_me && !sel.claim_required);
+        let d = w.decide(Some("b"), t(0));
+        assert!(d.selected_todo.unwrap().claim_required);
+    }
+
+    #[test]
+    fn throttling_gives_the_exact_next_eligible_at() {
+        let mut w = World::new();
+        w.todo(TodoClass::AdvancementTask, |_| {});
+        // Spends at -5h, -3h, -1h with 3 allowed per 24h: the -5h one leaves first.
+        for h in [5, 3, 1] {
+            w.spend(-h * 3600);
+        }
+        // A spend outside the window does not count.
+        w.spend(-25 * 3600);
+        let d = w.decide(Some("a"), t(0));
+        assert_eq!(d.state, "throttled");
+        assert_eq!(d.quota.spent_slots, 3);
+        assert_eq!(d.quota.next_eligible_at, t(19 * 3600));
+        assert_eq!(d.scheduler_hint.wake_after_seconds, 19 * 3600);
+        // One second after that, the turn may run.
+        let d = w.decide(Some("a"), t(19 * 3600));
+        assert_eq!((d.state, d.quota.spent_slots), ("eligible", 2));
+        // A voided spend stops counting.
+        let first = w
+            .gs()
+            .runs
+            .values()
+            .find(|r| r.at == t(-5 * 3600))
+            .unwrap()
+            .id
+            .clone();
+        let mut void = Run::new(
+            "run_ffffffffffff".into(),
+            RunKind::Void,
+            "g",
+            Some("a"),
+            t(0),
+        );
+        void.spend = Some(first);
+        w.gs().runs.insert(void.id.clone(), void);
+        assert_eq!(w.decide(Some("a"), t(0)).state, "eligible");
+    }
+}

@@ -1,0 +1,279 @@
+//! `quota spend | void | show`: one spend per accountable writeback or turn.
+
+use serde::Serialize;
+
+use crate::model::quota::{self, Usage};
+use crate::model::{ids, Code, Refusal, Run, RunKind};
+use crate::ops::todo::nonce;
+use crate::ops::{mutate_maybe, non_empty, Context};
+use crate::store::{Message, Oid};
+use crate::Result;
+
+#[derive(Debug, Serialize)]
+pub struct SpendReport {
+    pub spent: bool,
+    pub replayed: bool,
+    pub spend: Run,
+    pub quota: Usage,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<Oid>,
+}
+
+/// Resolves a run id or unique prefix.
+fn resolve_run(gs: &crate::model::GoalState, query: &str) -> Result<String> {
+    let hex = query.strip_prefix("run_").unwrap_or(query);
+    if !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return Err(Refusal::invalid_input(format!(
+            "`{query}` is not a run id or a prefix of one"
+        ))
+        .into());
+    }
+    Ok(ids::resolve_prefix("run", query, gs.runs.keys().map(String::as_str))?.to_owned())
+}
+
+/// `quota spend [--turn K | --writeback RUN] [--slots N]`.
+pub fn spend(
+    ctx: &Context,
+    turn: Option<&str>,
+    writeback: Option<&str>,
+    slots: u32,
+) -> Result<SpendReport> {
+    let agent = ctx.require_agent()?.to_owned();
+    let turn = turn.map(|t| non_empty("--turn", t)).transpose()?;
+    if slots == 0 {
+        return Err(Refusal::invalid_input("--slots must be at least 1").into());
+    }
+    let nonce = nonce();
+    let done = mutate_maybe(ctx, |state, goal| {
+        let gs = &state.goals[goal];
+        let voided: std::collections::BTreeSet<&str> = gs
+            .runs
+            .values()
+            .filter(|r| r.kind == RunKind::Void)
+            .filter_map(|r| r.spend.as_deref())
+            .collect();
+        let live_spends: Vec<&Run> = gs
+            .runs
+            .values()
+            .filter(|r| r.kind == RunKind::Spend && !voided.contains(r.id.as_str()))
+            .collect();
+        // The writeback this spend is for.
+        let target: Run = match writeback {
+            Some(q) => {
+                let id = resolve_run(gs, q)?;
+                let run = gs.runs[&id].clone();
+                if run.kind != RunKind::Writeback {
+                    return Err(Refusal::invalid_input(format!(
+                        "{id} is a {} record, not a writeback",
+                        crate::ops::snake(&run.kind)
+                    ))
+                    .into());
+                }
+                run
+            }
+            None => {
+                if let Some(t) = &turn {
+                    if let Some(old) = live_spends.iter().find(|r| {
+                        r.turn.as_deref() == Some(t) && r.agent.as_deref() == Some(&agent)
+                    }) {
+                        return Ok((((*old).clone(), true), None));
+                    }
+                }
+                let spent: Vec<&str> = live_spends
+                    .iter()
+                    .filter_map(|r| r.writeback.as_deref())
+                    .collect();
+                let mut candidates: Vec<&Run> = gs
+                    .runs
+                    .values()
+                    .filter(|r| r.kind == RunKind::Writeback && r.agent.as_deref() == Some(&agent))
+                    .filter(|r| {
+                        r.outcome.is_some_and(|o| o.is_accountable())
+                            && !spent.contains(&r.id.as_str())
+                    })
+                    .collect();
+                candidates.sort_by(|a, b| (a.at, &a.id).cmp(&(b.at, &b.id)));
+                let preferred = turn.as_ref().and_then(|t| {
+                    candidates
+                        .iter()
+                        .rev()
+                        .find(|r| r.turn.as_ref() == Some(t))
+                        .copied()
+                });
+                match preferred.or(candidates.last().copied()) {
+                    Some(r) => r.clone(),
+                    None => {
+                        return Err(Refusal::new(Code::NothingToSpend, format!("{agent} has no unspent accountable writeback"))
+                            .with_hint("record work with `git loopx writeback --outcome outcome_progress …` first; quiet turns never spend")
+                            .into())
+                    }
+                }
+            }
+        };
+        if let Some(old) = live_spends
+            .iter()
+            .find(|r| r.writeback.as_deref() == Some(&target.id))
+        {
+            return Ok((((*old).clone(), true), None));
+        }
+        if !target.outcome.is_some_and(|o| o.is_accountable()) {
+            return Err(Refusal::new(
+                Code::NothingToSpend,
+                format!(
+                    "{} is not accountable (only outcome_progress and primary_goal_outcome are)",
+                    target.id
+                ),
+            )
+            .into());
+        }
+        let usage = quota::usage_with(gs, ctx.now, slots);
+        if slots > usage.allowed_slots {
+            return Err(Refusal::invalid_input(format!(
+                "--slots {slots} is more than the {} the goal allows",
+                usage.allowed_slots
+            ))
+            .into());
+        }
+        if usage.spent_slots + slots > usage.allowed_slots {
+            return Err(Refusal::new(
+                Code::Throttled,
+                format!(
+                    "{} of {} slots spent in the last {}h; next slot at {}",
+                    usage.spent_slots,
+                    usage.allowed_slots,
+                    usage.window_hours,
+                    usage.next_eligible_at
+                ),
+            )
+            .into());
+        }
+        let run_id = ids::derive_id(
+            "run_",
+            &[
+                goal,
+                "spend",
+                &agent,
+                &target.id,
+                &ctx.now.to_string(),
+                &nonce,
+            ],
+        );
+        let mut run = Run::new(run_id.clone(), RunKind::Spend, goal, Some(&agent), ctx.now);
+        run.slots = Some(slots);
+        run.writeback = Some(target.id.clone());
+        run.todo = target.todo.clone();
+        run.turn = turn.clone().or(target.turn.clone());
+        state
+            .goals
+            .get_mut(goal)
+            .expect("goal exists")
+            .runs
+            .insert(run_id.clone(), run.clone());
+        let message = Message::new(
+            "quota spend",
+            format!(
+                "quota spend {run_id} for {} by {agent} ({slots} slot(s))",
+                target.id
+            ),
+        )
+        .trailer("Loopx-Run", run_id)
+        .trailer("Loopx-Run", target.id.clone());
+        Ok(((run, false), Some(message)))
+    })?;
+    let (spend, replayed) = done.value;
+    let (_, state) = ctx.load()?;
+    let usage = quota::usage(ctx.goal(&state)?, ctx.now);
+    Ok(SpendReport {
+        spent: !replayed,
+        replayed,
+        spend,
+        quota: usage,
+        commit: done.commit,
+    })
+}
+
+#[derive(Debug, Serialize)]
+pub struct VoidReport {
+    pub void: Run,
+    pub replayed: bool,
+    pub quota: Usage,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<Oid>,
+}
+
+/// `quota void RUN --reason T`: the spend no longer counts.
+pub fn void(ctx: &Context, query: &str, reason: &str) -> Result<VoidReport> {
+    let reason = non_empty("--reason", reason)?;
+    let agent = ctx.agent().map(str::to_owned);
+    let nonce = nonce();
+    let done = mutate_maybe(ctx, |state, goal| {
+        let gs = &state.goals[goal];
+        let id = resolve_run(gs, query)?;
+        if gs.runs[&id].kind != RunKind::Spend {
+            return Err(Refusal::invalid_input(format!("{id} is not a spend")).into());
+        }
+        if let Some(old) = gs
+            .runs
+            .values()
+            .find(|r| r.kind == RunKind::Void && r.spend.as_deref() == Some(&id))
+        {
+            return Ok(((old.clone(), true), None));
+        }
+        let run_id = ids::derive_id("run_", &[goal, "void", &id, &ctx.now.to_string(), &nonce]);
+        let mut run = Run::new(
+            run_id.clone(),
+            RunKind::Void,
+            goal,
+            agent.as_deref(),
+            ctx.now,
+        );
+        run.spend = Some(id.clone());
+        run.reason = Some(reason.clone());
+        state
+            .goals
+            .get_mut(goal)
+            .expect("goal exists")
+            .runs
+            .insert(run_id.clone(), run.clone());
+        let message = Message::new(
+            "quota void",
+            format!(
+                "quota void {id}: {}",
+                crate::ops::todo::headline(&reason, 60)
+            ),
+        )
+        .trailer("Loopx-Run", run_id);
+        Ok(((run, false), Some(message)))
+    })?;
+    let (void, replayed) = done.value;
+    let (_, state) = ctx.load()?;
+    let usage = quota::usage(ctx.goal(&state)?, ctx.now);
+    Ok(VoidReport {
+        void,
+        replayed,
+        quota: usage,
+        commit: done.commit,
+    })
+}
+
+#[derive(Debug, Serialize)]
+pub struct QuotaReport {
+    pub quota: Usage,
+    pub compute: f64,
+    pub slot_minutes: u32,
+    pub spends: Vec<Run>,
+}
+
+pub fn show(ctx: &Context) -> Result<QuotaReport> {
+    let (_, state) = ctx.load()?;
+    let gs = ctx.goal(&state)?;
+    Ok(QuotaReport {
+        quota: quota::usage(gs, ctx.now),
+        compute: gs.goal.quota.compute,
+        slot_minutes: gs.goal.quota.slot_minutes,
+        spends: quota::counted_spends(gs, ctx.now)
+            .into_iter()
+            .cloned()
+            .collect(),
+    })
+}

@@ -1,0 +1,163 @@
+//! `should-run`: the per-turn decision; read-only unless `--turn K`.
+
+use serde::Serialize;
+
+use crate::model::should_run;
+use crate::model::{ids, Refusal, Run, RunKind};
+use crate::ops::todo::nonce;
+use crate::ops::{mutate_maybe, non_empty, Context};
+use crate::store::{self, transaction, Message, Oid};
+use crate::{Error, Result};
+
+#[derive(Debug, Serialize)]
+pub struct TurnReceipt {
+    pub key: String,
+    pub run: String,
+    pub replayed: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ShouldRunReport {
+    /// The decision's fields (SPEC §3); a replayed turn gives back the recorded ones.
+    #[serde(flatten)]
+    pub decision: serde_json::Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub goal: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn: Option<TurnReceipt>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<Oid>,
+}
+
+/// The decision, or rule 2 (`blocked_health`) with the error that caused it.
+pub fn should_run(
+    ctx: &Context,
+    capabilities: &[String],
+    turn: Option<&str>,
+) -> Result<(ShouldRunReport, Option<Error>)> {
+    let turn = turn.map(|t| non_empty("--turn", t)).transpose()?;
+    for c in capabilities {
+        ids::check_name("capability", c)?;
+    }
+    let agent = ctx.agent().map(str::to_owned);
+    if turn.is_some() && agent.is_none() {
+        return Err(Refusal::invalid_input("--turn needs an agent")
+            .with_hint("pass --agent <id> or set LOOPX_AGENT")
+            .into());
+    }
+    let Some(key) = turn else {
+        return match transaction::load(&ctx.store) {
+            Ok((_, Some(state))) => {
+                let gs = ctx.goal(&state)?;
+                let decision =
+                    should_run::decide(&state, gs, agent.as_deref(), capabilities, ctx.now);
+                Ok((
+                    report(decision, Some(gs.goal.id.clone()), agent, None, None),
+                    None,
+                ))
+            }
+            Ok((_, None)) => Err(store::Error::Missing.into()),
+            Err(e @ store::Error::Corrupt { .. }) => Ok(health(ctx, e, agent)),
+            Err(e) => Err(e.into()),
+        };
+    };
+    let agent_id = agent.clone().expect("checked above");
+    let nonce = nonce();
+    let done = mutate_maybe(ctx, |state, goal| {
+        let gs = &state.goals[goal];
+        if let Some(old) = gs.runs.values().find(|r| {
+            r.kind == RunKind::Turn
+                && r.agent.as_deref() == Some(&agent_id)
+                && r.turn.as_deref() == Some(&key)
+        }) {
+            return Ok(((old.clone(), true), None));
+        }
+        let decision = should_run::decide(state, gs, Some(&agent_id), capabilities, ctx.now);
+        let run_id = ids::derive_id(
+            "run_",
+            &[goal, "turn", &agent_id, &key, &ctx.now.to_string(), &nonce],
+        );
+        let mut run = Run::new(
+            run_id.clone(),
+            RunKind::Turn,
+            goal,
+            Some(&agent_id),
+            ctx.now,
+        );
+        run.turn = Some(key.clone());
+        run.todo = decision.selected_todo.as_ref().map(|t| t.id.clone());
+        run.reason = Some(decision.effective_action.to_owned());
+        run.decision = Some(serde_json::to_value(&decision).expect("decisions serialize"));
+        state
+            .goals
+            .get_mut(goal)
+            .expect("goal exists")
+            .runs
+            .insert(run_id.clone(), run.clone());
+        let message = Message::new(
+            "turn",
+            format!("turn {key} by {agent_id}: {}", decision.effective_action),
+        )
+        .trailer("Loopx-Run", run_id);
+        Ok(((run, false), Some(message)))
+    });
+    let done = match done {
+        Ok(done) => done,
+        Err(Error::Store(e @ store::Error::Corrupt { .. })) => return Ok(health(ctx, e, agent)),
+        Err(e) => return Err(e),
+    };
+    let (run, replayed) = done.value;
+    let decision = match run.decision.clone() {
+        Some(value @ serde_json::Value::Object(_)) => value,
+        _ => {
+            return Err(Refusal::invalid_input(format!(
+                "turn receipt {} holds no decision",
+                run.id
+            ))
+            .into())
+        }
+    };
+    let receipt = TurnReceipt {
+        key: run.turn.clone().unwrap_or_default(),
+        run: run.id.clone(),
+        replayed,
+    };
+    Ok((
+        report(
+            decision,
+            Some(run.goal.clone()),
+            agent,
+            Some(receipt),
+            done.commit,
+        ),
+        None,
+    ))
+}
+
+fn report(
+    decision: impl Serialize,
+    goal: Option<String>,
+    agent: Option<String>,
+    turn: Option<TurnReceipt>,
+    commit: Option<Oid>,
+) -> ShouldRunReport {
+    let decision = serde_json::to_value(decision).expect("decisions serialize");
+    ShouldRunReport {
+        decision,
+        goal,
+        agent,
+        turn,
+        commit,
+    }
+}
+
+fn health(
+    ctx: &Context,
+    e: store::Error,
+    agent: Option<String>,
+) -> (ShouldRunReport, Option<Error>) {
+    let decision = should_run::blocked_health(e.to_string(), ctx.now);
+    (report(decision, None, agent, None, None), Some(e.into()))
+}

@@ -7,7 +7,9 @@ mod gate;
 mod goal;
 mod init;
 mod log;
+mod prompt;
 mod quota;
+mod review;
 mod should_run;
 mod status;
 mod todo;
@@ -75,6 +77,8 @@ pub enum Command {
     History(writeback::HistoryArgs),
     ShouldRun(should_run::Args),
     Quota(quota::Args),
+    Review(review::Args),
+    Prompt(prompt::Args),
 }
 
 /// What a command hands back to be printed.
@@ -139,6 +143,8 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         Command::History(args) => writeback::history(&ctx, args),
         Command::ShouldRun(args) => should_run::run(&ctx, args),
         Command::Quota(args) => quota::run(&ctx, args),
+        Command::Review(args) => review::run(&ctx, args),
+        Command::Prompt(args) => prompt::run(&ctx, args),
     }
 }
 

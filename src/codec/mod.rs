@@ -98,6 +98,72 @@ pub fn encode_state(state: &State) -> BTreeMap<String, Vec<u8>> {
     files
 }
 
+/// A file to write (`Some(bytes)`) or remove (`None`), by path.
+pub type FileEdit = (String, Option<Vec<u8>>);
+
+/// The files that differ between `old` and `new`: only changed entities are
+/// encoded, so a write costs what it changes, not what the state holds.
+pub fn changed_files(old: Option<&State>, new: &State) -> Vec<FileEdit> {
+    let mut out = Vec::new();
+    fn entity<T: Serialize + PartialEq>(
+        out: &mut Vec<FileEdit>,
+        old: Option<&T>,
+        new: Option<&T>,
+        path: impl Fn(&T) -> String,
+    ) {
+        match (old, new) {
+            (Some(a), Some(b)) if a == b => {}
+            (Some(a), Some(b)) => {
+                let (pa, pb) = (path(a), path(b));
+                if pa != pb {
+                    out.push((pa, None));
+                }
+                out.push((pb, Some(encode(b))));
+            }
+            (None, Some(b)) => out.push((path(b), Some(encode(b)))),
+            (Some(a), None) => out.push((path(a), None)),
+            (None, None) => {}
+        }
+    }
+    fn map<T: Serialize + PartialEq>(
+        out: &mut Vec<FileEdit>,
+        old: Option<&BTreeMap<String, T>>,
+        new: &BTreeMap<String, T>,
+        path: impl Fn(&T) -> String + Copy,
+    ) {
+        for (id, b) in new {
+            entity(out, old.and_then(|o| o.get(id)), Some(b), path);
+        }
+        for (id, a) in old.into_iter().flatten() {
+            if !new.contains_key(id) {
+                entity(out, Some(a), None, path);
+            }
+        }
+    }
+    entity(&mut out, old.map(|o| &o.meta), Some(&new.meta), |_| {
+        META_PATH.to_owned()
+    });
+    map(&mut out, old.map(|o| &o.agents), &new.agents, |a| {
+        agent_path(&a.id)
+    });
+    for (gid, gs) in &new.goals {
+        let og = old.and_then(|o| o.goals.get(gid));
+        entity(&mut out, og.map(|g| &g.goal), Some(&gs.goal), |g| {
+            goal_path(&g.id)
+        });
+        map(&mut out, og.map(|g| &g.todos), &gs.todos, todo_path);
+        map(&mut out, og.map(|g| &g.runs), &gs.runs, run_path);
+    }
+    for (gid, og) in old.map(|o| &o.goals).into_iter().flatten() {
+        if !new.goals.contains_key(gid) {
+            out.push((goal_path(gid), None));
+            map(&mut out, Some(&og.todos), &BTreeMap::new(), todo_path);
+            map(&mut out, Some(&og.runs), &BTreeMap::new(), run_path);
+        }
+    }
+    out
+}
+
 #[derive(serde::Deserialize)]
 struct FormatOnly {
     format: Option<serde_json::Value>,

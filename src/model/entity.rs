@@ -452,3 +452,11 @@ impl Todo {
         }
     }
 }
+
+/// The serde (snake_case) name of a unit enum value.
+pub fn entity_name(value: &impl Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::from("?"),
+    }
+}

@@ -3,6 +3,7 @@
 //! Nothing here performs I/O, reads a clock or knows about git or YAML: time
 //! comes in as a [`Timestamp`] argument, and results come back as values.
 
+pub mod diff;
 mod entity;
 pub mod ids;
 pub mod lease;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use crate::model::{ids, Agent, Goal, Meta, Role, Run, Todo, FORMAT};
 
 /// Everything under one goal.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GoalState {
     pub goal: Goal,
     pub todos: BTreeMap<String, Todo>,
@@ -23,7 +23,7 @@ impl GoalState {
 }
 
 /// The state at one tip of `loopx-state`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct State {
     pub meta: Meta,
     pub agents: BTreeMap<String, Agent>,

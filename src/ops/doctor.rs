@@ -106,7 +106,7 @@ pub fn doctor(ctx: &Context, fsck: bool) -> Result<DoctorReport> {
     });
 
     checks.push(match transaction::load(&ctx.store) {
-        Ok((snapshot, Some(state))) => {
+        Ok((tip, Some(state))) => {
             let todos: usize = state.goals.values().map(|g| g.todos.len()).sum();
             let runs: usize = state.goals.values().map(|g| g.runs.len()).sum();
             check(
@@ -114,7 +114,7 @@ pub fn doctor(ctx: &Context, fsck: bool) -> Result<DoctorReport> {
                 Level::Ok,
                 format!(
                     "{STATE_REF} at {} is valid: {} goal(s), {todos} todo(s), {runs} run record(s)",
-                    snapshot.commit.as_ref().map_or("?", |c| c.short()),
+                    tip.as_ref().map_or("?", |c| c.short()),
                     state.goals.len()
                 ),
                 None,

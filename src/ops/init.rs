@@ -93,7 +93,7 @@ pub fn init(ctx: &Context, args: &InitArgs) -> Result<InitReport> {
             .trailer("Loopx-Goal", goal_id.clone());
         Ok::<_, crate::Error>(Write::commit(true, message))
     })?;
-    let (snapshot, state) = ctx.load()?;
+    let (tip, state) = ctx.load()?;
     // A decoded state always has its default goal (`State::check`).
     let goal = &state.goals[&state.meta.default_goal];
     Ok(InitReport {
@@ -103,7 +103,7 @@ pub fn init(ctx: &Context, args: &InitArgs) -> Result<InitReport> {
             InitAction::Existing
         },
         state_ref: STATE_REF,
-        commit: snapshot.commit.expect("loaded state has a commit"),
+        commit: tip,
         default_goal: state.meta.default_goal.clone(),
         objective: goal.goal.objective.clone(),
         adopted_from: None,
@@ -123,8 +123,7 @@ fn adopt(ctx: &Context) -> Result<Option<InitReport>> {
         return Ok(None);
     };
     // Refuse to adopt state we cannot read: better to say so than to build on it.
-    let snapshot = ctx.store.read(&tip)?;
-    let state = crate::store::transaction::decode(&snapshot)?.expect("snapshot has a commit");
+    let state = crate::store::transaction::state_at(&ctx.store, &tip)?;
     let reflog = format!("loopx: adopt loopx-state from {remote}");
     if !ctx.store.create_ref(STATE_REF, &tip, &reflog, ctx.now)? {
         // Someone created the branch meanwhile: report what is there now.

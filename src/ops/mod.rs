@@ -10,7 +10,7 @@ pub mod status;
 use std::path::Path;
 
 use crate::model::{self, ids, GoalState, Refusal, State, Timestamp};
-use crate::store::{self, transaction, GixStore, Snapshot};
+use crate::store::{self, transaction, GixStore};
 use crate::{Error, Result};
 
 /// Who is asking, about which goal, at what time, in which repository.
@@ -74,11 +74,10 @@ impl Context {
     }
 
     /// Reads the current state; refuses when there is none.
-    pub fn load(&self) -> Result<(Snapshot, State)> {
-        let (snapshot, state) = transaction::load(&self.store)?;
-        match state {
-            Some(state) => Ok((snapshot, state)),
-            None => Err(store::Error::Missing.into()),
+    pub fn load(&self) -> Result<(store::Oid, State)> {
+        match transaction::load(&self.store)? {
+            (Some(tip), Some(state)) => Ok((tip, state)),
+            _ => Err(store::Error::Missing.into()),
         }
     }
 }
@@ -182,7 +181,9 @@ pub mod gate;
 pub mod goal;
 pub mod lease;
 pub mod local;
+pub mod prompt;
 pub mod quota;
+pub mod review;
 pub mod should_run;
 pub mod writeback;
 

@@ -1,16 +1,20 @@
-//! `status`: what needs the human, what runs, who holds what, recent evidence.
+//! `status`: what needs the human first, then what runs, what is next, the
+//! quota, and recent evidence.
 
 use serde::Serialize;
 
+use crate::model::quota::{self, Usage};
 use crate::model::{
-    Claim, GoalStatus, Role, Run, Timestamp, Todo, TodoClass, TodoCounts, TodoStatus,
+    select, GoalStatus, Priority, Role, Run, RunKind, Timestamp, Todo, TodoClass, TodoCounts,
+    TodoStatus,
 };
 use crate::ops::Context;
 use crate::store::Oid;
 use crate::Result;
 
-/// How many run records `status` lists.
+/// How many run records and next todos `status` lists.
 const RECENT_RUNS: usize = 5;
+const NEXT_TODOS: usize = 5;
 
 #[derive(Debug, Serialize)]
 pub struct GoalSummary {
@@ -28,24 +32,30 @@ pub struct TodoLine {
     pub role: Role,
     pub class: TodoClass,
     pub status: TodoStatus,
-    pub priority: crate::model::Priority,
+    pub priority: Priority,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub claimed_by: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
+pub struct GateLine {
+    pub id: String,
+    pub question: String,
+    /// `global`, or the agent it blocks.
+    pub scope: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unblocks: Option<String>,
+    pub asked_at: Timestamp,
+}
+
+#[derive(Debug, Serialize)]
 pub struct ClaimLine {
     pub todo: String,
+    pub text: String,
     pub agent: String,
     pub epoch: u64,
     pub expires_at: Timestamp,
     pub seconds_left: i64,
-}
-
-#[derive(Debug, Serialize)]
-pub struct QuotaLine {
-    pub allowed_slots: u32,
-    pub window_hours: u32,
 }
 
 #[derive(Debug, Serialize)]
@@ -54,10 +64,18 @@ pub struct StatusReport {
     pub now: Timestamp,
     pub goal: GoalSummary,
     pub counts: TodoCounts,
-    pub gates: Vec<TodoLine>,
+    /// Open gates: decisions only the human can make.
+    pub gates: Vec<GateLine>,
+    /// Open `user_action` reminders.
+    pub user_actions: Vec<TodoLine>,
+    /// Live leases, soonest expiry first.
     pub claims: Vec<ClaimLine>,
+    /// Ready, unclaimed agent todos, in the order agents will take them.
+    pub next: Vec<TodoLine>,
+    /// Every todo that is not done or deferred.
     pub todos: Vec<TodoLine>,
-    pub quota: QuotaLine,
+    pub quota: Usage,
+    /// The latest writebacks, newest first.
     pub recent_runs: Vec<Run>,
 }
 
@@ -74,7 +92,7 @@ fn line(todo: &Todo, now: Timestamp) -> TodoLine {
 }
 
 pub fn status(ctx: &Context) -> Result<StatusReport> {
-    let (snapshot, state) = ctx.load()?;
+    let (tip, state) = ctx.load()?;
     let gs = ctx.goal(&state)?;
     let now = ctx.now;
     let mut todos: Vec<&Todo> = gs.todos.values().collect();
@@ -82,29 +100,58 @@ pub fn status(ctx: &Context) -> Result<StatusReport> {
     let gates = todos
         .iter()
         .filter(|t| t.is_gate() && t.status == TodoStatus::Open)
+        .map(|t| GateLine {
+            id: t.id.clone(),
+            question: t.text.clone(),
+            scope: t.blocks_agent.clone().unwrap_or_else(|| "global".into()),
+            unblocks: t.unblocks.clone(),
+            asked_at: t.created_at,
+        })
+        .collect();
+    let user_actions = todos
+        .iter()
+        .filter(|t| t.class == TodoClass::UserAction && !t.status.is_terminal())
         .map(|t| line(t, now))
         .collect();
-    let claims = todos
+    let mut claims: Vec<ClaimLine> = todos
         .iter()
         .filter(|t| !t.status.is_terminal())
-        .filter_map(|t| t.live_claim(now).map(|c: &Claim| (t, c)))
+        .filter_map(|t| t.live_claim(now).map(|c| (t, c)))
         .map(|(t, c)| ClaimLine {
             todo: t.id.clone(),
+            text: t.text.clone(),
             agent: c.agent.clone(),
             epoch: c.epoch,
             expires_at: c.expires_at,
             seconds_left: now.seconds_until(c.expires_at),
         })
         .collect();
+    claims.sort_by(|a, b| (a.expires_at, &a.todo).cmp(&(b.expires_at, &b.todo)));
+    // What an agent with every capability would be offered next.
+    let all_caps: Vec<String> = gs
+        .todos
+        .values()
+        .flat_map(|t| t.requires_capabilities.iter().cloned())
+        .collect();
+    let next = select::select(gs, None, &all_caps, now)
+        .candidates
+        .iter()
+        .take(NEXT_TODOS)
+        .map(|c| line(c.todo, now))
+        .collect();
     let open = todos
         .iter()
-        .filter(|t| !t.status.is_terminal() && !t.is_gate())
+        .filter(|t| !t.status.is_terminal())
         .map(|t| line(t, now))
         .collect();
-    let mut runs: Vec<&Run> = gs.runs.values().collect();
+    let mut runs: Vec<&Run> = gs
+        .runs
+        .values()
+        .filter(|r| r.kind == RunKind::Writeback)
+        .collect();
     runs.sort_by(|a, b| (b.at, &b.id).cmp(&(a.at, &a.id)));
     Ok(StatusReport {
-        commit: snapshot.commit.expect("loaded state has a commit"),
+        commit: tip,
         now,
         goal: GoalSummary {
             id: gs.goal.id.clone(),
@@ -114,12 +161,11 @@ pub fn status(ctx: &Context) -> Result<StatusReport> {
         },
         counts: state.counts(&gs.goal.id, now),
         gates,
+        user_actions,
         claims,
+        next,
         todos: open,
-        quota: QuotaLine {
-            allowed_slots: gs.goal.quota.allowed_slots(),
-            window_hours: gs.goal.quota.window_hours,
-        },
+        quota: quota::usage(gs, now),
         recent_runs: runs.into_iter().take(RECENT_RUNS).cloned().collect(),
     })
 }

@@ -1,5 +1,7 @@
 //! Reports → output: the `--json` envelope, errors, and human text.
 
+pub mod prompt;
+pub mod review;
 pub mod text;
 
 use serde_json::{json, Map, Value};

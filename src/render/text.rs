@@ -37,57 +37,96 @@ pub fn span(seconds: i64) -> String {
 
 pub fn status(r: &StatusReport) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "goal {} [{}]: {}",
-        r.goal.id,
-        crate::ops::snake(&r.goal.status),
-        r.goal.objective
-    );
+    let paused = if r.goal.status == crate::model::GoalStatus::Stopped {
+        "  (STOPPED)"
+    } else {
+        ""
+    };
+    let _ = writeln!(out, "Goal {}: {}{paused}", r.goal.id, r.goal.objective);
     if let Some(next) = &r.goal.next_action {
-        let _ = writeln!(out, "next action: {next}");
+        let _ = writeln!(out, "Next action: {next}");
     }
     let c = &r.counts;
     let _ = writeln!(
         out,
-        "todos: {} open, {} blocked, {} deferred, {} done; {} claimed; {} open gate(s)",
-        c.open, c.blocked, c.deferred, c.done, c.claimed, c.open_gates
+        "Todos: {} open, {} claimed, {} blocked, {} deferred, {} done",
+        c.open, c.claimed, c.blocked, c.deferred, c.done
     );
-    if !r.gates.is_empty() {
+
+    if r.gates.is_empty() && r.user_actions.is_empty() {
+        let _ = writeln!(out, "\nNeeds you: nothing");
+    } else {
         let _ = writeln!(out, "\nNeeds you:");
         for g in &r.gates {
-            let _ = writeln!(out, "  {}  {}", g.id, g.text);
-        }
-    }
-    if !r.claims.is_empty() {
-        let _ = writeln!(out, "\nRunning:");
-        for c in &r.claims {
+            let unblocks = g
+                .unblocks
+                .as_deref()
+                .map(|u| format!(", holds {u}"))
+                .unwrap_or_default();
+            let _ = writeln!(out, "  ? {}  {}  [{}{unblocks}]", g.id, g.question, g.scope);
             let _ = writeln!(
                 out,
-                "  {}  {} (epoch {}, {} left)",
-                c.todo,
-                c.agent,
-                c.epoch,
-                span(c.seconds_left)
+                "      answer: git loopx gate resolve {} --approve|--reject [--note …]",
+                g.id
+            );
+        }
+        for a in &r.user_actions {
+            let _ = writeln!(out, "  - {}  {}", a.id, a.text);
+        }
+    }
+
+    let _ = writeln!(out, "\nRunning:");
+    if r.claims.is_empty() {
+        let _ = writeln!(out, "  nothing is claimed");
+    }
+    for c in &r.claims {
+        let _ = writeln!(
+            out,
+            "  {}  {:<10} {}  (epoch {}, {} left)",
+            c.todo,
+            c.agent,
+            c.text,
+            c.epoch,
+            span(c.seconds_left)
+        );
+    }
+
+    let _ = writeln!(out, "\nNext up:");
+    if r.next.is_empty() {
+        let _ = writeln!(out, "  nothing is ready");
+    }
+    for t in &r.next {
+        let _ = writeln!(out, "  {:?} {}  {}", t.priority, t.id, t.text);
+    }
+
+    let q = &r.quota;
+    let _ = write!(
+        out,
+        "\nQuota: {}/{} slots in the last {}h",
+        q.spent_slots, q.allowed_slots, q.window_hours
+    );
+    if q.throttled() {
+        let _ = write!(out, ", throttled until {}", q.next_eligible_at);
+    }
+    out.push('\n');
+
+    if !r.recent_runs.is_empty() {
+        let _ = writeln!(out, "\nRecent writebacks:");
+        for run in &r.recent_runs {
+            let outcome = run
+                .outcome
+                .map(|o| crate::ops::snake(&o))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  {}  {:<10} {:<20} {}",
+                run.at,
+                run.agent.as_deref().unwrap_or("-"),
+                outcome,
+                run.summary.as_deref().unwrap_or("")
             );
         }
     }
-    if !r.todos.is_empty() {
-        let _ = writeln!(out, "\nTodos:");
-        for t in &r.todos {
-            let holder = t
-                .claimed_by
-                .as_deref()
-                .map(|a| format!("  [{a}]"))
-                .unwrap_or_default();
-            let _ = writeln!(out, "  {:?} {}  {}{holder}", t.priority, t.id, t.text);
-        }
-    }
-    let _ = writeln!(
-        out,
-        "\nquota: {} slot(s) per {}h",
-        r.quota.allowed_slots, r.quota.window_hours
-    );
     out
 }
 

@@ -329,6 +329,23 @@ impl Store for GixStore {
         }
     }
 
+    fn cache_read(&self, key: &str) -> Option<Vec<u8>> {
+        std::fs::read(self.local_dir().join("cache").join(key)).ok()
+    }
+
+    fn cache_write(&self, key: &str, bytes: &[u8]) {
+        let dir = self.local_dir().join("cache");
+        if std::fs::create_dir_all(&dir).is_err() {
+            return;
+        }
+        // Write beside, then rename: a reader never sees half a file.
+        let tmp = dir.join(format!("{key}.{}.tmp", std::process::id()));
+        if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, dir.join(key)).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        prune_cache(&dir, CACHE_ENTRIES);
+    }
+
     fn lock_age(&self) -> Option<(PathBuf, u64)> {
         let lock = self.repo.common_dir().join(format!("{STATE_REF}.lock"));
         let modified = std::fs::metadata(&lock).ok()?.modified().ok()?;
@@ -360,6 +377,27 @@ impl Store for GixStore {
             });
         }
         Ok(out)
+    }
+}
+
+/// How many parsed states the cache keeps.
+const CACHE_ENTRIES: usize = 8;
+
+/// Keeps the `keep` most recently written cache files.
+fn prune_cache(dir: &Path, keep: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut files: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    if files.len() <= keep {
+        return;
+    }
+    files.sort();
+    for (_, path) in &files[..files.len() - keep] {
+        let _ = std::fs::remove_file(path);
     }
 }
 

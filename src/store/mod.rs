@@ -167,4 +167,12 @@ pub trait Store {
 
     /// Commits reachable from `from` along first parents, newest first.
     fn first_parent_log(&self, from: &Oid, limit: usize) -> Result<Vec<CommitInfo>, Error>;
+
+    /// A host-local cache entry, if present (never on the branch).
+    fn cache_read(&self, _key: &str) -> Option<Vec<u8>> {
+        None
+    }
+
+    /// Stores a host-local cache entry; failures are ignored (it is a cache).
+    fn cache_write(&self, _key: &str, _bytes: &[u8]) {}
 }

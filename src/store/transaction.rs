@@ -70,14 +70,42 @@ pub fn decode(snapshot: &Snapshot) -> Result<Option<State>, Error> {
     })
 }
 
-/// Loads the current state (read-only).
-pub fn load<S: Store + ?Sized>(store: &S) -> Result<(Snapshot, Option<State>), Error> {
-    let snapshot = match store.tip()? {
-        Some(tip) => store.read(&tip)?,
-        None => Snapshot::default(),
-    };
-    let state = decode(&snapshot)?;
-    Ok((snapshot, state))
+/// The host-local cache key of the parsed state of `commit`. The version is
+/// part of it, so a different git-loopx never reads another's cache.
+fn cache_key(commit: &Oid) -> String {
+    format!("state-{}-{}.json", env!("CARGO_PKG_VERSION"), commit)
+}
+
+/// The state at `commit`: from the parsed-state cache when this host has
+/// seen the commit before, else read from git, decoded, and cached.
+pub fn state_at<S: Store + ?Sized>(store: &S, commit: &Oid) -> Result<State, Error> {
+    if let Some(bytes) = store.cache_read(&cache_key(commit)) {
+        if let Ok(state) = serde_json::from_slice::<State>(&bytes) {
+            return Ok(state);
+        }
+        tracing::debug!("ignoring an unreadable state cache for {commit}");
+    }
+    let snapshot = store.read(commit)?;
+    let state = decode(&snapshot)?.expect("snapshot of a commit");
+    remember(store, commit, &state);
+    Ok(state)
+}
+
+fn remember<S: Store + ?Sized>(store: &S, commit: &Oid, state: &State) {
+    if let Ok(bytes) = serde_json::to_vec(state) {
+        store.cache_write(&cache_key(commit), &bytes);
+    }
+}
+
+/// The current tip and its state (read-only).
+pub fn load<S: Store + ?Sized>(store: &S) -> Result<(Option<Oid>, Option<State>), Error> {
+    match store.tip()? {
+        Some(tip) => {
+            let state = state_at(store, &tip)?;
+            Ok((Some(tip), Some(state)))
+        }
+        None => Ok((None, None)),
+    }
 }
 
 /// Runs `mutate` on the freshest state until its change lands (see module docs).
@@ -89,24 +117,27 @@ where
 {
     let mut rng = Jitter::new();
     for attempt in 1..=MAX_ATTEMPTS {
-        let (snapshot, mut state) = load(store)?;
+        let (base, original) = load(store)?;
+        let mut state = original.clone();
         let write = mutate(&mut state)?;
-        let base = snapshot.commit.clone();
         let done = |commit| Committed {
             value: write.value,
             commit,
             base: base.clone(),
             attempts: attempt,
         };
-        let (Some(message), Some(state)) = (&write.message, &state) else {
+        let (Some(message), Some(new)) = (&write.message, &state) else {
             return Ok(done(None));
         };
-        let changes = changes(&snapshot, state);
+        let changes = changes(original.as_ref(), new);
         if changes.is_empty() {
             return Ok(done(None));
         }
-        match store.commit(snapshot.commit.as_ref(), &changes, message, now)? {
-            CasResult::Committed(oid) => return Ok(done(Some(oid))),
+        match store.commit(base.as_ref(), &changes, message, now)? {
+            CasResult::Committed(oid) => {
+                remember(store, &oid, new);
+                return Ok(done(Some(oid)));
+            }
             CasResult::Unchanged => return Ok(done(None)),
             CasResult::Retry => {
                 if let Some((lock, age_seconds)) = store.lock_age() {
@@ -127,25 +158,16 @@ where
     .into())
 }
 
-/// The file changes that turn `snapshot` into `state`. Files outside the
-/// layout are never touched.
-pub fn changes(snapshot: &Snapshot, state: &State) -> Vec<FileChange> {
-    let new = codec::encode_state(state);
-    let mut out = Vec::new();
-    for (path, bytes) in &new {
-        if snapshot.files.get(path) != Some(bytes) {
-            out.push(FileChange::Upsert {
-                path: path.clone(),
-                bytes: bytes.clone(),
-            });
-        }
-    }
-    for path in snapshot.files.keys() {
-        if !new.contains_key(path) && codec::is_layout_path(path) {
-            out.push(FileChange::Remove { path: path.clone() });
-        }
-    }
-    out
+/// The file changes that turn `old` into `new`. Files outside the layout are
+/// never touched, and neither are entities that did not change.
+pub fn changes(old: Option<&State>, new: &State) -> Vec<FileChange> {
+    codec::changed_files(old, new)
+        .into_iter()
+        .map(|(path, bytes)| match bytes {
+            Some(bytes) => FileChange::Upsert { path, bytes },
+            None => FileChange::Remove { path },
+        })
+        .collect()
 }
 
 /// Jittered exponential backoff without a random-number dependency.

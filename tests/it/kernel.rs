@@ -421,3 +421,38 @@ fn files_outside_the_layout_survive_writes() {
         "notes for reviewers"
     );
 }
+
+#[test]
+fn the_parsed_state_cache_is_host_local_and_disposable() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    env.loopx(&repo, &["todo", "add", "cached"]).success();
+    let cache = repo.join(".git/loopx/cache");
+    let entries: Vec<_> = std::fs::read_dir(&cache).unwrap().flatten().collect();
+    assert!(
+        !entries.is_empty(),
+        "writes leave the new state in the cache"
+    );
+    // A damaged cache is ignored, never trusted.
+    for e in &entries {
+        std::fs::write(e.path(), "{ not json").unwrap();
+    }
+    let json = env
+        .loopx(&repo, &["--json", "todo", "list"])
+        .success()
+        .json();
+    assert_eq!(json["todos"][0]["text"], "cached");
+    // Deleting it loses nothing.
+    std::fs::remove_dir_all(&cache).unwrap();
+    env.loopx(&repo, &["todo", "add", "again"]).success();
+    let json = env
+        .loopx(&repo, &["--json", "todo", "list"])
+        .success()
+        .json();
+    assert_eq!(json["todos"].as_array().unwrap().len(), 2);
+    let files = env.git(&repo, &["ls-tree", "-r", "--name-only", "loopx-state"]);
+    assert!(
+        !files.contains("cache") && !files.contains("leases"),
+        "{files}"
+    );
+}

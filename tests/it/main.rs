@@ -5,3 +5,4 @@ mod domain;
 mod env;
 mod kernel;
 mod race;
+mod turn;

@@ -1,0 +1,26 @@
+//! `git loopx review`
+
+use crate::cli::Output;
+use crate::ops::{review, Context};
+use crate::render;
+use crate::Result;
+
+/// The owner's packet: decisions waiting, what was delivered with its
+/// evidence, and what changed since the last review.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Review from this state commit or ref (default: refs/loopx/reviewed).
+    #[arg(long, value_name = "REV")]
+    since: Option<String>,
+    /// Mark everything up to now as reviewed (moves refs/loopx/reviewed).
+    #[arg(long)]
+    ack: bool,
+    /// Markdown, for a pull-request comment.
+    #[arg(long)]
+    markdown: bool,
+}
+
+pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
+    let r = review::review(ctx, args.since.as_deref(), args.ack)?;
+    Ok(Output::new(&r, render::review::review(&r, args.markdown)))
+}

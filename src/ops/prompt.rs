@@ -1,0 +1,79 @@
+//! `prompt`: the task body a host loop hands its agent each turn.
+
+use serde::Serialize;
+
+use crate::model::should_run::{self, Decision};
+use crate::model::{Goal, Todo};
+use crate::ops::Context;
+use crate::Result;
+
+/// Which agent runtime the prompt is written for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Runtime {
+    ClaudeCode,
+    Codex,
+    Generic,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PromptReport {
+    pub runtime: Runtime,
+    pub agent: Option<String>,
+    pub turn: String,
+    pub goal: Goal,
+    pub decision: Decision,
+    /// The selected todo in full, when the turn should run.
+    pub todo: Option<Todo>,
+    /// Open gates the agent should surface to the user.
+    pub gates: Vec<Todo>,
+    /// The prompt itself.
+    pub prompt: String,
+}
+
+/// A turn key that is stable within a second for one agent.
+pub fn default_turn_key(agent: Option<&str>, now: crate::model::Timestamp) -> String {
+    let stamp: String = now
+        .to_string()
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect();
+    format!("{}-{stamp}", agent.unwrap_or("agent"))
+}
+
+pub fn prompt(
+    ctx: &Context,
+    runtime: Runtime,
+    capabilities: &[String],
+    turn: Option<&str>,
+) -> Result<PromptReport> {
+    let (_, state) = ctx.load()?;
+    let gs = ctx.goal(&state)?;
+    let agent = ctx.agent().map(str::to_owned);
+    let decision = should_run::decide(&state, gs, agent.as_deref(), capabilities, ctx.now);
+    let todo = decision
+        .selected_todo
+        .as_ref()
+        .map(|t| gs.todos[&t.id].clone());
+    let gates: Vec<Todo> = decision
+        .gates
+        .iter()
+        .map(|g| gs.todos[&g.id].clone())
+        .collect();
+    let turn = turn.map_or_else(
+        || default_turn_key(agent.as_deref(), ctx.now),
+        str::to_owned,
+    );
+    let mut report = PromptReport {
+        runtime,
+        agent,
+        turn,
+        goal: gs.goal.clone(),
+        decision,
+        todo,
+        gates,
+        prompt: String::new(),
+    };
+    report.prompt = crate::render::prompt::prompt(&report, ctx.now);
+    Ok(report)
+}

@@ -1,0 +1,147 @@
+//! `review`: the owner's packet — decisions waiting, what was delivered with
+//! its evidence, and what changed since the last review (`refs/loopx/reviewed`).
+
+use serde::Serialize;
+
+use crate::model::diff::{self, Change};
+use crate::model::{Run, RunKind, Todo, TodoClass, TodoStatus};
+use crate::ops::Context;
+use crate::store::{transaction, Error as StoreError, Oid, Store, REVIEWED_REF};
+use crate::{Error, Result};
+
+#[derive(Debug, Serialize)]
+pub struct ReviewReport {
+    pub goal: String,
+    pub objective: String,
+    /// The state commit reviewed last (or `--since`); `None` reviews everything.
+    pub since: Option<Oid>,
+    pub tip: Oid,
+    /// State commits since then.
+    pub commits: usize,
+    /// Open gates: the decisions waiting for you.
+    pub decisions: Vec<Todo>,
+    pub user_actions: Vec<Todo>,
+    /// Writebacks recorded since then, oldest first.
+    pub delivered: Vec<Run>,
+    /// Todos completed since then.
+    pub completed: Vec<Todo>,
+    /// Everything else that changed.
+    pub changes: Vec<Change>,
+    /// `--ack` moved `refs/loopx/reviewed` to `tip`.
+    pub acked: bool,
+}
+
+impl ReviewReport {
+    pub fn is_empty(&self) -> bool {
+        self.commits == 0
+    }
+}
+
+/// Resolves a state revision: a ref name, or a (prefix of a) state commit id.
+pub fn resolve_rev(ctx: &Context, rev: &str, tip: &Oid) -> Result<Oid> {
+    if let Some(oid) = ctx.store.try_find_ref(rev)? {
+        return Ok(oid);
+    }
+    let rev_l = rev.to_ascii_lowercase();
+    if rev_l.len() >= 4 && rev_l.bytes().all(|b| b.is_ascii_hexdigit()) {
+        let matches: Vec<Oid> = ctx
+            .store
+            .first_parent_log(tip, usize::MAX)?
+            .into_iter()
+            .map(|c| c.id)
+            .filter(|id| id.0.starts_with(&rev_l))
+            .collect();
+        if let [one] = matches.as_slice() {
+            return Ok(one.clone());
+        }
+    }
+    Err(Error::invalid_input(format!(
+        "`{rev}` is not a ref or a commit of loopx-state"
+    )))
+}
+
+pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewReport> {
+    let (tip, state) = ctx.load()?;
+    let reviewed = ctx.store.try_find_ref(REVIEWED_REF)?;
+    let since = match since {
+        Some(rev) => Some(resolve_rev(ctx, rev, &tip)?),
+        None => reviewed.clone(),
+    };
+    let old_state = match &since {
+        Some(commit) => Some(transaction::state_at(&ctx.store, commit)?),
+        None => None,
+    };
+    let gs = ctx.goal(&state)?;
+    let goal = gs.goal.id.clone();
+    let commits = match &since {
+        Some(s) if *s == tip => 0,
+        Some(s) => {
+            let log = ctx.store.first_parent_log(&tip, usize::MAX)?;
+            log.iter().position(|c| c.id == *s).unwrap_or(log.len())
+        }
+        None => ctx.store.first_parent_log(&tip, usize::MAX)?.len(),
+    };
+    let changes = if commits == 0 {
+        Vec::new()
+    } else {
+        diff::diff(old_state.as_ref(), &state, &goal)
+    };
+    let mut delivered = Vec::new();
+    let mut completed = Vec::new();
+    let mut rest = Vec::new();
+    for change in changes {
+        match &change {
+            Change::RunAdded { id, .. } if gs.runs[id].kind == RunKind::Writeback => {
+                delivered.push(gs.runs[id].clone())
+            }
+            Change::TodoChanged { id, .. } | Change::TodoAdded { id, .. }
+                if gs.todos[id].status == TodoStatus::Done
+                    && gs.todos[id].class != TodoClass::UserGate =>
+            {
+                completed.push(gs.todos[id].clone());
+                rest.push(change);
+            }
+            _ => rest.push(change),
+        }
+    }
+    let mut decisions: Vec<Todo> = gs
+        .todos
+        .values()
+        .filter(|t| t.is_gate() && t.status == TodoStatus::Open)
+        .cloned()
+        .collect();
+    decisions.sort_by(|a, b| a.order_key().cmp(&b.order_key()));
+    let user_actions = gs
+        .todos
+        .values()
+        .filter(|t| t.class == TodoClass::UserAction && !t.status.is_terminal())
+        .cloned()
+        .collect();
+    let mut acked = false;
+    if ack && reviewed.as_ref() != Some(&tip) {
+        let moved = ctx.store.move_ref(
+            REVIEWED_REF,
+            reviewed.as_ref(),
+            &tip,
+            "loopx: review --ack",
+            ctx.now,
+        )?;
+        if !moved {
+            return Err(StoreError::Contended { attempts: 1 }.into());
+        }
+        acked = true;
+    }
+    Ok(ReviewReport {
+        goal,
+        objective: gs.goal.objective.clone(),
+        since,
+        tip,
+        commits,
+        decisions,
+        user_actions,
+        delivered,
+        completed,
+        changes: rest,
+        acked,
+    })
+}

@@ -1,0 +1,147 @@
+//! The heartbeat prompt: goal, selected todo, the exact commands, the rules.
+
+use std::fmt::Write as _;
+
+use crate::model::Timestamp;
+use crate::ops::prompt::{PromptReport, Runtime};
+
+pub fn prompt(r: &PromptReport, now: Timestamp) -> String {
+    let mut out = String::new();
+    let agent = r.agent.as_deref().unwrap_or("<agent>");
+    let d = &r.decision;
+    let g = &r.goal;
+    let _ = writeln!(out, "# git-loopx turn {} for {agent}", r.turn);
+    let _ = writeln!(out);
+    let _ = writeln!(out, "Goal `{}`: {}", g.id, g.objective);
+    if let Some(next) = &g.next_action {
+        let _ = writeln!(out, "Next action: {next}");
+    }
+    for guard in &g.guards {
+        let _ = writeln!(out, "Guard: {guard}");
+    }
+    if !g.write_scope.is_empty() {
+        let _ = writeln!(out, "Write only within: {}", g.write_scope.join(", "));
+    }
+    let _ = writeln!(out);
+
+    let Some(todo) = &r.todo else {
+        let _ = writeln!(
+            out,
+            "Do not work this turn: {} ({}).",
+            d.effective_action, d.reason
+        );
+        let _ = writeln!(
+            out,
+            "Check again in {} seconds with `git loopx should-run`.",
+            d.scheduler_hint.wake_after_seconds
+        );
+        gates(&mut out, r);
+        match r.runtime {
+            Runtime::ClaudeCode => {
+                let _ = writeln!(
+                    out,
+                    "\nEnd the session now; the Stop hook lets it end while should-run says skip."
+                );
+            }
+            Runtime::Codex => {
+                let _ = writeln!(out, "\nFinish the task now without changes.");
+            }
+            Runtime::Generic => {}
+        }
+        return out;
+    };
+
+    let _ = writeln!(out, "## This turn: {} ({:?})", todo.id, todo.priority);
+    let _ = writeln!(out);
+    let _ = writeln!(out, "{}", todo.text);
+    if let Some(c) = todo.live_claim(now) {
+        let _ = writeln!(
+            out,
+            "\nYou hold this todo (epoch {}), lease until {}.",
+            c.epoch, c.expires_at
+        );
+    }
+    if let Some(v) = &todo.validate {
+        let _ = writeln!(
+            out,
+            "It is complete only when `{v}` exits 0 (run by `todo done`)."
+        );
+    }
+    for n in todo.notes.iter().rev().take(3).rev() {
+        let _ = writeln!(
+            out,
+            "Note from {} at {}: {}",
+            n.agent.as_deref().unwrap_or("user"),
+            n.at,
+            n.text
+        );
+    }
+    gates(&mut out, r);
+
+    let id = &todo.id;
+    let turn = &r.turn;
+    let _ = writeln!(out, "\n## Commands, in order\n");
+    let mut step = 1;
+    if d.selected_todo.as_ref().is_some_and(|t| t.claim_required) {
+        let _ = writeln!(out, "{step}. `git loopx todo claim {id}` — claim first; on claim_conflict stop and run `git loopx should-run` again.");
+        step += 1;
+    }
+    let _ = writeln!(out, "{step}. Do one bounded piece of the work; commit it to your code branch (not loopx-state).");
+    step += 1;
+    let _ = writeln!(
+        out,
+        "{step}. Check it the way `validate` will, before you claim progress."
+    );
+    step += 1;
+    let _ = writeln!(
+        out,
+        "{step}. `git loopx writeback --todo {id} --turn {turn} --outcome outcome_progress --summary \"<what changed>\" --artifact <commit>`"
+    );
+    step += 1;
+    let _ = writeln!(out, "{step}. If the todo is finished: `git loopx todo done {id} --evidence \"<proof>\" [--next \"<follow-up>\"]`");
+    step += 1;
+    let _ = writeln!(out, "{step}. `git loopx quota spend --turn {turn}`");
+
+    let _ = writeln!(out, "\n## Rules\n");
+    let _ = writeln!(out, "- Claim before you work; work only on {id} this turn.");
+    let _ = writeln!(
+        out,
+        "- On `stale_epoch` or `not_claim_holder`, stop: someone else holds the todo now."
+    );
+    let _ = writeln!(out, "- Write back once, with the true outcome: `surface_only` or `outcome_gap` when you made no real progress.");
+    let _ = writeln!(
+        out,
+        "- Spend once per accountable writeback; quiet turns and failed validations never spend."
+    );
+    let _ = writeln!(out, "- A question only the user can answer: `git loopx gate add \"<question>\" [--unblocks <todo>]`, then move on.");
+    let _ = writeln!(
+        out,
+        "- Never edit the loopx-state branch by hand; every change goes through `git loopx`."
+    );
+    match r.runtime {
+        Runtime::ClaudeCode => {
+            let _ = writeln!(
+                out,
+                "- When done, stop; the Stop hook asks `should-run` whether another turn follows."
+            );
+        }
+        Runtime::Codex => {
+            let _ = writeln!(out, "- Finish with a short summary of the writeback; the notify hook records the turn's end.");
+        }
+        Runtime::Generic => {}
+    }
+    out
+}
+
+fn gates(out: &mut String, r: &PromptReport) {
+    if r.gates.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nWaiting for the user (mention these in your reply; do not decide them):"
+    );
+    for g in &r.gates {
+        let _ = writeln!(out, "- {} {}", g.id, g.text);
+    }
+}

@@ -1,0 +1,140 @@
+//! The owner's review packet, as terminal text or Markdown (for a PR comment).
+
+use std::fmt::Write as _;
+
+use crate::model::diff::Change;
+use crate::ops::review::ReviewReport;
+
+/// Renders the packet; `md` selects Markdown.
+pub fn review(r: &ReviewReport, md: bool) -> String {
+    let mut out = String::new();
+    let h = |out: &mut String, title: &str| {
+        if md {
+            let _ = writeln!(out, "\n### {title}\n");
+        } else {
+            let _ = writeln!(out, "\n{title}:");
+        }
+    };
+    let item = if md { "- " } else { "  " };
+    let code = |s: &str| if md { format!("`{s}`") } else { s.to_owned() };
+    let since = r
+        .since
+        .as_ref()
+        .map_or("the beginning".to_owned(), |s| code(s.short()));
+    if md {
+        let _ = writeln!(out, "## Review of goal `{}`: {}", r.goal, r.objective);
+    } else {
+        let _ = writeln!(out, "Review of goal {}: {}", r.goal, r.objective);
+    }
+    let _ = writeln!(
+        out,
+        "{} state commit(s) since {since}, up to {}",
+        r.commits,
+        code(r.tip.short())
+    );
+
+    h(&mut out, "Decisions waiting for you");
+    if r.decisions.is_empty() && r.user_actions.is_empty() {
+        let _ = writeln!(out, "{item}none");
+    }
+    for g in &r.decisions {
+        let _ = writeln!(
+            out,
+            "{item}{} {} — `git loopx gate resolve {} --approve|--reject`",
+            code(&g.id),
+            g.text,
+            g.id
+        );
+    }
+    for a in &r.user_actions {
+        let _ = writeln!(out, "{item}{} {} (reminder)", code(&a.id), a.text);
+    }
+
+    if r.is_empty() {
+        let _ = writeln!(out, "\nNothing new since the last review.");
+        return out;
+    }
+
+    h(&mut out, "Delivered");
+    if r.delivered.is_empty() && r.completed.is_empty() {
+        let _ = writeln!(out, "{item}nothing");
+    }
+    for w in &r.delivered {
+        let outcome = w.outcome.map(|o| crate::ops::snake(&o)).unwrap_or_default();
+        let _ = write!(
+            out,
+            "{item}{} {} on {} by {}: {}",
+            code(&w.id),
+            outcome,
+            code(w.todo.as_deref().unwrap_or("?")),
+            w.agent.as_deref().unwrap_or("?"),
+            w.summary.as_deref().unwrap_or("")
+        );
+        if let Some(v) = &w.validation {
+            let _ = write!(out, " (validated: {} → {})", code(&v.command), v.exit_code);
+        }
+        for a in &w.artifacts {
+            let _ = write!(out, " {}", code(&a[..a.len().min(12)]));
+        }
+        out.push('\n');
+    }
+    for t in &r.completed {
+        let _ = writeln!(
+            out,
+            "{item}done {} {}: {}",
+            code(&t.id),
+            t.text,
+            t.evidence.as_deref().unwrap_or("no evidence")
+        );
+    }
+
+    h(&mut out, "Changed");
+    if r.changes.is_empty() {
+        let _ = writeln!(out, "{item}nothing else");
+    }
+    for c in &r.changes {
+        let line = match c {
+            Change::TodoAdded { id, text, class } => format!("added {} {text} ({class})", code(id)),
+            Change::TodoRemoved { id, text } => format!("removed {} {text}", code(id)),
+            Change::TodoChanged {
+                id,
+                text,
+                fields,
+                summary,
+            } => {
+                let what = if summary.is_empty() {
+                    fields.join(", ")
+                } else {
+                    summary.join("; ")
+                };
+                format!("{} {text}: {what}", code(id))
+            }
+            Change::RunAdded {
+                id,
+                kind,
+                agent,
+                summary,
+            } => format!(
+                "{kind} {} by {}{}",
+                code(id),
+                agent.as_deref().unwrap_or("?"),
+                summary
+                    .as_deref()
+                    .map(|s| format!(": {s}"))
+                    .unwrap_or_default()
+            ),
+            Change::GoalChanged { id, fields } => {
+                format!("goal {} {}", code(id), fields.join(", "))
+            }
+        };
+        let _ = writeln!(out, "{item}{line}");
+    }
+    if r.acked {
+        let _ = writeln!(
+            out,
+            "\nMarked reviewed: refs/loopx/reviewed → {}",
+            code(r.tip.short())
+        );
+    }
+    out
+}

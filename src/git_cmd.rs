@@ -70,3 +70,183 @@ mod tests {
         assert_eq!(super::parse_version("hg 6"), None);
     }
 }
+
+/// What `git push --porcelain` said about one ref.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PushStatus {
+    /// Updated (fast-forward, forced or new).
+    Updated,
+    /// The remote already had it.
+    UpToDate,
+    /// Refused: the lease did not hold, or the remote rejected it.
+    Rejected(String),
+}
+
+/// What `git fetch --porcelain` did to one local ref.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FetchUpdate {
+    pub flag: char,
+    pub old: String,
+    pub new: String,
+    pub local_ref: String,
+}
+
+/// Runs git with `args` in `dir`, mapping a failure to start to an io error.
+fn git(dir: &Path, args: &[&str]) -> std::io::Result<GitOutput> {
+    run(dir, args)
+}
+
+/// Parses `git fetch --porcelain` lines: `<flag> <old> <new> <local-ref>`.
+pub fn parse_fetch_porcelain(stdout: &str) -> Vec<FetchUpdate> {
+    stdout
+        .lines()
+        .filter_map(|line| {
+            let mut chars = line.chars();
+            let flag = chars.next()?;
+            let rest: Vec<&str> = line.get(2..)?.split(' ').collect();
+            match rest.as_slice() {
+                [old, new, local_ref] => Some(FetchUpdate {
+                    flag,
+                    old: (*old).to_owned(),
+                    new: (*new).to_owned(),
+                    local_ref: (*local_ref).to_owned(),
+                }),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// Parses `git push --porcelain`: `<flag>\t<src>:<dst>\t<summary>` for `dst`.
+pub fn parse_push_porcelain(stdout: &str, dst: &str) -> Option<PushStatus> {
+    stdout.lines().find_map(|line| {
+        let mut fields = line.split('\t');
+        let flag = fields.next()?;
+        let refs = fields.next()?;
+        let summary = fields.next().unwrap_or("").to_owned();
+        if refs.split(':').nth(1) != Some(dst) {
+            return None;
+        }
+        Some(match flag {
+            " " | "+" | "*" => PushStatus::Updated,
+            "=" => PushStatus::UpToDate,
+            _ => PushStatus::Rejected(summary),
+        })
+    })
+}
+
+/// Fetches `refs/heads/<branch>` of `remote` into `refs/remotes/<remote>/<branch>`.
+/// Returns `Ok(false)` when the remote does not have the branch.
+pub fn fetch_branch(dir: &Path, remote: &str, branch: &str) -> Result<bool, String> {
+    let refspec = format!("+refs/heads/{branch}:refs/remotes/{remote}/{branch}");
+    let out = git(
+        dir,
+        &[
+            "fetch",
+            "--porcelain",
+            "--no-write-fetch-head",
+            "--no-tags",
+            remote,
+            &refspec,
+        ],
+    )
+    .map_err(|e| format!("could not run git fetch: {e}"))?;
+    if out.success {
+        return Ok(true);
+    }
+    // Tell "the remote has no such branch" from a real failure by asking it.
+    let probe = git(
+        dir,
+        &[
+            "ls-remote",
+            "--exit-code",
+            remote,
+            &format!("refs/heads/{branch}"),
+        ],
+    )
+    .map_err(|e| format!("could not run git ls-remote: {e}"))?;
+    if !probe.success && probe.stdout.trim().is_empty() && probe.stderr.trim().is_empty() {
+        return Ok(false);
+    }
+    Err(format!("git fetch {remote} failed: {}", out.stderr.trim()))
+}
+
+/// Pushes local `refs/heads/<branch>` to `remote` only if the remote still
+/// points at `expected` (`None`: the remote must not have it yet).
+pub fn push_with_lease(
+    dir: &Path,
+    remote: &str,
+    branch: &str,
+    expected: Option<&str>,
+) -> Result<PushStatus, String> {
+    let full = format!("refs/heads/{branch}");
+    let lease = format!("--force-with-lease={full}:{}", expected.unwrap_or(""));
+    let refspec = format!("{full}:{full}");
+    let out = git(
+        dir,
+        &[
+            "push",
+            "--porcelain",
+            "--no-verify",
+            &lease,
+            remote,
+            &refspec,
+        ],
+    )
+    .map_err(|e| format!("could not run git push: {e}"))?;
+    match parse_push_porcelain(&out.stdout, &full) {
+        Some(status) => Ok(status),
+        None => Err(format!("git push {remote} failed: {}", out.stderr.trim())),
+    }
+}
+
+/// `git merge-base a b`, if they share history.
+pub fn merge_base(dir: &Path, a: &str, b: &str) -> Result<Option<String>, String> {
+    let out = git(dir, &["merge-base", a, b])
+        .map_err(|e| format!("could not run git merge-base: {e}"))?;
+    if out.success {
+        Ok(Some(out.stdout.trim().to_owned()))
+    } else if out.stderr.trim().is_empty() {
+        Ok(None)
+    } else {
+        Err(format!("git merge-base failed: {}", out.stderr.trim()))
+    }
+}
+
+/// Whether `ancestor` is an ancestor of (or equal to) `descendant`.
+pub fn is_ancestor(dir: &Path, ancestor: &str, descendant: &str) -> Result<bool, String> {
+    let out = git(dir, &["merge-base", "--is-ancestor", ancestor, descendant])
+        .map_err(|e| format!("could not run git merge-base: {e}"))?;
+    Ok(out.success)
+}
+
+#[cfg(test)]
+mod transport_tests {
+    use super::*;
+
+    #[test]
+    fn porcelain_parsing() {
+        let fetch = "* 0000000000000000000000000000000000000000 1111111111111111111111111111111111111111 refs/remotes/origin/loopx-state\n";
+        let u = &parse_fetch_porcelain(fetch)[0];
+        assert_eq!(
+            (u.flag, u.local_ref.as_str()),
+            ('*', "refs/remotes/origin/loopx-state")
+        );
+        let ok = "To /tmp/remote.git\n \trefs/heads/loopx-state:refs/heads/loopx-state\t1111111..2222222\nDone\n";
+        assert_eq!(
+            parse_push_porcelain(ok, "refs/heads/loopx-state"),
+            Some(PushStatus::Updated)
+        );
+        let stale = "To /tmp/remote.git\n!\trefs/heads/loopx-state:refs/heads/loopx-state\t[rejected] (stale info)\nDone\n";
+        assert_eq!(
+            parse_push_porcelain(stale, "refs/heads/loopx-state"),
+            Some(PushStatus::Rejected("[rejected] (stale info)".into()))
+        );
+        let same = "To r\n=\trefs/heads/loopx-state:refs/heads/loopx-state\t[up to date]\nDone\n";
+        assert_eq!(
+            parse_push_porcelain(same, "refs/heads/loopx-state"),
+            Some(PushStatus::UpToDate)
+        );
+        assert_eq!(parse_push_porcelain(same, "refs/heads/other"), None);
+    }
+}

@@ -246,3 +246,171 @@ proptest! {
         }
     }
 }
+
+mod merge_props {
+    use super::*;
+    use crate::model::merge::merge;
+
+    #[derive(Clone, Debug)]
+    enum Edit {
+        Priority(u8, u8),
+        Text(u8, String),
+        Note(u8, String),
+        Extra(u8, String, i64),
+        AddTodo(String),
+        AddRun(String),
+    }
+
+    fn edit() -> impl Strategy<Value = Edit> {
+        prop_oneof![
+            (0u8..4, 0u8..5).prop_map(|(t, p)| Edit::Priority(t, p)),
+            (0u8..4, "[a-z ]{1,10}").prop_map(|(t, s)| Edit::Text(t, s)),
+            (0u8..4, "[a-z ]{1,10}").prop_map(|(t, s)| Edit::Note(t, s)),
+            (0u8..4, "zz_[a-c]", 0i64..5).prop_map(|(t, k, v)| Edit::Extra(t, k, v)),
+            "[0-9a-f]{12}".prop_map(Edit::AddTodo),
+            "[0-9a-f]{12}".prop_map(Edit::AddRun),
+        ]
+    }
+
+    fn base() -> State {
+        let mut s = fresh_state();
+        let gs = s.goals.get_mut("g").unwrap();
+        for i in 0..4 {
+            let id = format!("todo_{i:012x}");
+            gs.todos.insert(
+                id.clone(),
+                Todo::new(
+                    id,
+                    "g",
+                    "base",
+                    Role::Agent,
+                    TodoClass::AdvancementTask,
+                    Priority::P2,
+                    None,
+                    t(0),
+                ),
+            );
+        }
+        s
+    }
+
+    fn apply(state: &State, edits: &[Edit], at: i64) -> State {
+        let mut s = state.clone();
+        let gs = s.goals.get_mut("g").unwrap();
+        let ids: Vec<String> = gs.todos.keys().cloned().collect();
+        for e in edits {
+            let mut touch = |i: u8, f: &mut dyn FnMut(&mut Todo)| {
+                let todo = gs.todos.get_mut(&ids[i as usize % ids.len()]).unwrap();
+                f(todo);
+                todo.rev += 1;
+                todo.updated_at = t(at);
+            };
+            match e.clone() {
+                Edit::Priority(i, p) => touch(i, &mut |t| {
+                    t.priority = [
+                        Priority::P0,
+                        Priority::P1,
+                        Priority::P2,
+                        Priority::P3,
+                        Priority::P4,
+                    ][p as usize]
+                }),
+                Edit::Text(i, x) => touch(i, &mut |t| t.text = format!("text {x}")),
+                Edit::Note(i, x) => touch(i, &mut |t| {
+                    t.notes.push(Note {
+                        at: super::t(at),
+                        agent: None,
+                        text: x.clone(),
+                        extra: Extra::new(),
+                    })
+                }),
+                Edit::Extra(i, k, v) => touch(i, &mut |t| {
+                    t.extra.insert(k.clone(), Value::from(v));
+                }),
+                Edit::AddTodo(hex) => {
+                    let id = format!("todo_{hex}");
+                    gs.todos.insert(
+                        id.clone(),
+                        Todo::new(
+                            id,
+                            "g",
+                            "new",
+                            Role::Agent,
+                            TodoClass::AdvancementTask,
+                            Priority::P1,
+                            None,
+                            t(at),
+                        ),
+                    );
+                }
+                Edit::AddRun(hex) => {
+                    let id = format!("run_{hex}");
+                    gs.runs.insert(
+                        id.clone(),
+                        Run::new(id, RunKind::Writeback, "g", Some("a"), t(at)),
+                    );
+                }
+            }
+        }
+        s
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn merge_is_deterministic_idempotent_symmetric_and_lossless(
+            xs in prop::collection::vec(edit(), 0..8),
+            ys in prop::collection::vec(edit(), 0..8),
+        ) {
+            let b = base();
+            let x = apply(&b, &xs, 10);
+            let y = apply(&b, &ys, 20);
+            let xy = merge(Some(&b), &x, &y).map_err(TestCaseError::fail)?;
+            let yx = merge(Some(&b), &y, &x).map_err(TestCaseError::fail)?;
+            prop_assert_eq!(&xy.state, &yx.state, "order independent");
+            prop_assert_eq!(&merge(Some(&b), &x, &y).unwrap().state, &xy.state, "deterministic");
+            prop_assert_eq!(&merge(Some(&b), &x, &x).unwrap().state, &x, "idempotent");
+            prop_assert_eq!(&merge(Some(&b), &x, &b).unwrap().state, &x);
+            prop_assert_eq!(&merge(Some(&b), &b, &y).unwrap().state, &y);
+            // Merging the result again with either side changes nothing.
+            prop_assert_eq!(&merge(Some(&x), &xy.state, &x).unwrap().state, &xy.state);
+            // Lossless: each side's changed field is in the result or reported lost.
+            let m = &xy.state.goals["g"];
+            for side in [&x, &y] {
+                for (id, todo) in &side.goals["g"].todos {
+                    let merged = serde_json::to_value(&m.todos[id]).unwrap();
+                    let mine = serde_json::to_value(todo).unwrap();
+                    let before = b.goals["g"].todos.get(id).map(|t| serde_json::to_value(t).unwrap());
+                    for (k, v) in mine.as_object().unwrap() {
+                        if matches!(k.as_str(), "rev" | "updated_at") || before.as_ref().and_then(|b| b.get(k)) == Some(v) {
+                            continue;
+                        }
+                        let kept = merged.get(k) == Some(v);
+                        let reported = xy.conflicts.iter().any(|c| c.entity == format!("todo {id}") && c.field == *k && (&c.lost == v || &c.kept == v));
+                        prop_assert!(kept || reported, "{id}.{k} = {v} was lost silently");
+                    }
+                }
+                for id in side.goals["g"].runs.keys() {
+                    prop_assert!(m.runs.contains_key(id), "run {id} survives");
+                }
+            }
+            prop_assert!(xy.state.check().is_ok());
+        }
+
+        #[test]
+        fn a_remote_claim_always_beats_a_local_one(agent_l in "[a-c]", agent_r in "[d-f]", el in 1u64..4, er in 1u64..4) {
+            let b = base();
+            let claim = |agent: &str, epoch: u64| Some(Claim { agent: format!("agent-{agent}"), epoch, acquired_at: t(1), expires_at: t(999), extra: Extra::new() });
+            let mut local = b.clone();
+            let mut remote = b.clone();
+            let id = "todo_000000000000";
+            local.goals.get_mut("g").unwrap().todos.get_mut(id).unwrap().claim = claim(&agent_l, el);
+            local.goals.get_mut("g").unwrap().todos.get_mut(id).unwrap().rev = 9;
+            remote.goals.get_mut("g").unwrap().todos.get_mut(id).unwrap().claim = claim(&agent_r, er);
+            let m = merge(Some(&b), &local, &remote).map_err(TestCaseError::fail)?;
+            prop_assert_eq!(&m.state.goals["g"].todos[id].claim, &remote.goals["g"].todos[id].claim);
+            prop_assert_eq!(m.lost_claims.len(), 1);
+        }
+    }
+}

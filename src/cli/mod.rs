@@ -12,6 +12,7 @@ mod quota;
 mod review;
 mod should_run;
 mod status;
+mod sync;
 mod todo;
 mod writeback;
 
@@ -79,6 +80,7 @@ pub enum Command {
     Quota(quota::Args),
     Review(review::Args),
     Prompt(prompt::Args),
+    Sync(sync::Args),
 }
 
 /// What a command hands back to be printed.
@@ -145,6 +147,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         Command::Quota(args) => quota::run(&ctx, args),
         Command::Review(args) => review::run(&ctx, args),
         Command::Prompt(args) => prompt::run(&ctx, args),
+        Command::Sync(args) => sync::run(&ctx, args),
     }
 }
 

@@ -68,6 +68,12 @@ enum TodoCommand {
         /// Lease length: 45m by default, at most 24h (e.g. 30m, 2h, 90s).
         #[arg(long, value_parser = ttl_arg, default_value = "45m")]
         ttl: i64,
+        /// Confirm the claim on the remote (a remote compare-and-swap).
+        #[arg(long)]
+        sync: bool,
+        /// The remote for --sync (default: loopx.remote, else origin).
+        #[arg(long, value_name = "REMOTE", requires = "sync")]
+        remote: Option<String>,
     },
     /// Extend your lease (same epoch).
     Renew {
@@ -96,6 +102,11 @@ enum TodoCommand {
         capability: Vec<String>,
         #[arg(long, value_parser = ttl_arg, default_value = "45m")]
         ttl: i64,
+        /// With --claim: confirm the claim on the remote.
+        #[arg(long, requires = "claim")]
+        sync: bool,
+        #[arg(long, value_name = "REMOTE", requires = "sync")]
+        remote: Option<String>,
     },
     /// Change status, priority, text or resume condition, or add a note.
     Update {
@@ -208,8 +219,17 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             let report = todo::show(ctx, id)?;
             Ok(Output::new(&report, render::text::todo_show(&report.todo)))
         }
-        TodoCommand::Claim { id, ttl } => {
-            let r = lease::claim(ctx, id, *ttl)?;
+        TodoCommand::Claim {
+            id,
+            ttl,
+            sync,
+            remote,
+        } => {
+            let r = if *sync {
+                lease::claim_synced(ctx, remote.as_deref(), || lease::claim(ctx, id, *ttl))?
+            } else {
+                lease::claim(ctx, id, *ttl)?
+            };
             Ok(Output::new(&r, render::text::claim(&r)))
         }
         TodoCommand::Renew { id, ttl, epoch } => {
@@ -232,8 +252,22 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             claim,
             capability,
             ttl,
+            sync,
+            remote,
         } => {
-            let r = lease::next(ctx, capability, *claim, *ttl)?;
+            let r = if *sync {
+                let claimed = lease::claim_synced(ctx, remote.as_deref(), || {
+                    match lease::next(ctx, capability, true, *ttl)? {
+                        lease::ClaimReportOrTodo::Claimed(c) => Ok(c),
+                        lease::ClaimReportOrTodo::Todo { .. } => {
+                            unreachable!("next --claim claims")
+                        }
+                    }
+                })?;
+                lease::ClaimReportOrTodo::Claimed(claimed)
+            } else {
+                lease::next(ctx, capability, *claim, *ttl)?
+            };
             let text = match &r {
                 lease::ClaimReportOrTodo::Claimed(c) => render::text::claim(c),
                 lease::ClaimReportOrTodo::Todo { todo } => format!("{}  {}\n", todo.id, todo.text),

@@ -6,7 +6,9 @@
 pub mod diff;
 mod entity;
 pub mod ids;
+pub mod leaks;
 pub mod lease;
+pub mod merge;
 pub mod quota;
 mod refusal;
 pub mod select;

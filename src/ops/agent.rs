@@ -29,6 +29,7 @@ pub fn register(
     let mut caps = capabilities.to_vec();
     caps.sort();
     caps.dedup();
+    ctx.adopt_remote_state()?;
     let done = transact(&ctx.store, ctx.now, |state: &mut Option<State>| {
         let state = crate::ops::existing(state)?;
         let created = !state.agents.contains_key(id);

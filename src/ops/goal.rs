@@ -148,6 +148,7 @@ pub fn set_status(ctx: &Context, status: GoalStatus) -> Result<GoalReport> {
 pub fn add(ctx: &Context, id: &str, objective: &str, make_default: bool) -> Result<GoalReport> {
     ids::check_name("goal", id)?;
     let objective = non_empty("--objective", objective)?;
+    ctx.adopt_remote_state()?;
     let done = crate::store::transact(
         &ctx.store,
         ctx.now,

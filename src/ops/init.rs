@@ -6,7 +6,7 @@ use crate::model::{
     ids, Extra, Goal, GoalState, GoalStatus, Meta, QuotaPolicy, Refusal, State, FORMAT,
 };
 use crate::ops::{non_empty, Context};
-use crate::store::{transact, Message, Oid, Store, Write, STATE_REF};
+use crate::store::{transact, Message, Oid, Write, STATE_REF};
 use crate::Result;
 
 /// The goal id used when `--goal-id` is not given.
@@ -42,11 +42,7 @@ pub struct InitReport {
 
 pub fn init(ctx: &Context, args: &InitArgs) -> Result<InitReport> {
     ctx.store.check_not_checked_out()?;
-    if ctx.store.tip()?.is_none() {
-        if let Some(report) = adopt(ctx)? {
-            return Ok(report);
-        }
-    }
+    let adopted_from = ctx.adopt_remote_state()?;
     let goal_id = args
         .goal_id
         .clone()
@@ -97,45 +93,15 @@ pub fn init(ctx: &Context, args: &InitArgs) -> Result<InitReport> {
     // A decoded state always has its default goal (`State::check`).
     let goal = &state.goals[&state.meta.default_goal];
     Ok(InitReport {
-        action: if done.commit.is_some() {
-            InitAction::Created
-        } else {
-            InitAction::Existing
+        action: match (&adopted_from, done.commit.is_some()) {
+            (Some(_), _) => InitAction::Adopted,
+            (None, true) => InitAction::Created,
+            (None, false) => InitAction::Existing,
         },
         state_ref: STATE_REF,
         commit: tip,
         default_goal: state.meta.default_goal.clone(),
         objective: goal.goal.objective.clone(),
-        adopted_from: None,
+        adopted_from,
     })
-}
-
-/// Points the local branch at `refs/remotes/<r>/loopx-state` (preferring
-/// `origin`) instead of creating a second root.
-fn adopt(ctx: &Context) -> Result<Option<InitReport>> {
-    let remotes = ctx.store.remote_state_refs()?;
-    let Some((remote, tip)) = remotes
-        .iter()
-        .find(|(r, _)| r == "origin")
-        .or_else(|| remotes.first())
-        .cloned()
-    else {
-        return Ok(None);
-    };
-    // Refuse to adopt state we cannot read: better to say so than to build on it.
-    let state = crate::store::transaction::state_at(&ctx.store, &tip)?;
-    let reflog = format!("loopx: adopt loopx-state from {remote}");
-    if !ctx.store.create_ref(STATE_REF, &tip, &reflog, ctx.now)? {
-        // Someone created the branch meanwhile: report what is there now.
-        return Ok(None);
-    }
-    let goal = &state.goals[&state.meta.default_goal];
-    Ok(Some(InitReport {
-        action: InitAction::Adopted,
-        state_ref: STATE_REF,
-        commit: tip,
-        default_goal: state.meta.default_goal.clone(),
-        objective: goal.goal.objective.clone(),
-        adopted_from: Some(remote),
-    }))
 }

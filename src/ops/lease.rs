@@ -5,7 +5,7 @@ use serde::Serialize;
 use crate::model::lease::{self, ClaimAction};
 use crate::model::{select, Claim, Code, Refusal, Todo};
 use crate::ops::{add_note, local, mutate, non_empty, resolve_todo, touch, Context};
-use crate::store::{Message, Oid};
+use crate::store::{Message, Oid, Store};
 use crate::Result;
 
 #[derive(Debug, Serialize)]
@@ -53,6 +53,32 @@ pub fn claim(ctx: &Context, query: &str, ttl: i64) -> Result<ClaimReport> {
         claim,
         commit: done.commit,
     })
+}
+
+/// `todo claim --sync` / `todo next --claim --sync`: a remote compare-and-swap.
+/// Sync, claim locally, push with the lease; on a rejected push sync again
+/// (the remote's claim wins any merge) and decide again. The claim is
+/// confirmed only once it is on the remote.
+pub fn claim_synced(
+    ctx: &Context,
+    remote: Option<&str>,
+    mut claim_once: impl FnMut() -> Result<ClaimReport>,
+) -> Result<ClaimReport> {
+    use crate::ops::sync;
+    let remote = sync::remote_name(ctx, remote);
+    for _ in 0..sync::MAX_ROUNDS {
+        let synced = sync::sync(ctx, Some(&remote))?;
+        let report = claim_once()?;
+        let tip = ctx.store.tip()?.expect("a claim leaves a tip");
+        if sync::push(ctx, &remote, &tip, Some(&synced.remote_tip))? {
+            return Ok(report);
+        }
+    }
+    Err(Refusal::new(
+        Code::PushRejected,
+        format!("{remote} kept moving: the claim was not confirmed"),
+    )
+    .into())
 }
 
 /// `todo next [--claim]`: what `should-run` would select for this agent.

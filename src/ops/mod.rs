@@ -74,12 +74,48 @@ impl Context {
     }
 
     /// Reads the current state; refuses when there is none.
+    /// With no local branch yet (a fresh clone), reads the remote's state
+    /// (`refs/remotes/<remote>/loopx-state`, `origin` first) without writing.
     pub fn load(&self) -> Result<(store::Oid, State)> {
         match transaction::load(&self.store)? {
             (Some(tip), Some(state)) => Ok((tip, state)),
-            _ => Err(store::Error::Missing.into()),
+            _ => match remote_state(self)? {
+                Some((_, tip)) => {
+                    let state = transaction::state_at(&self.store, &tip)?;
+                    Ok((tip, state))
+                }
+                None => Err(store::Error::Missing.into()),
+            },
         }
     }
+
+    /// Before a write on a fresh clone: point the local branch at the
+    /// remote's state, so the write builds on it instead of a second root.
+    pub fn adopt_remote_state(&self) -> Result<Option<String>> {
+        use store::Store as _;
+        if self.store.tip()?.is_some() {
+            return Ok(None);
+        }
+        let Some((remote, tip)) = remote_state(self)? else {
+            return Ok(None);
+        };
+        // Refuse to adopt state we cannot read.
+        transaction::state_at(&self.store, &tip)?;
+        let reflog = format!("loopx: adopt loopx-state from {remote}");
+        self.store
+            .create_ref(store::STATE_REF, &tip, &reflog, self.now)?;
+        Ok(Some(remote))
+    }
+}
+
+/// The remote-tracking state ref to adopt: `origin`'s, else the first.
+fn remote_state(ctx: &Context) -> Result<Option<(String, store::Oid)>> {
+    let remotes = ctx.store.remote_state_refs()?;
+    Ok(remotes
+        .iter()
+        .find(|(r, _)| r == "origin")
+        .or_else(|| remotes.first())
+        .cloned())
 }
 
 fn unknown_goal(id: &str, state: &State) -> Error {
@@ -185,6 +221,7 @@ pub mod prompt;
 pub mod quota;
 pub mod review;
 pub mod should_run;
+pub mod sync;
 pub mod writeback;
 
 /// Runs `f` on the current state inside the CAS loop, with the selected goal
@@ -202,6 +239,7 @@ pub fn mutate_maybe<R>(
     ctx: &Context,
     mut f: impl FnMut(&mut State, &str) -> Result<(R, Option<store::Message>)>,
 ) -> Result<store::Committed<R>> {
+    ctx.adopt_remote_state()?;
     store::transact(&ctx.store, ctx.now, |state: &mut Option<State>| {
         let state = existing(state)?;
         let goal = ctx.goal(state)?.goal.id.clone();

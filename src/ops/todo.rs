@@ -108,6 +108,7 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<TodoReport> {
     let agent = ctx.agent().map(str::to_owned);
     let now = ctx.now;
     let nonce = nonce();
+    ctx.adopt_remote_state()?;
     let done = transact(&ctx.store, now, |state: &mut Option<State>| {
         let state = super::existing(state)?;
         let goal = ctx.goal(state)?.goal.id.clone();

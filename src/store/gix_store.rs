@@ -258,6 +258,7 @@ impl Store for GixStore {
     fn commit(
         &self,
         expected: Option<&Oid>,
+        merged: Option<&Oid>,
         changes: &[FileChange],
         message: &Message,
         now: Timestamp,
@@ -303,7 +304,11 @@ impl Store for GixStore {
             .write()
             .map_err(|e| git_err("writing tree", e))?
             .detach();
-        if tree == base_tree && expected.is_some() {
+        let mut parents = parents;
+        if let Some(other) = merged {
+            parents.push(object_id(other)?);
+        }
+        if tree == base_tree && expected.is_some() && merged.is_none() {
             return Ok(CasResult::Unchanged);
         }
         let signature = self.signature(now);

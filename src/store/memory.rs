@@ -53,6 +53,7 @@ impl Store for MemoryStore {
     fn commit(
         &self,
         expected: Option<&Oid>,
+        merged: Option<&Oid>,
         changes: &[FileChange],
         message: &Message,
         now: Timestamp,
@@ -76,13 +77,17 @@ impl Store for MemoryStore {
                 }
             }
         }
-        if expected.is_some() && files == before {
+        if expected.is_some() && files == before && merged.is_none() {
             return Ok(CasResult::Unchanged);
         }
         let id = Oid(format!("{:040x}", inner.commits.len() + 1));
         let info = CommitInfo {
             id: id.clone(),
-            parents: expected.cloned().into_iter().collect(),
+            parents: expected
+                .cloned()
+                .into_iter()
+                .chain(merged.cloned())
+                .collect(),
             time: now,
             author: "memory".into(),
             message: message.render(),

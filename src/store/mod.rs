@@ -152,11 +152,12 @@ pub trait Store {
     fn read(&self, commit: &Oid) -> Result<Snapshot, Error>;
 
     /// Writes `changes` on top of `expected`'s tree as a commit whose parent is
-    /// `expected` (a root commit when `None`), then moves the ref only if it
-    /// still points at `expected`.
+    /// `expected` (a root commit when `None`) followed by `merged` (the other
+    /// side of a merge), then moves the ref only if it still points at `expected`.
     fn commit(
         &self,
         expected: Option<&Oid>,
+        merged: Option<&Oid>,
         changes: &[FileChange],
         message: &Message,
         now: Timestamp,

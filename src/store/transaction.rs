@@ -133,7 +133,7 @@ where
         if changes.is_empty() {
             return Ok(done(None));
         }
-        match store.commit(base.as_ref(), &changes, message, now)? {
+        match store.commit(base.as_ref(), None, &changes, message, now)? {
             CasResult::Committed(oid) => {
                 remember(store, &oid, new);
                 return Ok(done(Some(oid)));
@@ -171,10 +171,16 @@ pub fn changes(old: Option<&State>, new: &State) -> Vec<FileChange> {
 }
 
 /// Jittered exponential backoff without a random-number dependency.
-struct Jitter(u64);
+pub struct Jitter(u64);
+
+impl Default for Jitter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 impl Jitter {
-    fn new() -> Self {
+    pub fn new() -> Self {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos() as u64);
@@ -189,7 +195,8 @@ impl Jitter {
         self.0
     }
 
-    fn backoff(&mut self, attempt: u32) -> Duration {
+    /// A random wait that grows with `attempt`, up to about 40 ms.
+    pub fn backoff(&mut self, attempt: u32) -> Duration {
         let cap_us = (500u64 << attempt.min(6)).min(40_000);
         Duration::from_micros(cap_us / 2 + self.next() % cap_us)
     }

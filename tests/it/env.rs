@@ -288,3 +288,48 @@ impl TestEnv {
             .to_owned()
     }
 }
+
+impl TestEnv {
+    /// A bare repository to serve as the shared remote.
+    pub fn bare(&self, name: &str) -> PathBuf {
+        let dir = self.path(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        self.git(&dir, &["init", "-q", "--bare", "-b", "main"]);
+        dir
+    }
+
+    /// A clone of `remote` named `name`.
+    pub fn clone_of(&self, remote: &Path, name: &str) -> PathBuf {
+        let dir = self.path(name);
+        self.git(
+            self.root.path(),
+            &[
+                "clone",
+                "-q",
+                remote.to_str().unwrap(),
+                dir.to_str().unwrap(),
+            ],
+        );
+        dir
+    }
+
+    /// A bare remote whose state was initialised and pushed from clone `a`,
+    /// plus further clones that have fetched it.
+    pub fn shared_state(&self, clones: &[&str]) -> (PathBuf, Vec<PathBuf>) {
+        let remote = self.bare("remote.git");
+        let first = self.repo(clones[0]);
+        self.git(
+            &first,
+            &["remote", "add", "origin", remote.to_str().unwrap()],
+        );
+        self.git(&first, &["push", "-q", "origin", "main"]);
+        self.loopx(&first, &["init", "--goal-text", "Ship the parser"])
+            .success();
+        self.loopx(&first, &["sync"]).success();
+        let mut dirs = vec![first];
+        for name in &clones[1..] {
+            dirs.push(self.clone_of(&remote, name));
+        }
+        (remote, dirs)
+    }
+}

@@ -5,4 +5,5 @@ mod domain;
 mod env;
 mod kernel;
 mod race;
+mod sync;
 mod turn;

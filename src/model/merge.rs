@@ -1,0 +1,303 @@
+//! Three-way merge of two divergent states (SPEC §5), as a pure function.
+//!
+//! Entity by entity: a side that did not change an entity yields to the one
+//! that did. When both changed it, fields are merged: a field changed on one
+//! side is taken; a field changed on both goes to the side with the higher
+//! `rev` (ties: the greater value in canonical JSON, so the result does not
+//! depend on which side is "ours"), and the value it overwrote is reported.
+//! Run records are append-only and simply unioned. Unknown fields take part
+//! like any other. Leases are never merged: when both sides changed a todo's
+//! claim, the remote's todo wins whole and the local claimant is told.
+
+use std::collections::BTreeMap;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::model::{GoalState, State};
+
+/// A value that lost to the other side's, never silently.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Conflict {
+    /// The entity (`todo todo_…`, `goal main`, `agent a`, `loopx`).
+    pub entity: String,
+    pub field: String,
+    pub kept: Value,
+    pub lost: Value,
+    /// `rev`, `tie`, `remote_claim` or `deleted`.
+    pub rule: &'static str,
+}
+
+/// A local claim that the remote's claim overrode.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LostClaim {
+    pub todo: String,
+    pub local: Value,
+    pub remote: Value,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Merged {
+    pub state: State,
+    pub conflicts: Vec<Conflict>,
+    pub lost_claims: Vec<LostClaim>,
+}
+
+fn to_map<T: Serialize>(v: &T) -> Map<String, Value> {
+    match serde_json::to_value(v) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    }
+}
+
+fn rev_of(m: &Map<String, Value>) -> u64 {
+    m.get("rev").and_then(Value::as_u64).unwrap_or(0)
+}
+
+fn canonical(v: Option<&Value>) -> String {
+    v.map_or_else(String::new, |v| v.to_string())
+}
+
+struct Ctx<'a> {
+    conflicts: &'a mut Vec<Conflict>,
+    lost_claims: &'a mut Vec<LostClaim>,
+}
+
+/// Field-level merge of one entity changed on both sides.
+fn merge_fields(
+    entity: &str,
+    base: Option<&Map<String, Value>>,
+    l: &Map<String, Value>,
+    r: &Map<String, Value>,
+    ctx: &mut Ctx<'_>,
+) -> Map<String, Value> {
+    let empty = Map::new();
+    let b = base.unwrap_or(&empty);
+    let is_todo = entity.starts_with("todo ");
+    let changed = |k: &str, side: &Map<String, Value>| side.get(k) != b.get(k);
+    if is_todo && changed("claim", l) && changed("claim", r) && l.get("claim") != r.get("claim") {
+        // A lease is never merged: the remote's todo wins whole.
+        ctx.lost_claims.push(LostClaim {
+            todo: entity.trim_start_matches("todo ").to_owned(),
+            local: l.get("claim").cloned().unwrap_or(Value::Null),
+            remote: r.get("claim").cloned().unwrap_or(Value::Null),
+        });
+        for key in l.keys().chain(r.keys()) {
+            if matches!(key.as_str(), "rev" | "updated_at")
+                || l.get(key) == r.get(key)
+                || !changed(key, l)
+            {
+                continue;
+            }
+            if ctx
+                .conflicts
+                .iter()
+                .any(|c| c.entity == entity && c.field == *key)
+            {
+                continue;
+            }
+            ctx.conflicts.push(Conflict {
+                entity: entity.to_owned(),
+                field: key.clone(),
+                kept: r.get(key).cloned().unwrap_or(Value::Null),
+                lost: l.get(key).cloned().unwrap_or(Value::Null),
+                rule: "remote_claim",
+            });
+        }
+        return r.clone();
+    }
+    let (rl, rr) = (rev_of(l), rev_of(r));
+    let mut keys: Vec<&String> = l.keys().chain(r.keys()).chain(b.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let mut out = Map::new();
+    for key in keys {
+        if matches!(key.as_str(), "rev" | "updated_at") {
+            continue;
+        }
+        let (vb, vl, vr) = (b.get(key), l.get(key), r.get(key));
+        let chosen = if vl == vr || vr == vb {
+            vl
+        } else if vl == vb {
+            vr
+        } else {
+            let (winner, loser, rule) = if rl != rr {
+                if rl > rr {
+                    (vl, vr, "rev")
+                } else {
+                    (vr, vl, "rev")
+                }
+            } else if canonical(vl) >= canonical(vr) {
+                (vl, vr, "tie")
+            } else {
+                (vr, vl, "tie")
+            };
+            ctx.conflicts.push(Conflict {
+                entity: entity.to_owned(),
+                field: key.clone(),
+                kept: winner.cloned().unwrap_or(Value::Null),
+                lost: loser.cloned().unwrap_or(Value::Null),
+                rule,
+            });
+            winner
+        };
+        if let Some(v) = chosen {
+            out.insert(key.clone(), v.clone());
+        }
+    }
+    if l.contains_key("rev") || r.contains_key("rev") {
+        out.insert("rev".into(), Value::from(rl.max(rr) + 1));
+    }
+    let newest = [l.get("updated_at"), r.get("updated_at")]
+        .into_iter()
+        .flatten()
+        .max_by_key(|v| canonical(Some(v)));
+    if let Some(u) = newest {
+        out.insert("updated_at".into(), u.clone());
+    }
+    out
+}
+
+/// Merges one entity; `None` when it is gone on the winning side.
+fn merge_entity<T>(
+    entity: &str,
+    b: Option<&T>,
+    l: Option<&T>,
+    r: Option<&T>,
+    ctx: &mut Ctx<'_>,
+) -> Result<Option<T>, String>
+where
+    T: Serialize + DeserializeOwned + PartialEq + Clone,
+{
+    if l == r || r == b {
+        return Ok(l.cloned());
+    }
+    if l == b {
+        return Ok(r.cloned());
+    }
+    match (l, r) {
+        (Some(l), Some(r)) => {
+            let merged = merge_fields(entity, b.map(to_map).as_ref(), &to_map(l), &to_map(r), ctx);
+            serde_json::from_value(Value::Object(merged))
+                .map(Some)
+                .map_err(|e| format!("{entity}: merged value is invalid: {e}"))
+        }
+        // Deleted on one side, changed on the other: keep the change.
+        (Some(kept), None) | (None, Some(kept)) => {
+            ctx.conflicts.push(Conflict {
+                entity: entity.to_owned(),
+                field: "(entity)".into(),
+                kept: Value::Object(to_map(kept)),
+                lost: Value::String("deleted".into()),
+                rule: "deleted",
+            });
+            Ok(Some(kept.clone()))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+fn merge_map<T>(
+    kind: &str,
+    b: Option<&BTreeMap<String, T>>,
+    l: &BTreeMap<String, T>,
+    r: &BTreeMap<String, T>,
+    ctx: &mut Ctx<'_>,
+) -> Result<BTreeMap<String, T>, String>
+where
+    T: Serialize + DeserializeOwned + PartialEq + Clone,
+{
+    let mut ids: Vec<&String> = l
+        .keys()
+        .chain(r.keys())
+        .chain(b.into_iter().flat_map(|b| b.keys()))
+        .collect();
+    ids.sort();
+    ids.dedup();
+    let mut out = BTreeMap::new();
+    for id in ids {
+        let entity = format!("{kind} {id}");
+        if let Some(v) = merge_entity(
+            &entity,
+            b.and_then(|b| b.get(id)),
+            l.get(id),
+            r.get(id),
+            ctx,
+        )? {
+            out.insert(id.clone(), v);
+        }
+    }
+    Ok(out)
+}
+
+/// Merges `local` and `remote`, which diverged from `base` (`None`: no common history).
+pub fn merge(base: Option<&State>, local: &State, remote: &State) -> Result<Merged, String> {
+    let mut conflicts = Vec::new();
+    let mut lost_claims = Vec::new();
+    let mut ctx = Ctx {
+        conflicts: &mut conflicts,
+        lost_claims: &mut lost_claims,
+    };
+    let meta = merge_entity(
+        "loopx",
+        base.map(|b| &b.meta),
+        Some(&local.meta),
+        Some(&remote.meta),
+        &mut ctx,
+    )?
+    .unwrap_or_else(|| local.meta.clone());
+    let agents = merge_map(
+        "agent",
+        base.map(|b| &b.agents),
+        &local.agents,
+        &remote.agents,
+        &mut ctx,
+    )?;
+    let mut goal_ids: Vec<&String> = local.goals.keys().chain(remote.goals.keys()).collect();
+    goal_ids.sort();
+    goal_ids.dedup();
+    let mut goals = BTreeMap::new();
+    for gid in goal_ids {
+        let bg = base.and_then(|b| b.goals.get(gid));
+        let (lg, rg) = (local.goals.get(gid), remote.goals.get(gid));
+        let goal = merge_entity(
+            &format!("goal {gid}"),
+            bg.map(|g| &g.goal),
+            lg.map(|g| &g.goal),
+            rg.map(|g| &g.goal),
+            &mut ctx,
+        )?;
+        let Some(goal) = goal else { continue };
+        let none = BTreeMap::new();
+        let todos = merge_map(
+            "todo",
+            bg.map(|g| &g.todos),
+            lg.map_or(&none, |g| &g.todos),
+            rg.map_or(&none, |g| &g.todos),
+            &mut ctx,
+        )?;
+        let nor = BTreeMap::new();
+        let runs = merge_map(
+            "run",
+            bg.map(|g| &g.runs),
+            lg.map_or(&nor, |g| &g.runs),
+            rg.map_or(&nor, |g| &g.runs),
+            &mut ctx,
+        )?;
+        goals.insert(gid.clone(), GoalState { goal, todos, runs });
+    }
+    let state = State {
+        meta,
+        agents,
+        goals,
+    };
+    state.check().map_err(|(entity, message)| {
+        format!("the merged state is invalid at {entity}: {message}")
+    })?;
+    Ok(Merged {
+        state,
+        conflicts,
+        lost_claims,
+    })
+}

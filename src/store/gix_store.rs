@@ -334,6 +334,19 @@ impl Store for GixStore {
         }
     }
 
+    fn writer_lock(&self) -> Option<std::fs::File> {
+        let dir = self.local_dir();
+        std::fs::create_dir_all(&dir).ok()?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join("writer.lock"))
+            .ok()?;
+        file.lock().ok()?;
+        Some(file)
+    }
+
     fn cache_read(&self, key: &str) -> Option<Vec<u8>> {
         std::fs::read(self.local_dir().join("cache").join(key)).ok()
     }

@@ -169,6 +169,14 @@ pub trait Store {
     /// Commits reachable from `from` along first parents, newest first.
     fn first_parent_log(&self, from: &Oid, limit: usize) -> Result<Vec<CommitInfo>, Error>;
 
+    /// Serializes this host's writers, so they take turns instead of losing
+    /// CAS races and redoing their work. Only an optimisation: correctness
+    /// comes from the compare-and-swap, and the lock (an OS file lock) is
+    /// released by the kernel if its holder dies. `None` when unavailable.
+    fn writer_lock(&self) -> Option<std::fs::File> {
+        None
+    }
+
     /// A host-local cache entry, if present (never on the branch).
     fn cache_read(&self, _key: &str) -> Option<Vec<u8>> {
         None

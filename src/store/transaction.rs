@@ -117,6 +117,8 @@ where
 {
     let mut rng = Jitter::new();
     for attempt in 1..=MAX_ATTEMPTS {
+        // Held until the end of this attempt (dropped with the file).
+        let _turn = store.writer_lock();
         let (base, original) = load(store)?;
         let mut state = original.clone();
         let write = mutate(&mut state)?;

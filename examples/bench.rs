@@ -29,12 +29,20 @@ struct Opts {
 
 fn opts() -> Opts {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut o = Opts { sizes: vec![100, 1_000, 10_000], reps: 25, contention: (8, 100), divergent: 500 };
+    let mut o = Opts {
+        sizes: vec![100, 1_000, 10_000],
+        reps: 25,
+        contention: (8, 100),
+        divergent: 500,
+    };
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
             "--sizes" => {
-                o.sizes = args[i + 1].split(',').map(|s| s.parse().expect("--sizes 100,1000")).collect();
+                o.sizes = args[i + 1]
+                    .split(',')
+                    .map(|s| s.parse().expect("--sizes 100,1000"))
+                    .collect();
                 i += 1;
             }
             "--reps" => {
@@ -59,7 +67,11 @@ fn bin() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
     let dir = exe.parent().and_then(Path::parent).expect("target dir");
     let b = dir.join("git-loopx");
-    assert!(b.exists(), "build the binary first: cargo build --release (looked for {})", b.display());
+    assert!(
+        b.exists(),
+        "build the binary first: cargo build --release (looked for {})",
+        b.display()
+    );
     b
 }
 
@@ -88,8 +100,15 @@ impl Env {
     }
 
     fn git(&self, dir: &Path, args: &[&str]) -> String {
-        let out = hermetic(Command::new("git").current_dir(dir), &self.home()).args(args).output().expect("git");
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let out = hermetic(Command::new("git").current_dir(dir), &self.home())
+            .args(args)
+            .output()
+            .expect("git");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 
@@ -101,19 +120,31 @@ impl Env {
             .stdout(std::process::Stdio::piped())
             .spawn()
             .expect("git");
-        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success(), "git {args:?}");
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 
     fn loopx(&self, dir: &Path, args: &[&str]) -> std::process::Output {
-        hermetic(Command::new(&self.bin).current_dir(dir), &self.home()).args(args).output().expect("git-loopx")
+        hermetic(Command::new(&self.bin).current_dir(dir), &self.home())
+            .args(args)
+            .output()
+            .expect("git-loopx")
     }
 
     fn loopx_ok(&self, dir: &Path, args: &[&str]) -> String {
         let out = self.loopx(dir, args);
-        assert!(out.status.success(), "git-loopx {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "git-loopx {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 }
@@ -138,11 +169,23 @@ fn build(env: &Env, name: &str, n: usize) -> PathBuf {
         let gs = s.as_mut().unwrap().goals.get_mut("main").unwrap();
         for i in 0..n {
             let id = todo_id(i);
-            let mut t = Todo::new(id.clone(), "main", &format!("bench task {i}"), Role::Agent, TodoClass::AdvancementTask, Priority::P2, None, now());
+            let mut t = Todo::new(
+                id.clone(),
+                "main",
+                &format!("bench task {i}"),
+                Role::Agent,
+                TodoClass::AdvancementTask,
+                Priority::P2,
+                None,
+                now(),
+            );
             t.extra = Extra::new();
             gs.todos.insert(id, t);
         }
-        Ok(Write::commit((), Message::new("bench", format!("bench: {n} todos"))))
+        Ok(Write::commit(
+            (),
+            Message::new("bench", format!("bench: {n} todos")),
+        ))
     })
     .unwrap();
     env.git(&dir, &["gc", "-q"]);
@@ -159,16 +202,23 @@ struct Stats {
 fn stats(mut samples: Vec<Duration>) -> Stats {
     samples.sort();
     let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
-    Stats { p50: at(0.5), p95: at(0.95) }
+    Stats {
+        p50: at(0.5),
+        p95: at(0.95),
+    }
 }
 
 fn time<F: FnMut(usize)>(reps: usize, mut f: F) -> Stats {
     f(usize::MAX); // warm-up
-    stats((0..reps).map(|i| {
-        let t = Instant::now();
-        f(i);
-        t.elapsed()
-    }).collect())
+    stats(
+        (0..reps)
+            .map(|i| {
+                let t = Instant::now();
+                f(i);
+                t.elapsed()
+            })
+            .collect(),
+    )
 }
 
 fn ms(d: Duration) -> String {
@@ -181,13 +231,24 @@ struct Table {
 
 impl Table {
     fn row(&mut self, size: &str, what: &str, s: Stats, note: String) {
-        println!("  {size:>6}  {what:<44} p50 {:>10}  p95 {:>10}  {note}", ms(s.p50), ms(s.p95));
-        self.rows.push([size.into(), what.into(), ms(s.p50), ms(s.p95), note]);
+        println!(
+            "  {size:>6}  {what:<44} p50 {:>10}  p95 {:>10}  {note}",
+            ms(s.p50),
+            ms(s.p95)
+        );
+        self.rows
+            .push([size.into(), what.into(), ms(s.p50), ms(s.p95), note]);
     }
 
     fn line(&mut self, size: &str, what: &str, value: String) {
         println!("  {size:>6}  {what:<44} {value}");
-        self.rows.push([size.into(), what.into(), value, String::new(), String::new()]);
+        self.rows.push([
+            size.into(),
+            what.into(),
+            value,
+            String::new(),
+            String::new(),
+        ]);
     }
 }
 
@@ -199,24 +260,51 @@ fn plumbing_writeback(env: &Env, dir: &Path, id: &str, rep: usize) {
     let shard = &id[5..7];
     let path = ["goals", "main", "todos", shard];
     let file = format!("{id}.yaml");
-    let content = env.git(dir, &["show", &format!("{old}:goals/main/todos/{shard}/{file}")]);
+    let content = env.git(
+        dir,
+        &["show", &format!("{old}:goals/main/todos/{shard}/{file}")],
+    );
     let changed: Vec<String> = content
         .lines()
-        .map(|l| if l.starts_with("text: ") { format!("text: plumbing {rep}") } else { l.to_owned() })
+        .map(|l| {
+            if l.starts_with("text: ") {
+                format!("text: plumbing {rep}")
+            } else {
+                l.to_owned()
+            }
+        })
         .collect();
-    let blob = env.git_in(dir, &["hash-object", "-w", "--stdin"], &(changed.join("\n") + "\n"));
+    let blob = env.git_in(
+        dir,
+        &["hash-object", "-w", "--stdin"],
+        &(changed.join("\n") + "\n"),
+    );
     // Rebuild the trees bottom-up: shard, todos, main, goals, root.
     let mut child = (format!("100644 blob {blob}\t{file}"), file.clone());
     for depth in (0..=path.len()).rev() {
         let prefix = path[..depth].join("/");
-        let spec = if prefix.is_empty() { old.clone() } else { format!("{old}:{prefix}") };
+        let spec = if prefix.is_empty() {
+            old.clone()
+        } else {
+            format!("{old}:{prefix}")
+        };
         let listing = env.git(dir, &["ls-tree", &spec]);
-        let mut lines: Vec<String> = listing.lines().filter(|l| !l.ends_with(&format!("\t{}", child.1))).map(str::to_owned).collect();
+        let mut lines: Vec<String> = listing
+            .lines()
+            .filter(|l| !l.ends_with(&format!("\t{}", child.1)))
+            .map(str::to_owned)
+            .collect();
         lines.push(child.0.clone());
         let tree = env.git_in(dir, &["mktree"], &(lines.join("\n") + "\n"));
         if depth == 0 {
-            let commit = env.git(dir, &["commit-tree", &tree, "-p", &old, "-m", "plumbing writeback"]);
-            env.git(dir, &["update-ref", "refs/heads/loopx-state", &commit, &old]);
+            let commit = env.git(
+                dir,
+                &["commit-tree", &tree, "-p", &old, "-m", "plumbing writeback"],
+            );
+            env.git(
+                dir,
+                &["update-ref", "refs/heads/loopx-state", &commit, &old],
+            );
             return;
         }
         let name = path[depth - 1].to_owned();
@@ -229,7 +317,11 @@ fn dir_bytes(path: &Path) -> u64 {
     if let Ok(entries) = std::fs::read_dir(path) {
         for e in entries.flatten() {
             let m = e.metadata().unwrap();
-            total += if m.is_dir() { dir_bytes(&e.path()) } else { m.len() };
+            total += if m.is_dir() {
+                dir_bytes(&e.path())
+            } else {
+                m.len()
+            };
         }
     }
     total
@@ -246,10 +338,26 @@ fn bench_size(env: &Env, o: &Opts, n: usize, t: &mut Table) {
     let inproc = time(o.reps, |i| {
         let id = todo_id(i.min(n - 1) % n);
         transact::<_, _, loopx::Error, _>(&store, now(), |s: &mut Option<State>| {
-            let todo = s.as_mut().unwrap().goals.get_mut("main").unwrap().todos.get_mut(&id).unwrap();
-            todo.notes.push(loopx::model::Note { at: now(), agent: None, text: format!("in-process {i}"), extra: Extra::new() });
+            let todo = s
+                .as_mut()
+                .unwrap()
+                .goals
+                .get_mut("main")
+                .unwrap()
+                .todos
+                .get_mut(&id)
+                .unwrap();
+            todo.notes.push(loopx::model::Note {
+                at: now(),
+                agent: None,
+                text: format!("in-process {i}"),
+                extra: Extra::new(),
+            });
             todo.rev += 1;
-            Ok(Write::commit((), Message::new("bench", format!("bench writeback {i}"))))
+            Ok(Write::commit(
+                (),
+                Message::new("bench", format!("bench writeback {i}")),
+            ))
         })
         .unwrap();
     });
@@ -264,13 +372,40 @@ fn bench_size(env: &Env, o: &Opts, n: usize, t: &mut Table) {
     });
     let note = time(o.reps, |i| {
         let id = todo_id(i % n);
-        env.loopx_ok(&dir, &["--agent", "bench", "todo", "update", &id, "--note", "process"]);
+        env.loopx_ok(
+            &dir,
+            &[
+                "--agent", "bench", "todo", "update", &id, "--note", "process",
+            ],
+        );
     });
-    let plumbing = time(o.reps, |i| plumbing_writeback(env, &dir, &todo_id((i.wrapping_add(7)) % n), i));
-    let ratio = |base: Stats, ours: Stats| format!("{:.1}x faster than plumbing", base.p50.as_secs_f64() / ours.p50.as_secs_f64());
-    t.row(&size, "claim, git loopx process", claim, ratio(plumbing, claim));
-    t.row(&size, "writeback (todo update), git loopx process", note, ratio(plumbing, note));
-    t.row(&size, "writeback, git plumbing baseline (13 procs)", plumbing, String::new());
+    let plumbing = time(o.reps, |i| {
+        plumbing_writeback(env, &dir, &todo_id((i.wrapping_add(7)) % n), i)
+    });
+    let ratio = |base: Stats, ours: Stats| {
+        format!(
+            "{:.1}x faster than plumbing",
+            base.p50.as_secs_f64() / ours.p50.as_secs_f64()
+        )
+    };
+    t.row(
+        &size,
+        "claim, git loopx process",
+        claim,
+        ratio(plumbing, claim),
+    );
+    t.row(
+        &size,
+        "writeback (todo update), git loopx process",
+        note,
+        ratio(plumbing, note),
+    );
+    t.row(
+        &size,
+        "writeback, git plumbing baseline (13 procs)",
+        plumbing,
+        String::new(),
+    );
 
     // 2. Reads as processes.
     let status = time(o.reps, |_| {
@@ -285,9 +420,18 @@ fn bench_size(env: &Env, o: &Opts, n: usize, t: &mut Table) {
     // 5. Bytes per writeback, loose and after packing.
     env.git(&dir, &["gc", "-q", "--prune=now"]);
     let packed_after = dir_bytes(&objects);
-    t.line(&size, "bytes per writeback, loose", format!("{} B", (loose_after - packed_before) / wrote as u64));
+    t.line(
+        &size,
+        "bytes per writeback, loose",
+        format!("{} B", (loose_after - packed_before) / wrote as u64),
+    );
     let total = wrote + 3 * (o.reps + 1);
-    t.line(&size, "bytes per writeback, packed", format!("{} B", packed_after.saturating_sub(packed_before) / total as u64));
+    let packed = (packed_after as i64 - packed_before as i64) / total as i64;
+    t.line(
+        &size,
+        "bytes per writeback, packed",
+        format!("{packed} B (git gc)"),
+    );
 }
 
 /// 8 processes, each claiming its own 100 todos, all racing on the same ref:
@@ -295,26 +439,43 @@ fn bench_size(env: &Env, o: &Opts, n: usize, t: &mut Table) {
 fn contention(env: &Env, o: &Opts, t: &mut Table) {
     let (procs, each) = o.contention;
     let dir = build(env, "contention", procs * each);
-    let before: usize = env.git(&dir, &["rev-list", "--count", "loopx-state"]).parse().unwrap();
+    let before: usize = env
+        .git(&dir, &["rev-list", "--count", "loopx-state"])
+        .parse()
+        .unwrap();
     let start = Instant::now();
     std::thread::scope(|s| {
         for p in 0..procs {
             let dir = &dir;
             s.spawn(move || {
                 for k in 0..each {
-                    env.loopx_ok(dir, &["--agent", &format!("agent-{p}"), "todo", "claim", &todo_id(p * each + k)]);
+                    env.loopx_ok(
+                        dir,
+                        &[
+                            "--agent",
+                            &format!("agent-{p}"),
+                            "todo",
+                            "claim",
+                            &todo_id(p * each + k),
+                        ],
+                    );
                 }
             });
         }
     });
     let wall = start.elapsed();
-    let after: usize = env.git(&dir, &["rev-list", "--count", "loopx-state"]).parse().unwrap();
+    let after: usize = env
+        .git(&dir, &["rev-list", "--count", "loopx-state"])
+        .parse()
+        .unwrap();
     let out = env.loopx_ok(&dir, &["--json", "status"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let claims = v["claims"].as_array().unwrap();
     let right_holder = claims.iter().all(|c| {
         let id = c["todo"].as_str().unwrap();
-        let owner = (0..procs * each).find(|&i| todo_id(i) == id).map(|i| format!("agent-{}", i / each));
+        let owner = (0..procs * each)
+            .find(|&i| todo_id(i) == id)
+            .map(|i| format!("agent-{}", i / each));
         owner.as_deref() == c["agent"].as_str()
     });
     let total = procs * each;
@@ -340,7 +501,10 @@ fn divergent_merge(env: &Env, o: &Opts, t: &mut Table) {
     env.git(&a, &["remote", "add", "origin", remote.to_str().unwrap()]);
     env.loopx_ok(&a, &["sync"]);
     let b = env.root.path().join("merge-b");
-    env.git(env.root.path(), &["clone", "-q", remote.to_str().unwrap(), b.to_str().unwrap()]);
+    env.git(
+        env.root.path(),
+        &["clone", "-q", remote.to_str().unwrap(), b.to_str().unwrap()],
+    );
     env.loopx_ok(&b, &["sync"]);
     for (side, dir) in [("a", &a), ("b", &b)] {
         let store = GixStore::discover(dir).unwrap();
@@ -349,7 +513,13 @@ fn divergent_merge(env: &Env, o: &Opts, t: &mut Table) {
             transact::<_, _, loopx::Error, _>(&store, now(), |s: &mut Option<State>| {
                 let gs = s.as_mut().unwrap().goals.get_mut("main").unwrap();
                 let run_id = ids::derive_id("run_", &[side, &i.to_string()]);
-                let mut run = loopx::model::Run::new(run_id.clone(), loopx::model::RunKind::Writeback, "main", Some(side), now());
+                let mut run = loopx::model::Run::new(
+                    run_id.clone(),
+                    loopx::model::RunKind::Writeback,
+                    "main",
+                    Some(side),
+                    now(),
+                );
                 run.todo = Some(id.clone());
                 run.outcome = Some(loopx::model::Outcome::OutcomeProgress);
                 run.summary = Some(format!("{side} {i}"));
@@ -357,7 +527,10 @@ fn divergent_merge(env: &Env, o: &Opts, t: &mut Table) {
                 let todo = gs.todos.get_mut(&id).unwrap();
                 todo.evidence = Some(format!("{side} {i}"));
                 todo.rev += 1;
-                Ok(Write::commit((), Message::new("writeback", format!("{side} writeback {i}"))))
+                Ok(Write::commit(
+                    (),
+                    Message::new("writeback", format!("{side} writeback {i}")),
+                ))
             })
             .unwrap();
         }
@@ -368,18 +541,32 @@ fn divergent_merge(env: &Env, o: &Opts, t: &mut Table) {
     let wall = start.elapsed();
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["action"], "merged", "{v}");
-    t.line("", &format!("sync merge, 2 clones x {k} divergent writebacks"), format!("{} (fetch + merge + push, one process)", ms(wall)));
+    t.line(
+        "",
+        &format!("sync merge, 2 clones x {k} divergent writebacks"),
+        format!("{} (fetch + merge + push, one process)", ms(wall)),
+    );
 }
 
 fn reference_turn(env: &Env, o: &Opts, t: &mut Table) {
-    let (Ok(ref_bin), Ok(ref_path)) = (std::env::var("LOOPX_REF_BIN"), std::env::var("LOOPX_REF_PATH")) else {
-        t.line("", "Python reference turn", "skipped: run scripts/install-reference.sh and set LOOPX_REF_BIN, LOOPX_REF_PATH".into());
+    let (Ok(ref_bin), Ok(ref_path)) = (
+        std::env::var("LOOPX_REF_BIN"),
+        std::env::var("LOOPX_REF_PATH"),
+    ) else {
+        t.line(
+            "",
+            "Python reference turn",
+            "skipped: run scripts/install-reference.sh and set LOOPX_REF_BIN, LOOPX_REF_PATH"
+                .into(),
+        );
         return;
     };
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/reference-turn.sh");
     let scratch = env.root.path().join("reference");
     let path = format!("{ref_path}:{}", std::env::var("PATH").unwrap_or_default());
-    let run_ref = |args: &[&str]| {
+    // The script prints `step=NAME rc=RC seconds=S` per CLI process; the turn
+    // is the sum of its steps (adding the next todo is set-up, not the turn).
+    let run_ref = |args: &[&str]| -> Duration {
         let out = Command::new("bash")
             .arg(&script)
             .args(args)
@@ -388,38 +575,97 @@ fn reference_turn(env: &Env, o: &Opts, t: &mut Table) {
             .env("PATH", &path)
             .output()
             .expect("bash");
-        assert!(out.status.success(), "reference turn failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "reference turn failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with("step=") && !l.starts_with("step=add "))
+            .filter_map(|l| {
+                l.rsplit_once("seconds=")
+                    .and_then(|(_, s)| s.trim().parse::<f64>().ok())
+            })
+            .map(Duration::from_secs_f64)
+            .sum()
     };
     run_ref(&["setup", scratch.to_str().unwrap()]);
     let reps = o.reps.clamp(3, 7);
-    let theirs = time(reps, |i| run_ref(&["turn", scratch.to_str().unwrap(), &i.to_string()]));
+    run_ref(&["turn", scratch.to_str().unwrap(), "1"]);
+    let theirs = stats(
+        (0..reps)
+            .map(|i| run_ref(&["turn", scratch.to_str().unwrap(), &(i + 2).to_string()]))
+            .collect(),
+    );
     let dir = build(env, "turn", 100);
-    let ours = time(reps, |i| {
-        let a = ["--agent", "bench"];
-        let turn = format!("t{i}");
-        let text = format!("turn {i}");
-        let out = env.loopx_ok(&dir, &[&a[..], &["--json", "todo", "add", &text]].concat());
-        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-        let id = v["todo"]["id"].as_str().unwrap().to_owned();
-        let start = Instant::now();
-        env.loopx_ok(&dir, &[&a[..], &["should-run", "--turn", &turn]].concat());
-        env.loopx_ok(&dir, &[&a[..], &["todo", "claim", &id]].concat());
-        env.loopx_ok(&dir, &[&a[..], &["writeback", "--todo", &id, "--turn", &turn, "--outcome", "outcome_progress", "--summary", "s"]].concat());
-        env.loopx_ok(&dir, &[&a[..], &["todo", "done", &id, "--evidence", "e"]].concat());
-        env.loopx_ok(&dir, &[&a[..], &["quota", "spend", "--turn", &turn]].concat());
-        let _ = start;
-    });
+    let ours = stats(
+        (0..reps)
+            .map(|i| {
+                let a = ["--agent", "bench"];
+                let turn = format!("t{i}");
+                let text = format!("turn {i}");
+                let out = env.loopx_ok(&dir, &[&a[..], &["--json", "todo", "add", &text]].concat());
+                let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+                let id = v["todo"]["id"].as_str().unwrap().to_owned();
+                let start = Instant::now();
+                env.loopx_ok(&dir, &[&a[..], &["should-run", "--turn", &turn]].concat());
+                env.loopx_ok(&dir, &[&a[..], &["todo", "claim", &id]].concat());
+                env.loopx_ok(
+                    &dir,
+                    &[
+                        &a[..],
+                        &[
+                            "writeback",
+                            "--todo",
+                            &id,
+                            "--turn",
+                            &turn,
+                            "--outcome",
+                            "outcome_progress",
+                            "--summary",
+                            "s",
+                        ],
+                    ]
+                    .concat(),
+                );
+                env.loopx_ok(
+                    &dir,
+                    &[&a[..], &["todo", "done", &id, "--evidence", "e"]].concat(),
+                );
+                env.loopx_ok(
+                    &dir,
+                    &[&a[..], &["quota", "spend", "--turn", &turn]].concat(),
+                );
+                start.elapsed()
+            })
+            .collect(),
+    );
     t.row("", "governed turn, Python reference", theirs, String::new());
-    t.row("", "governed turn, git loopx (5 processes)", ours, format!("{:.0}x faster", theirs.p50.as_secs_f64() / ours.p50.as_secs_f64()));
+    t.row(
+        "",
+        "governed turn, git loopx (5 processes)",
+        ours,
+        format!(
+            "{:.0}x faster",
+            theirs.p50.as_secs_f64() / ours.p50.as_secs_f64()
+        ),
+    );
 }
 
 fn main() {
     let o = opts();
-    let env = Env { root: tempfile::tempdir().unwrap(), bin: bin() };
+    let env = Env {
+        root: tempfile::tempdir().unwrap(),
+        bin: bin(),
+    };
     std::fs::create_dir_all(env.home()).unwrap();
     let started = Instant::now();
     let mut t = Table { rows: Vec::new() };
-    println!("git-loopx benchmark: {} reps per figure, sizes {:?}", o.reps, o.sizes);
+    println!(
+        "git-loopx benchmark: {} reps per figure, sizes {:?}",
+        o.reps, o.sizes
+    );
     for &n in &o.sizes {
         bench_size(&env, &o, n, &mut t);
     }
@@ -430,5 +676,8 @@ fn main() {
     for r in &t.rows {
         println!("| {} | {} | {} | {} | {} |", r[0], r[1], r[2], r[3], r[4]);
     }
-    println!("\ntotal benchmark time: {:.0} s", started.elapsed().as_secs_f64());
+    println!(
+        "\ntotal benchmark time: {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
 }

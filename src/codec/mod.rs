@@ -98,6 +98,121 @@ pub fn encode_state(state: &State) -> BTreeMap<String, Vec<u8>> {
     files
 }
 
+/// The small entities of a state (everything but todos and runs), kept
+/// before a mutation so a transaction can see what changed without copying
+/// the todos: those report their own writes ([`crate::model::Tracked`]).
+pub struct Skeleton {
+    meta: Meta,
+    agents: BTreeMap<String, Agent>,
+    goals: BTreeMap<String, Goal>,
+}
+
+impl Skeleton {
+    pub fn of(state: &State) -> Self {
+        Skeleton {
+            meta: state.meta.clone(),
+            agents: state.agents.clone(),
+            goals: state
+                .goals
+                .iter()
+                .map(|(id, gs)| (id.clone(), gs.goal.clone()))
+                .collect(),
+        }
+    }
+}
+
+/// The files a mutation changed: the small entities by comparison with
+/// `before`, todos and runs by the keys they report as written.
+pub fn written_files(before: Option<&Skeleton>, new: &State) -> Vec<FileEdit> {
+    let mut out = Vec::new();
+    if before.map(|b| &b.meta) != Some(&new.meta) {
+        out.push((META_PATH.to_owned(), Some(encode(&new.meta))));
+    }
+    for (id, agent) in &new.agents {
+        if before.and_then(|b| b.agents.get(id)) != Some(agent) {
+            out.push((agent_path(id), Some(encode(agent))));
+        }
+    }
+    for id in before.map(|b| b.agents.keys()).into_iter().flatten() {
+        if !new.agents.contains_key(id) {
+            out.push((agent_path(id), None));
+        }
+    }
+    for (gid, gs) in &new.goals {
+        if before.and_then(|b| b.goals.get(gid)) != Some(&gs.goal) {
+            out.push((goal_path(gid), Some(encode(&gs.goal))));
+        }
+        for id in gs.todos.dirty() {
+            match gs.todos.get(id) {
+                Some(todo) => out.push((todo_path(todo), Some(encode(todo)))),
+                None => out.push((
+                    format!("goals/{gid}/todos/{}/{id}.yaml", ids::shard(id)),
+                    None,
+                )),
+            }
+        }
+        // Runs are append-only: a written run is (re)stored where its day says.
+        for id in gs.runs.dirty() {
+            if let Some(run) = gs.runs.get(id) {
+                out.push((run_path(run), Some(encode(run))));
+            }
+        }
+    }
+    out
+}
+
+/// Applies one file of the layout to `state` (used to replay a cached delta).
+pub fn apply_file(state: &mut State, path: &str, bytes: Option<&[u8]>) -> Result<(), Error> {
+    match (classify(path)?, bytes) {
+        (Slot::Meta, Some(b)) => state.meta = decode(path, b)?,
+        (Slot::Agent(id), Some(b)) => {
+            state.agents.insert(id.to_owned(), decode(path, b)?);
+        }
+        (Slot::Agent(id), None) => {
+            state.agents.remove(id);
+        }
+        (Slot::Goal(id), Some(b)) => {
+            let goal: Goal = decode(path, b)?;
+            match state.goals.get_mut(id) {
+                Some(gs) => gs.goal = goal,
+                None => {
+                    state.goals.insert(id.to_owned(), GoalState::new(goal));
+                }
+            }
+        }
+        (Slot::Todo { goal, id, .. }, b) => {
+            let gs = state
+                .goals
+                .get_mut(goal)
+                .ok_or_else(|| err(path, "no such goal"))?;
+            match b {
+                Some(b) => {
+                    gs.todos.insert(id.to_owned(), decode(path, b)?);
+                }
+                None => {
+                    gs.todos.remove(id);
+                }
+            }
+        }
+        (Slot::Run { goal, id, .. }, b) => {
+            let gs = state
+                .goals
+                .get_mut(goal)
+                .ok_or_else(|| err(path, "no such goal"))?;
+            match b {
+                Some(b) => {
+                    gs.runs.insert(id.to_owned(), decode(path, b)?);
+                }
+                None => {
+                    gs.runs.remove(id);
+                }
+            }
+        }
+        (Slot::Foreign, _) | (Slot::Meta, None) | (Slot::Goal(_), None) => {}
+    }
+    Ok(())
+}
+
 /// A file to write (`Some(bytes)`) or remove (`None`), by path.
 pub type FileEdit = (String, Option<Vec<u8>>);
 
@@ -151,8 +266,8 @@ pub fn changed_files(old: Option<&State>, new: &State) -> Vec<FileEdit> {
         entity(&mut out, og.map(|g| &g.goal), Some(&gs.goal), |g| {
             goal_path(&g.id)
         });
-        map(&mut out, og.map(|g| &g.todos), &gs.todos, todo_path);
-        map(&mut out, og.map(|g| &g.runs), &gs.runs, run_path);
+        map(&mut out, og.map(|g| &*g.todos), &gs.todos, todo_path);
+        map(&mut out, og.map(|g| &*g.runs), &gs.runs, run_path);
     }
     for (gid, og) in old.map(|o| &o.goals).into_iter().flatten() {
         if !new.goals.contains_key(gid) {
@@ -309,6 +424,7 @@ where
         let path = path_of_entity(&state, &entity).unwrap_or_else(|| entity.clone());
         err(&path, message)
     })?;
+    state.clean();
     Ok(state)
 }
 

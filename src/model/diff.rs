@@ -126,7 +126,7 @@ pub fn diff_goal(old: Option<&GoalState>, new: &GoalState) -> Vec<Change> {
     }
     let empty = GoalState::new(new.goal.clone());
     let o = old.unwrap_or(&empty);
-    for (id, todo) in &new.todos {
+    for (id, todo) in new.todos.iter() {
         match o.todos.get(id) {
             None => out.push(Change::TodoAdded {
                 id: id.clone(),
@@ -146,7 +146,7 @@ pub fn diff_goal(old: Option<&GoalState>, new: &GoalState) -> Vec<Change> {
             }
         }
     }
-    for (id, todo) in &o.todos {
+    for (id, todo) in o.todos.iter() {
         if !new.todos.contains_key(id) {
             out.push(Change::TodoRemoved {
                 id: id.clone(),

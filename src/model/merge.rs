@@ -272,7 +272,7 @@ pub fn merge(base: Option<&State>, local: &State, remote: &State) -> Result<Merg
         let none = BTreeMap::new();
         let todos = merge_map(
             "todo",
-            bg.map(|g| &g.todos),
+            bg.map(|g| &*g.todos),
             lg.map_or(&none, |g| &g.todos),
             rg.map_or(&none, |g| &g.todos),
             &mut ctx,
@@ -280,12 +280,19 @@ pub fn merge(base: Option<&State>, local: &State, remote: &State) -> Result<Merg
         let nor = BTreeMap::new();
         let runs = merge_map(
             "run",
-            bg.map(|g| &g.runs),
+            bg.map(|g| &*g.runs),
             lg.map_or(&nor, |g| &g.runs),
             rg.map_or(&nor, |g| &g.runs),
             &mut ctx,
         )?;
-        goals.insert(gid.clone(), GoalState { goal, todos, runs });
+        goals.insert(
+            gid.clone(),
+            GoalState {
+                goal,
+                todos: todos.into(),
+                runs: runs.into(),
+            },
+        );
     }
     let state = State {
         meta,

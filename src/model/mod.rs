@@ -15,8 +15,10 @@ pub mod select;
 pub mod should_run;
 mod state;
 mod time;
+mod tracked;
 
 pub use entity::*;
 pub use refusal::{Code, Refusal};
 pub use state::{GoalState, State, TodoCounts};
 pub use time::{parse_duration, Timestamp};
+pub use tracked::Tracked;

@@ -2,22 +2,22 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{ids, Agent, Goal, Meta, Role, Run, Todo, FORMAT};
+use crate::model::{ids, Agent, Goal, Meta, Role, Run, Todo, Tracked, FORMAT};
 
 /// Everything under one goal.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GoalState {
     pub goal: Goal,
-    pub todos: BTreeMap<String, Todo>,
-    pub runs: BTreeMap<String, Run>,
+    pub todos: Tracked<Todo>,
+    pub runs: Tracked<Run>,
 }
 
 impl GoalState {
     pub fn new(goal: Goal) -> Self {
         GoalState {
             goal,
-            todos: BTreeMap::new(),
-            runs: BTreeMap::new(),
+            todos: Tracked::new(),
+            runs: Tracked::new(),
         }
     }
 }
@@ -42,6 +42,14 @@ pub struct TodoCounts {
 }
 
 impl State {
+    /// Forgets which todos and runs were written (a freshly loaded state).
+    pub fn clean(&mut self) {
+        for gs in self.goals.values_mut() {
+            gs.todos.clean();
+            gs.runs.clean();
+        }
+    }
+
     pub fn new(meta: Meta) -> Self {
         State {
             meta,

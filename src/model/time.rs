@@ -75,16 +75,48 @@ impl<'de> Deserialize<'de> for Timestamp {
 /// The fast path for the form we write, `YYYY-MM-DDTHH:MM:SSZ` (the state
 /// holds thousands of them); anything else goes through chrono.
 fn parse_canonical(b: &[u8]) -> Option<i64> {
-    if b.len() != 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' || b[19] != b'Z' {
+    if b.len() != 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+        || b[19] != b'Z'
+    {
         return None;
     }
     let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        b[r].iter().try_fold(0i64, |acc, &c| c.is_ascii_digit().then(|| acc * 10 + i64::from(c - b'0')))
+        b[r].iter().try_fold(0i64, |acc, &c| {
+            c.is_ascii_digit().then(|| acc * 10 + i64::from(c - b'0'))
+        })
     };
     let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
     let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let days_in_month = [31, if y % 4 == 0 && (y % 100 != 0 || y % 400 == 0) { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-    if !(1..=12).contains(&mo) || d < 1 || d > days_in_month[(mo - 1) as usize] || h > 23 || mi > 59 || s > 59 {
+    let days_in_month = [
+        31,
+        if y % 4 == 0 && (y % 100 != 0 || y % 400 == 0) {
+            29
+        } else {
+            28
+        },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if !(1..=12).contains(&mo)
+        || d < 1
+        || d > days_in_month[(mo - 1) as usize]
+        || h > 23
+        || mi > 59
+        || s > 59
+    {
         return None;
     }
     // Days from the civil date (Howard Hinnant's algorithm).
@@ -130,7 +162,13 @@ mod tests {
 
     #[test]
     fn the_fast_path_agrees_with_chrono() {
-        for text in ["1970-01-01T00:00:00Z", "2000-02-29T23:59:59Z", "2026-12-02T10:00:00Z", "2100-03-01T00:00:00Z", "1969-12-31T23:59:59Z"] {
+        for text in [
+            "1970-01-01T00:00:00Z",
+            "2000-02-29T23:59:59Z",
+            "2026-12-02T10:00:00Z",
+            "2100-03-01T00:00:00Z",
+            "1969-12-31T23:59:59Z",
+        ] {
             let chrono = DateTime::parse_from_rfc3339(text).unwrap().timestamp();
             assert_eq!(parse_canonical(text.as_bytes()), Some(chrono), "{text}");
         }

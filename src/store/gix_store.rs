@@ -25,6 +25,8 @@ const FALLBACK_EMAIL: &str = "git-loopx@localhost";
 /// A repository opened for its state branch.
 pub struct GixStore {
     repo: gix::Repository,
+    /// The state of the last commit this store made (see `Store::memo_take`).
+    memo: std::cell::RefCell<Option<(Oid, crate::model::State)>>,
 }
 
 fn git_err(context: &str, e: impl std::fmt::Display) -> Error {
@@ -51,7 +53,10 @@ impl GixStore {
         if repo.common_dir().join("reftable").is_dir() || uses_reftable(&repo) {
             return Err(Error::UnsupportedRefStorage);
         }
-        Ok(GixStore { repo })
+        Ok(GixStore {
+            repo,
+            memo: std::cell::RefCell::new(None),
+        })
     }
 
     /// The `.git` directory shared by all worktrees.
@@ -334,6 +339,18 @@ impl Store for GixStore {
         }
     }
 
+    fn memo_take(&self, commit: &Oid) -> Option<crate::model::State> {
+        let mut memo = self.memo.borrow_mut();
+        match memo.take() {
+            Some((id, state)) if id == *commit => Some(state),
+            _ => None,
+        }
+    }
+
+    fn memo_put(&self, commit: Oid, state: crate::model::State) {
+        *self.memo.borrow_mut() = Some((commit, state));
+    }
+
     fn writer_lock(&self) -> Option<std::fs::File> {
         let dir = self.local_dir();
         std::fs::create_dir_all(&dir).ok()?;
@@ -361,7 +378,9 @@ impl Store for GixStore {
         if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, dir.join(key)).is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
-        prune_cache(&dir, CACHE_ENTRIES);
+        if !key.starts_with("delta-") || rand_prune() {
+            prune_cache(&dir);
+        }
     }
 
     fn lock_age(&self) -> Option<(PathBuf, u64)> {
@@ -398,25 +417,44 @@ impl Store for GixStore {
     }
 }
 
-/// How many parsed states the cache keeps.
-const CACHE_ENTRIES: usize = 8;
+/// How many full parsed states, and how many deltas, the cache keeps.
+const CACHE_SNAPSHOTS: usize = 3;
+const CACHE_DELTAS: usize = 96;
 
-/// Keeps the `keep` most recently written cache files.
-fn prune_cache(dir: &Path, keep: usize) {
+/// Keeps the most recently written snapshots and deltas.
+fn prune_cache(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
-    let mut files: Vec<(std::time::SystemTime, PathBuf)> = entries
-        .flatten()
-        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
-        .collect();
-    if files.len() <= keep {
-        return;
+    let mut snapshots = Vec::new();
+    let mut deltas = Vec::new();
+    for e in entries.flatten() {
+        let Some(modified) = e.metadata().ok().and_then(|m| m.modified().ok()) else {
+            continue;
+        };
+        let name = e.file_name();
+        let list = if name.to_string_lossy().starts_with("delta-") {
+            &mut deltas
+        } else {
+            &mut snapshots
+        };
+        list.push((modified, e.path()));
     }
-    files.sort();
-    for (_, path) in &files[..files.len() - keep] {
-        let _ = std::fs::remove_file(path);
+    for (mut files, keep) in [(snapshots, CACHE_SNAPSHOTS), (deltas, CACHE_DELTAS)] {
+        if files.len() > keep {
+            files.sort();
+            for (_, path) in &files[..files.len() - keep] {
+                let _ = std::fs::remove_file(path);
+            }
+        }
     }
+}
+
+/// Prunes on one delta write in sixteen (by time), to keep writes cheap.
+fn rand_prune() -> bool {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .is_ok_and(|d| d.subsec_nanos() % 16 == 0)
 }
 
 fn uses_reftable(repo: &gix::Repository) -> bool {

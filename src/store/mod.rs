@@ -19,7 +19,7 @@ pub use gix_store::GixStore;
 pub use message::{trailer, Message};
 pub use transaction::{transact, Committed, Write};
 
-use crate::model::Timestamp;
+use crate::model::{State, Timestamp};
 
 /// The branch all state lives on.
 pub const STATE_REF: &str = "refs/heads/loopx-state";
@@ -27,7 +27,9 @@ pub const STATE_REF: &str = "refs/heads/loopx-state";
 pub const REVIEWED_REF: &str = "refs/loopx/reviewed";
 
 /// A git object id, as lowercase hex.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(transparent)]
 pub struct Oid(pub String);
 
@@ -176,6 +178,15 @@ pub trait Store {
     fn writer_lock(&self) -> Option<std::fs::File> {
         None
     }
+
+    /// Takes the state this store last committed, if `commit` is still it:
+    /// a long-lived process then skips reloading its own writes.
+    fn memo_take(&self, _commit: &Oid) -> Option<State> {
+        None
+    }
+
+    /// Remembers the state of the commit this store just made.
+    fn memo_put(&self, _commit: Oid, _state: State) {}
 
     /// A host-local cache entry, if present (never on the branch).
     fn cache_read(&self, _key: &str) -> Option<Vec<u8>> {

@@ -76,14 +76,30 @@ fn cache_key(commit: &Oid) -> String {
     format!("state-{}-{}.json", env!("CARGO_PKG_VERSION"), commit)
 }
 
+fn delta_key(commit: &Oid) -> String {
+    format!("delta-{}-{}.json", env!("CARGO_PKG_VERSION"), commit)
+}
+
+/// A commit's state as its parent's plus the files it changed: what a write
+/// caches, so it never re-serializes the whole state.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Delta {
+    parent: Oid,
+    files: Vec<(String, Option<String>)>,
+}
+
+/// Longest chain of deltas read before a full snapshot is written again.
+const MAX_DELTAS: usize = 24;
+
 /// The state at `commit`: from the parsed-state cache when this host has
-/// seen the commit before, else read from git, decoded, and cached.
+/// seen the commit before (a snapshot, or a chain of deltas ending in one),
+/// else read from git, decoded, and cached.
 pub fn state_at<S: Store + ?Sized>(store: &S, commit: &Oid) -> Result<State, Error> {
-    if let Some(bytes) = store.cache_read(&cache_key(commit)) {
-        if let Ok(state) = serde_json::from_slice::<State>(&bytes) {
-            return Ok(state);
+    if let Some((state, depth)) = cached(store, commit, 0) {
+        if depth >= MAX_DELTAS {
+            remember(store, commit, &state);
         }
-        tracing::debug!("ignoring an unreadable state cache for {commit}");
+        return Ok(state);
     }
     let snapshot = store.read(commit)?;
     let state = decode(&snapshot)?.expect("snapshot of a commit");
@@ -91,9 +107,56 @@ pub fn state_at<S: Store + ?Sized>(store: &S, commit: &Oid) -> Result<State, Err
     Ok(state)
 }
 
+fn cached<S: Store + ?Sized>(store: &S, commit: &Oid, depth: usize) -> Option<(State, usize)> {
+    if let Some(bytes) = store.cache_read(&cache_key(commit)) {
+        match serde_json::from_slice::<State>(&bytes) {
+            Ok(state) => return Some((state, depth)),
+            Err(_) => tracing::debug!("ignoring an unreadable state cache for {commit}"),
+        }
+    }
+    if depth > 2 * MAX_DELTAS {
+        return None;
+    }
+    let delta: Delta = serde_json::from_slice(&store.cache_read(&delta_key(commit))?).ok()?;
+    let (mut state, depth) = cached(store, &delta.parent, depth + 1)?;
+    for (path, bytes) in &delta.files {
+        codec::apply_file(&mut state, path, bytes.as_deref().map(str::as_bytes)).ok()?;
+    }
+    state.clean();
+    Some((state, depth))
+}
+
 fn remember<S: Store + ?Sized>(store: &S, commit: &Oid, state: &State) {
     if let Ok(bytes) = serde_json::to_vec(state) {
         store.cache_write(&cache_key(commit), &bytes);
+    }
+}
+
+fn remember_delta<S: Store + ?Sized>(
+    store: &S,
+    commit: &Oid,
+    parent: Option<&Oid>,
+    state: &State,
+    changes: &[FileChange],
+) {
+    let Some(parent) = parent else {
+        return remember(store, commit, state);
+    };
+    let files = changes
+        .iter()
+        .map(|c| match c {
+            FileChange::Upsert { path, bytes } => (
+                path.clone(),
+                Some(String::from_utf8_lossy(bytes).into_owned()),
+            ),
+            FileChange::Remove { path } => (path.clone(), None),
+        })
+        .collect();
+    if let Ok(bytes) = serde_json::to_vec(&Delta {
+        parent: parent.clone(),
+        files,
+    }) {
+        store.cache_write(&delta_key(commit), &bytes);
     }
 }
 
@@ -119,8 +182,15 @@ where
     for attempt in 1..=MAX_ATTEMPTS {
         // Held until the end of this attempt (dropped with the file).
         let _turn = store.writer_lock();
-        let (base, original) = load(store)?;
-        let mut state = original.clone();
+        let base = store.tip()?;
+        let mut state = match &base {
+            Some(tip) => Some(match store.memo_take(tip) {
+                Some(state) => state,
+                None => state_at(store, tip)?,
+            }),
+            None => None,
+        };
+        let skeleton = state.as_ref().map(codec::Skeleton::of);
         let write = mutate(&mut state)?;
         let done = |commit| Committed {
             value: write.value,
@@ -131,13 +201,17 @@ where
         let (Some(message), Some(new)) = (&write.message, &state) else {
             return Ok(done(None));
         };
-        let changes = changes(original.as_ref(), new);
+        let changes = written(skeleton.as_ref(), new);
         if changes.is_empty() {
             return Ok(done(None));
         }
         match store.commit(base.as_ref(), None, &changes, message, now)? {
             CasResult::Committed(oid) => {
-                remember(store, &oid, new);
+                remember_delta(store, &oid, base.as_ref(), new, &changes);
+                if let Some(mut new) = state {
+                    new.clean();
+                    store.memo_put(oid.clone(), new);
+                }
                 return Ok(done(Some(oid)));
             }
             CasResult::Unchanged => return Ok(done(None)),
@@ -160,16 +234,25 @@ where
     .into())
 }
 
-/// The file changes that turn `old` into `new`. Files outside the layout are
-/// never touched, and neither are entities that did not change.
-pub fn changes(old: Option<&State>, new: &State) -> Vec<FileChange> {
-    codec::changed_files(old, new)
+/// What a mutation wrote, as file changes (see [`codec::written_files`]).
+fn written(before: Option<&codec::Skeleton>, new: &State) -> Vec<FileChange> {
+    to_changes(codec::written_files(before, new))
+}
+
+fn to_changes(edits: Vec<codec::FileEdit>) -> Vec<FileChange> {
+    edits
         .into_iter()
         .map(|(path, bytes)| match bytes {
             Some(bytes) => FileChange::Upsert { path, bytes },
             None => FileChange::Remove { path },
         })
         .collect()
+}
+
+/// The file changes that turn `old` into `new`. Files outside the layout are
+/// never touched, and neither are entities that did not change.
+pub fn changes(old: Option<&State>, new: &State) -> Vec<FileChange> {
+    to_changes(codec::changed_files(old, new))
 }
 
 /// Jittered exponential backoff without a random-number dependency.

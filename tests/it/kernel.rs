@@ -456,3 +456,71 @@ fn the_parsed_state_cache_is_host_local_and_disposable() {
         "{files}"
     );
 }
+
+#[test]
+fn cached_state_equals_the_state_read_from_git() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let a = ["--agent", "agent-a"];
+    let t = env
+        .loopx(&repo, &["--json", "todo", "add", "one"])
+        .success()
+        .json()["todo"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    env.loopx(&repo, &["todo", "add", "two", "--priority", "P0"])
+        .success();
+    env.loopx(&repo, &[&a[..], &["todo", "claim", &t]].concat())
+        .success();
+    env.loopx(
+        &repo,
+        &[
+            &a[..],
+            &[
+                "writeback",
+                "--todo",
+                &t,
+                "--outcome",
+                "outcome_progress",
+                "--summary",
+                "s",
+            ],
+        ]
+        .concat(),
+    )
+    .success();
+    env.loopx(
+        &repo,
+        &[
+            &a[..],
+            &["todo", "done", &t, "--evidence", "e", "--next", "three"],
+        ]
+        .concat(),
+    )
+    .success();
+    env.loopx(&repo, &["gate", "add", "ok?"]).success();
+    let views = |env: &TestEnv| {
+        ["status", "history"]
+            .map(|cmd| env.loopx(&repo, &["--json", cmd]).success().stdout)
+            .join("")
+            + &env
+                .loopx(&repo, &["--json", "todo", "list", "--all"])
+                .success()
+                .stdout
+    };
+    let cached = views(&env);
+    assert!(std::fs::read_dir(repo.join(".git/loopx/cache"))
+        .unwrap()
+        .any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with("delta-")));
+    std::fs::remove_dir_all(repo.join(".git/loopx/cache")).unwrap();
+    assert_eq!(
+        views(&env),
+        cached,
+        "the delta cache reproduces the state in git exactly"
+    );
+}

@@ -7,6 +7,17 @@ use crate::env::TestEnv;
 /// 8 processes × 50 writebacks: no lost update, a linear chain, fsck clean.
 #[test]
 fn eight_writers_fifty_writebacks_each() {
+    eight_writers(true);
+}
+
+/// The same race with the host's turn-taking lock off: the compare-and-swap
+/// alone must keep every write.
+#[test]
+fn eight_writers_fifty_writebacks_each_on_the_cas_alone() {
+    eight_writers(false);
+}
+
+fn eight_writers(turn_lock: bool) {
     const WRITERS: usize = 8;
     const EACH: usize = 50;
     let env = TestEnv::new();
@@ -21,8 +32,16 @@ fn eight_writers_fifty_writebacks_each() {
                 for i in 0..EACH {
                     let agent = format!("agent-{w}");
                     let text = format!("writer {w} item {i}");
-                    env.loopx(repo, &["--agent", &agent, "todo", "add", &text])
-                        .success();
+                    let mut cmd = env.loopx_cmd(repo);
+                    if !turn_lock {
+                        cmd.env("LOOPX_WRITER_LOCK", "0");
+                    }
+                    let out: crate::env::Run = cmd
+                        .args(["--agent", &agent, "todo", "add", &text])
+                        .output()
+                        .unwrap()
+                        .into();
+                    out.success();
                 }
             });
         }

@@ -2,10 +2,7 @@
 //! `cargo run --release --example phases -- 10000`.
 use std::time::Instant;
 
-use loopx::model::{
-    ids, Extra, Goal, GoalState, GoalStatus, Meta, Priority, QuotaPolicy, Role, State, Timestamp,
-    Todo, TodoClass, FORMAT,
-};
+use loopx::model::{ids, Goal, Priority, Role, State, Timestamp, Todo, TodoClass};
 
 fn main() {
     let n: usize = std::env::args()
@@ -13,27 +10,7 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(10_000);
     let now = Timestamp::parse("2026-12-02T10:00:00Z").unwrap();
-    let mut state = State::new(Meta {
-        format: FORMAT,
-        default_goal: "main".into(),
-        created_at: now,
-        extra: Extra::new(),
-    });
-    let goal = Goal {
-        id: "main".into(),
-        objective: "bench".into(),
-        status: GoalStatus::Active,
-        next_action: None,
-        write_scope: vec![],
-        guards: vec![],
-        authority_sources: vec![],
-        quota: QuotaPolicy::default(),
-        created_at: now,
-        updated_at: now,
-        rev: 1,
-        extra: Extra::new(),
-    };
-    state.goals.insert("main".into(), GoalState::new(goal));
+    let mut state = State::with_goal(Goal::new("main", "bench", now), now);
     let gs = state.goals.get_mut("main").unwrap();
     for i in 0..n {
         let id = ids::derive_id("todo_", &[&i.to_string()]);

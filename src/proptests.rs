@@ -163,28 +163,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn fresh_state() -> State {
-    let mut state = State::new(Meta {
-        format: FORMAT,
-        default_goal: "g".into(),
-        created_at: t(0),
-        extra: Extra::new(),
-    });
-    let goal = Goal {
-        id: "g".into(),
-        objective: "o".into(),
-        status: GoalStatus::Active,
-        next_action: None,
-        write_scope: vec![],
-        guards: vec![],
-        authority_sources: vec![],
-        quota: QuotaPolicy::default(),
-        created_at: t(0),
-        updated_at: t(0),
-        rev: 1,
-        extra: Extra::new(),
-    };
-    state.goals.insert("g".into(), GoalState::new(goal));
-    state
+    State::with_goal(Goal::new("g", "o", t(0)), t(0))
 }
 
 proptest! {

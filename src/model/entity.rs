@@ -121,6 +121,26 @@ pub struct Goal {
     pub extra: Extra,
 }
 
+impl Goal {
+    /// A new active goal with the default quota policy.
+    pub fn new(id: &str, objective: &str, now: Timestamp) -> Self {
+        Goal {
+            id: id.to_owned(),
+            objective: objective.to_owned(),
+            status: GoalStatus::Active,
+            next_action: None,
+            write_scope: Vec::new(),
+            guards: Vec::new(),
+            authority_sources: Vec::new(),
+            quota: QuotaPolicy::default(),
+            created_at: now,
+            updated_at: now,
+            rev: 1,
+            extra: Extra::new(),
+        }
+    }
+}
+
 /// `agents/<id>.yaml`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Agent {

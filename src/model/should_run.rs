@@ -315,30 +315,9 @@ mod tests {
 
     impl World {
         fn new() -> Self {
-            let mut state = State::new(Meta {
-                format: FORMAT,
-                default_goal: "g".into(),
-                created_at: t(0),
-                extra: Extra::new(),
-            });
-            let goal = Goal {
-                id: "g".into(),
-                objective: "o".into(),
-                status: GoalStatus::Active,
-                next_action: None,
-                write_scope: vec![],
-                guards: vec![],
-                authority_sources: vec![],
-                quota: QuotaPolicy {
-                    allowed_slots: Some(3),
-                    ..QuotaPolicy::default()
-                },
-                created_at: t(0),
-                updated_at: t(0),
-                rev: 1,
-                extra: Extra::new(),
-            };
-            state.goals.insert("g".into(), GoalState::new(goal));
+            let mut goal = Goal::new("g", "o", t(0));
+            goal.quota.allowed_slots = Some(3);
+            let state = State::with_goal(goal, t(0));
             World { state, n: 0 }
         }
 

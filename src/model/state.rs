@@ -42,6 +42,18 @@ pub struct TodoCounts {
 }
 
 impl State {
+    /// A fresh state whose one (default) goal is `goal`.
+    pub fn with_goal(goal: Goal, now: crate::model::Timestamp) -> Self {
+        let mut state = State::new(Meta {
+            format: FORMAT,
+            default_goal: goal.id.clone(),
+            created_at: now,
+            extra: crate::model::Extra::new(),
+        });
+        state.goals.insert(goal.id.clone(), GoalState::new(goal));
+        state
+    }
+
     /// Forgets which todos and runs were written (a freshly loaded state).
     pub fn clean(&mut self) {
         for gs in self.goals.values_mut() {

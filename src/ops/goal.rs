@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::model::{ids, Extra, Goal, GoalState, GoalStatus, QuotaPolicy, Refusal};
+use crate::model::{ids, Goal, GoalState, GoalStatus, Refusal};
 use crate::ops::{mutate, non_empty, Context};
 use crate::store::{Message, Oid};
 use crate::Result;
@@ -157,20 +157,7 @@ pub fn add(ctx: &Context, id: &str, objective: &str, make_default: bool) -> Resu
             if state.goals.contains_key(id) {
                 return Err(Refusal::invalid_input(format!("goal `{id}` already exists")).into());
             }
-            let goal = Goal {
-                id: id.to_owned(),
-                objective: objective.clone(),
-                status: GoalStatus::Active,
-                next_action: None,
-                write_scope: Vec::new(),
-                guards: Vec::new(),
-                authority_sources: Vec::new(),
-                quota: QuotaPolicy::default(),
-                created_at: ctx.now,
-                updated_at: ctx.now,
-                rev: 1,
-                extra: Extra::new(),
-            };
+            let goal = Goal::new(id, &objective, ctx.now);
             state
                 .goals
                 .insert(id.to_owned(), GoalState::new(goal.clone()));

@@ -2,9 +2,7 @@
 
 use serde::Serialize;
 
-use crate::model::{
-    ids, Extra, Goal, GoalState, GoalStatus, Meta, QuotaPolicy, Refusal, State, FORMAT,
-};
+use crate::model::{ids, Goal, Refusal, State};
 use crate::ops::{non_empty, Context};
 use crate::store::{transact, Message, Oid, Write, STATE_REF};
 use crate::Result;
@@ -63,28 +61,7 @@ pub fn init(ctx: &Context, args: &InitArgs) -> Result<InitReport> {
                 "there is no loopx state yet: pass --goal-text \"…\" to create it",
             )
         })?;
-        let goal = Goal {
-            id: goal_id.clone(),
-            objective,
-            status: GoalStatus::Active,
-            next_action: None,
-            write_scope: Vec::new(),
-            guards: Vec::new(),
-            authority_sources: Vec::new(),
-            quota: QuotaPolicy::default(),
-            created_at: now,
-            updated_at: now,
-            rev: 1,
-            extra: Extra::new(),
-        };
-        let mut new = State::new(Meta {
-            format: FORMAT,
-            default_goal: goal_id.clone(),
-            created_at: now,
-            extra: Extra::new(),
-        });
-        new.goals.insert(goal_id.clone(), GoalState::new(goal));
-        *state = Some(new);
+        *state = Some(State::with_goal(Goal::new(&goal_id, &objective, now), now));
         let message = Message::new("init", format!("init loopx state with goal {goal_id}"))
             .trailer("Loopx-Goal", goal_id.clone());
         Ok::<_, crate::Error>(Write::commit(true, message))

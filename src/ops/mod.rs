@@ -134,9 +134,6 @@ pub fn non_empty(what: &str, text: &str) -> Result<String> {
     Ok(trimmed.to_owned())
 }
 
-/// The model is re-exported for report types.
-pub use model::Code;
-
 pub mod todo;
 
 /// The state of a transaction, refusing when there is none yet.
@@ -265,6 +262,16 @@ pub fn resolve_todo(gs: &GoalState, query: &str) -> Result<String> {
         .into());
     }
     Ok(ids::resolve_prefix("todo", query, gs.todos.keys().map(String::as_str))?.to_owned())
+}
+
+/// Appends a run record to goal `goal` (the ledger is append-only).
+pub fn append_run(state: &mut State, goal: &str, run: &model::Run) {
+    state
+        .goals
+        .get_mut(goal)
+        .expect("the transaction's goal exists")
+        .runs
+        .insert(run.id.clone(), run.clone());
 }
 
 /// Marks an entity changed: `rev` + 1, `updated_at` = now.

@@ -163,12 +163,7 @@ pub fn spend(
         run.writeback = Some(target.id.clone());
         run.todo = target.todo.clone();
         run.turn = turn.clone().or(target.turn.clone());
-        state
-            .goals
-            .get_mut(goal)
-            .expect("goal exists")
-            .runs
-            .insert(run_id.clone(), run.clone());
+        crate::ops::append_run(state, goal, &run);
         let message = Message::new(
             "quota spend",
             format!(
@@ -229,12 +224,7 @@ pub fn void(ctx: &Context, query: &str, reason: &str) -> Result<VoidReport> {
         );
         run.spend = Some(id.clone());
         run.reason = Some(reason.clone());
-        state
-            .goals
-            .get_mut(goal)
-            .expect("goal exists")
-            .runs
-            .insert(run_id.clone(), run.clone());
+        crate::ops::append_run(state, goal, &run);
         let message = Message::new(
             "quota void",
             format!(

@@ -90,12 +90,7 @@ pub fn should_run(
         run.todo = decision.selected_todo.as_ref().map(|t| t.id.clone());
         run.reason = Some(decision.effective_action.to_owned());
         run.decision = Some(serde_json::to_value(&decision).expect("decisions serialize"));
-        state
-            .goals
-            .get_mut(goal)
-            .expect("goal exists")
-            .runs
-            .insert(run_id.clone(), run.clone());
+        crate::ops::append_run(state, goal, &run);
         let message = Message::new(
             "turn",
             format!("turn {key} by {agent_id}: {}", decision.effective_action),

@@ -181,34 +181,38 @@ pub fn apply_file(state: &mut State, path: &str, bytes: Option<&[u8]>) -> Result
             }
         }
         (Slot::Todo { goal, id, .. }, b) => {
-            let gs = state
-                .goals
-                .get_mut(goal)
-                .ok_or_else(|| err(path, "no such goal"))?;
-            match b {
-                Some(b) => {
-                    gs.todos.insert(id.to_owned(), decode(path, b)?);
-                }
-                None => {
-                    gs.todos.remove(id);
-                }
-            }
+            let gs = goal_of(state, goal, path)?;
+            apply_entity(&mut gs.todos, id, path, b)?;
         }
         (Slot::Run { goal, id, .. }, b) => {
-            let gs = state
-                .goals
-                .get_mut(goal)
-                .ok_or_else(|| err(path, "no such goal"))?;
-            match b {
-                Some(b) => {
-                    gs.runs.insert(id.to_owned(), decode(path, b)?);
-                }
-                None => {
-                    gs.runs.remove(id);
-                }
-            }
+            let gs = goal_of(state, goal, path)?;
+            apply_entity(&mut gs.runs, id, path, b)?;
         }
         (Slot::Foreign, _) | (Slot::Meta, None) | (Slot::Goal(_), None) => {}
+    }
+    Ok(())
+}
+
+fn goal_of<'a>(state: &'a mut State, goal: &str, path: &str) -> Result<&'a mut GoalState, Error> {
+    state
+        .goals
+        .get_mut(goal)
+        .ok_or_else(|| err(path, "no such goal"))
+}
+
+fn apply_entity<T: DeserializeOwned>(
+    map: &mut crate::model::Tracked<T>,
+    id: &str,
+    path: &str,
+    bytes: Option<&[u8]>,
+) -> Result<(), Error> {
+    match bytes {
+        Some(b) => {
+            map.insert(id.to_owned(), decode(path, b)?);
+        }
+        None => {
+            map.remove(id);
+        }
     }
     Ok(())
 }

@@ -20,25 +20,27 @@ impl Usage {
     }
 }
 
-/// Spends that count: in the window `(now - window, now]` and not voided.
-pub fn counted_spends(gs: &GoalState, now: Timestamp) -> Vec<&Run> {
-    let window = i64::from(gs.goal.quota.window_hours) * 3600;
-    let start = now.plus_seconds(-window);
+/// Spends that were not voided, in any window.
+pub fn live_spends(gs: &GoalState) -> Vec<&Run> {
     let voided: std::collections::BTreeSet<&str> = gs
         .runs
         .values()
         .filter(|r| r.kind == RunKind::Void)
         .filter_map(|r| r.spend.as_deref())
         .collect();
-    let mut spends: Vec<&Run> = gs
-        .runs
+    gs.runs
         .values()
-        .filter(|r| {
-            r.kind == RunKind::Spend
-                && r.at > start
-                && r.at <= now
-                && !voided.contains(r.id.as_str())
-        })
+        .filter(|r| r.kind == RunKind::Spend && !voided.contains(r.id.as_str()))
+        .collect()
+}
+
+/// Spends that count: in the window `(now - window, now]` and not voided.
+pub fn counted_spends(gs: &GoalState, now: Timestamp) -> Vec<&Run> {
+    let window = i64::from(gs.goal.quota.window_hours) * 3600;
+    let start = now.plus_seconds(-window);
+    let mut spends: Vec<&Run> = live_spends(gs)
+        .into_iter()
+        .filter(|r| r.at > start && r.at <= now)
         .collect();
     spends.sort_by(|a, b| (a.at, &a.id).cmp(&(b.at, &b.id)));
     spends

@@ -46,17 +46,7 @@ pub fn spend(
     let nonce = nonce();
     let done = mutate_maybe(ctx, |state, goal| {
         let gs = &state.goals[goal];
-        let voided: std::collections::BTreeSet<&str> = gs
-            .runs
-            .values()
-            .filter(|r| r.kind == RunKind::Void)
-            .filter_map(|r| r.spend.as_deref())
-            .collect();
-        let live_spends: Vec<&Run> = gs
-            .runs
-            .values()
-            .filter(|r| r.kind == RunKind::Spend && !voided.contains(r.id.as_str()))
-            .collect();
+        let live_spends = quota::live_spends(gs);
         // The writeback this spend is for.
         let target: Run = match writeback {
             Some(q) => {

@@ -9,7 +9,8 @@
 //! installed (`scripts/install-reference.sh`; set LOOPX_REF_BIN and
 //! LOOPX_REF_PATH), it also times the same governed turn in both.
 //!
-//! Options: `--sizes 100,1000` `--reps 25` `--quick` (small sizes, few reps).
+//! Options: `--sizes 100,1000` `--reps 25` `--quick` (small sizes, few reps);
+//! `--setup DIR N` only builds a repository of N todos under DIR and prints its path.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -654,6 +655,23 @@ fn reference_turn(env: &Env, o: &Opts, t: &mut Table) {
 }
 
 fn main() {
+    // `--setup DIR N`: only build a repository of N todos at DIR/sN and keep
+    // it (for profiling one command by hand), then stop.
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--setup") {
+        let (Some(dir), Some(n)) = (args.get(2), args.get(3).and_then(|n| n.parse().ok())) else {
+            panic!("usage: bench --setup DIR N");
+        };
+        let env = Env {
+            root: tempfile::TempDir::new_in(dir).unwrap(),
+            bin: bin(),
+        };
+        std::fs::create_dir_all(env.home()).unwrap();
+        let repo = build(&env, &format!("s{n}"), n);
+        println!("{}", repo.display());
+        std::mem::forget(env.root.keep());
+        return;
+    }
     let o = opts();
     let env = Env {
         root: tempfile::tempdir().unwrap(),

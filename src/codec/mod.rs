@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::model::{ids, Agent, Goal, GoalState, Meta, Run, State, Todo, FORMAT};
+use crate::model::tracked::Entities;
+use crate::model::{ids, Agent, Goal, GoalState, Meta, Run, State, Todo, Tracked, FORMAT};
 
 /// Largest entity file we parse; anything bigger is refused as hostile.
 pub const MAX_FILE_BYTES: usize = 256 * 1024;
@@ -246,23 +247,23 @@ pub fn changed_files(old: Option<&State>, new: &State) -> Vec<FileEdit> {
     }
     fn map<T: Serialize + PartialEq>(
         out: &mut Vec<FileEdit>,
-        old: Option<&BTreeMap<String, T>>,
-        new: &BTreeMap<String, T>,
+        old: Option<&dyn Entities<T>>,
+        new: &dyn Entities<T>,
         path: impl Fn(&T) -> String + Copy,
     ) {
-        for (id, b) in new {
-            entity(out, old.and_then(|o| o.get(id)), Some(b), path);
+        for id in new.entity_keys() {
+            entity(out, old.and_then(|o| o.entity(id)), new.entity(id), path);
         }
-        for (id, a) in old.into_iter().flatten() {
-            if !new.contains_key(id) {
-                entity(out, Some(a), None, path);
+        for id in old.into_iter().flat_map(|o| o.entity_keys()) {
+            if new.entity(id).is_none() {
+                entity(out, old.and_then(|o| o.entity(id)), None, path);
             }
         }
     }
     entity(&mut out, old.map(|o| &o.meta), Some(&new.meta), |_| {
         META_PATH.to_owned()
     });
-    map(&mut out, old.map(|o| &o.agents), &new.agents, |a| {
+    map(&mut out, old.map(|o| &o.agents as _), &new.agents, |a| {
         agent_path(&a.id)
     });
     for (gid, gs) in &new.goals {
@@ -270,14 +271,14 @@ pub fn changed_files(old: Option<&State>, new: &State) -> Vec<FileEdit> {
         entity(&mut out, og.map(|g| &g.goal), Some(&gs.goal), |g| {
             goal_path(&g.id)
         });
-        map(&mut out, og.map(|g| &*g.todos), &gs.todos, todo_path);
-        map(&mut out, og.map(|g| &*g.runs), &gs.runs, run_path);
+        map(&mut out, og.map(|g| &g.todos as _), &gs.todos, todo_path);
+        map(&mut out, og.map(|g| &g.runs as _), &gs.runs, run_path);
     }
     for (gid, og) in old.map(|o| &o.goals).into_iter().flatten() {
         if !new.goals.contains_key(gid) {
             out.push((goal_path(gid), None));
-            map(&mut out, Some(&og.todos), &BTreeMap::new(), todo_path);
-            map(&mut out, Some(&og.runs), &BTreeMap::new(), run_path);
+            map(&mut out, Some(&og.todos), &Tracked::new(), todo_path);
+            map(&mut out, Some(&og.runs), &Tracked::new(), run_path);
         }
     }
     out

@@ -15,7 +15,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::model::{GoalState, State};
+use crate::model::tracked::Entities;
+use crate::model::{GoalState, State, Tracked};
 
 /// A value that lost to the other side's, never silently.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -200,18 +201,18 @@ where
 
 fn merge_map<T>(
     kind: &str,
-    b: Option<&BTreeMap<String, T>>,
-    l: &BTreeMap<String, T>,
-    r: &BTreeMap<String, T>,
+    b: Option<&dyn Entities<T>>,
+    l: &dyn Entities<T>,
+    r: &dyn Entities<T>,
     ctx: &mut Ctx<'_>,
 ) -> Result<BTreeMap<String, T>, String>
 where
     T: Serialize + DeserializeOwned + PartialEq + Clone,
 {
     let mut ids: Vec<&String> = l
-        .keys()
-        .chain(r.keys())
-        .chain(b.into_iter().flat_map(|b| b.keys()))
+        .entity_keys()
+        .chain(r.entity_keys())
+        .chain(b.into_iter().flat_map(|b| b.entity_keys()))
         .collect();
     ids.sort();
     ids.dedup();
@@ -220,9 +221,9 @@ where
         let entity = format!("{kind} {id}");
         if let Some(v) = merge_entity(
             &entity,
-            b.and_then(|b| b.get(id)),
-            l.get(id),
-            r.get(id),
+            b.and_then(|b| b.entity(id)),
+            l.entity(id),
+            r.entity(id),
             ctx,
         )? {
             out.insert(id.clone(), v);
@@ -249,7 +250,7 @@ pub fn merge(base: Option<&State>, local: &State, remote: &State) -> Result<Merg
     .unwrap_or_else(|| local.meta.clone());
     let agents = merge_map(
         "agent",
-        base.map(|b| &b.agents),
+        base.map(|b| &b.agents as _),
         &local.agents,
         &remote.agents,
         &mut ctx,
@@ -269,18 +270,18 @@ pub fn merge(base: Option<&State>, local: &State, remote: &State) -> Result<Merg
             &mut ctx,
         )?;
         let Some(goal) = goal else { continue };
-        let none = BTreeMap::new();
+        let none = Tracked::new();
         let todos = merge_map(
             "todo",
-            bg.map(|g| &*g.todos),
+            bg.map(|g| &g.todos as _),
             lg.map_or(&none, |g| &g.todos),
             rg.map_or(&none, |g| &g.todos),
             &mut ctx,
         )?;
-        let nor = BTreeMap::new();
+        let nor = Tracked::new();
         let runs = merge_map(
             "run",
-            bg.map(|g| &*g.runs),
+            bg.map(|g| &g.runs as _),
             lg.map_or(&nor, |g| &g.runs),
             rg.map_or(&nor, |g| &g.runs),
             &mut ctx,

@@ -15,7 +15,7 @@ pub mod select;
 pub mod should_run;
 mod state;
 mod time;
-mod tracked;
+pub mod tracked;
 
 pub use entity::*;
 pub use refusal::{Code, Refusal};

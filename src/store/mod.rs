@@ -6,6 +6,8 @@
 //! store for unit tests. [`transaction`] builds the load → mutate → CAS →
 //! retry loop on top, and is the only way the crate writes state.
 
+pub mod binary;
+pub mod cache;
 pub mod gix_store;
 pub mod memory;
 mod message;

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::codec;
 use crate::model::{State, Timestamp};
+use crate::store::cache::remember_delta;
 use crate::store::{CasResult, Error, FileChange, Message, Oid, Snapshot, Store};
 
 /// How many times a writer reloads after losing the race before it gives up.
@@ -52,6 +53,9 @@ pub struct Committed<R> {
     pub attempts: u32,
 }
 
+/// The state at a commit, through the host-local cache (see [`crate::store::cache`]).
+pub use crate::store::cache::state_at;
+
 /// Decodes the state of `snapshot`, naming the commit on failure.
 pub fn decode(snapshot: &Snapshot) -> Result<Option<State>, Error> {
     let Some(commit) = &snapshot.commit else {
@@ -68,96 +72,6 @@ pub fn decode(snapshot: &Snapshot) -> Result<Option<State>, Error> {
         commit: commit.clone(),
         source,
     })
-}
-
-/// The host-local cache key of the parsed state of `commit`. The version is
-/// part of it, so a different git-loopx never reads another's cache.
-fn cache_key(commit: &Oid) -> String {
-    format!("state-{}-{}.json", env!("CARGO_PKG_VERSION"), commit)
-}
-
-fn delta_key(commit: &Oid) -> String {
-    format!("delta-{}-{}.json", env!("CARGO_PKG_VERSION"), commit)
-}
-
-/// A commit's state as its parent's plus the files it changed: what a write
-/// caches, so it never re-serializes the whole state.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct Delta {
-    parent: Oid,
-    files: Vec<(String, Option<String>)>,
-}
-
-/// Longest chain of deltas read before a full snapshot is written again.
-const MAX_DELTAS: usize = 24;
-
-/// The state at `commit`: from the parsed-state cache when this host has
-/// seen the commit before (a snapshot, or a chain of deltas ending in one),
-/// else read from git, decoded, and cached.
-pub fn state_at<S: Store + ?Sized>(store: &S, commit: &Oid) -> Result<State, Error> {
-    if let Some((state, depth)) = cached(store, commit, 0) {
-        if depth >= MAX_DELTAS {
-            remember(store, commit, &state);
-        }
-        return Ok(state);
-    }
-    let snapshot = store.read(commit)?;
-    let state = decode(&snapshot)?.expect("snapshot of a commit");
-    remember(store, commit, &state);
-    Ok(state)
-}
-
-fn cached<S: Store + ?Sized>(store: &S, commit: &Oid, depth: usize) -> Option<(State, usize)> {
-    if let Some(bytes) = store.cache_read(&cache_key(commit)) {
-        match serde_json::from_slice::<State>(&bytes) {
-            Ok(state) => return Some((state, depth)),
-            Err(_) => tracing::debug!("ignoring an unreadable state cache for {commit}"),
-        }
-    }
-    if depth > 2 * MAX_DELTAS {
-        return None;
-    }
-    let delta: Delta = serde_json::from_slice(&store.cache_read(&delta_key(commit))?).ok()?;
-    let (mut state, depth) = cached(store, &delta.parent, depth + 1)?;
-    for (path, bytes) in &delta.files {
-        codec::apply_file(&mut state, path, bytes.as_deref().map(str::as_bytes)).ok()?;
-    }
-    state.clean();
-    Some((state, depth))
-}
-
-fn remember<S: Store + ?Sized>(store: &S, commit: &Oid, state: &State) {
-    if let Ok(bytes) = serde_json::to_vec(state) {
-        store.cache_write(&cache_key(commit), &bytes);
-    }
-}
-
-fn remember_delta<S: Store + ?Sized>(
-    store: &S,
-    commit: &Oid,
-    parent: Option<&Oid>,
-    state: &State,
-    changes: &[FileChange],
-) {
-    let Some(parent) = parent else {
-        return remember(store, commit, state);
-    };
-    let files = changes
-        .iter()
-        .map(|c| match c {
-            FileChange::Upsert { path, bytes } => (
-                path.clone(),
-                Some(String::from_utf8_lossy(bytes).into_owned()),
-            ),
-            FileChange::Remove { path } => (path.clone(), None),
-        })
-        .collect();
-    if let Ok(bytes) = serde_json::to_vec(&Delta {
-        parent: parent.clone(),
-        files,
-    }) {
-        store.cache_write(&delta_key(commit), &bytes);
-    }
 }
 
 /// The current tip and its state (read-only).

@@ -1,0 +1,678 @@
+//! A compact binary form of a parsed [`State`], for the host-local cache only.
+//!
+//! The cache exists so a command does not re-read ten thousand YAML files;
+//! JSON made it parse in 12–20 ms at 10,000 todos, most of it in string
+//! scanning and `flatten` buffering. This form is read field by field with
+//! no intermediate values: strings are length-prefixed, numbers are varints,
+//! enums are one byte, and unknown fields (`extra`) are a length-prefixed
+//! JSON blob that is empty for nearly every entity.
+//!
+//! Invariants: `decode(&encode(s)) == Some(s)` for every state (a property
+//! test holds it to that); a truncated, foreign or older blob decodes to
+//! `None`, never to a wrong state, so the caller falls back to git. The small
+//! entities (meta, agents, goals) go through JSON: there are few of them.
+//! Every entity is destructured field by field, so adding a field to the
+//! model does not compile until this file encodes it too.
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use std::sync::Arc;
+
+use crate::model::tracked::Source;
+use crate::model::{
+    Claim, Decision, Extra, GoalState, Monitor, Note, Outcome, Priority, Role, Run, RunKind, State,
+    Timestamp, Todo, TodoClass, TodoStatus, Tracked, Validation,
+};
+
+/// Changes whenever the layout below changes (the cache key holds it too).
+const MAGIC: &[u8; 8] = b"LXSTATE3";
+
+/// The state as cache bytes.
+pub fn encode(state: &State) -> Vec<u8> {
+    let mut w = Writer(Vec::with_capacity(64 * 1024));
+    w.0.extend_from_slice(MAGIC);
+    w.json(&state.meta);
+    w.json(&state.agents);
+    w.len(state.goals.len());
+    for (id, gs) in &state.goals {
+        w.str(id);
+        w.json(&gs.goal);
+        w.len(gs.todos.len());
+        for (id, todo) in gs.todos.iter() {
+            w.str(id);
+            w.framed(|w| w.todo(todo));
+        }
+        w.len(gs.runs.len());
+        for (id, run) in gs.runs.iter() {
+            w.str(id);
+            w.framed(|w| w.run(run));
+        }
+    }
+    let sum = checksum(&w.0);
+    w.0.extend_from_slice(&sum.to_le_bytes());
+    w.0
+}
+
+/// The state in `bytes`, or `None` when they are not a whole, intact blob of
+/// this layout. Todos and runs stay encoded until read (see [`Tracked::lazy`]):
+/// the checksum vouches for their bytes, which this encoder wrote.
+pub fn decode(bytes: &[u8]) -> Option<State> {
+    let (body, sum) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
+    if u64::from_le_bytes(sum.try_into().ok()?) != checksum(body) || body.len() > u32::MAX as usize
+    {
+        return None;
+    }
+    let shared: Arc<[u8]> = Arc::from(body);
+    let mut r = Reader { b: body, at: 0 };
+    if r.take(MAGIC.len())? != MAGIC {
+        return None;
+    }
+    let mut state = State::new(r.json()?);
+    state.agents = r.json()?;
+    for _ in 0..r.len()? {
+        let id = r.string()?;
+        let mut gs = GoalState::new(r.json()?);
+        let todos = r.frames()?;
+        gs.todos = Tracked::lazy(
+            Source {
+                bytes: shared.clone(),
+                decode: |b| Reader::whole(b, |r| r.todo()),
+            },
+            todos,
+        );
+        let runs = r.frames()?;
+        gs.runs = Tracked::lazy(
+            Source {
+                bytes: shared.clone(),
+                decode: |b| Reader::whole(b, |r| r.run()),
+            },
+            runs,
+        );
+        state.goals.insert(id, gs);
+    }
+    (r.at == body.len()).then_some(state)
+}
+
+/// A fast 64-bit checksum (multiply-rotate over 8-byte words): it only has
+/// to catch a damaged or foreign file, not an adversary.
+fn checksum(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut h = (bytes.len() as u64).wrapping_mul(K);
+    let mut words = bytes.chunks_exact(8);
+    for w in &mut words {
+        let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+        h = (h ^ w).wrapping_mul(K).rotate_left(29);
+    }
+    for &b in words.remainder() {
+        h = (h ^ u64::from(b)).wrapping_mul(K).rotate_left(29);
+    }
+    h ^ (h >> 32)
+}
+
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn u64(&mut self, mut n: u64) {
+        while n >= 0x80 {
+            self.0.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        self.0.push(n as u8);
+    }
+
+    fn len(&mut self, n: usize) {
+        self.u64(n as u64);
+    }
+
+    fn i64(&mut self, n: i64) {
+        // zig-zag, so small negative numbers stay small
+        self.u64(((n << 1) ^ (n >> 63)) as u64);
+    }
+
+    fn byte(&mut self, b: u8) {
+        self.0.push(b);
+    }
+
+    fn str(&mut self, s: &str) {
+        self.len(s.len());
+        self.0.extend_from_slice(s.as_bytes());
+    }
+
+    fn opt_str(&mut self, s: Option<&str>) {
+        match s {
+            None => self.byte(0),
+            Some(s) => {
+                self.byte(1);
+                self.str(s);
+            }
+        }
+    }
+
+    fn strs(&mut self, v: &[String]) {
+        self.len(v.len());
+        for s in v {
+            self.str(s);
+        }
+    }
+
+    fn time(&mut self, t: Timestamp) {
+        self.i64(t.unix());
+    }
+
+    fn opt_time(&mut self, t: Option<Timestamp>) {
+        match t {
+            None => self.byte(0),
+            Some(t) => {
+                self.byte(1);
+                self.time(t);
+            }
+        }
+    }
+
+    /// Writes what `f` writes, preceded by its length.
+    fn framed(&mut self, f: impl FnOnce(&mut Self)) {
+        let mut inner = Writer(std::mem::take(&mut self.0));
+        let start = inner.0.len();
+        f(&mut inner);
+        let body = inner.0.split_off(start);
+        self.0 = inner.0;
+        self.len(body.len());
+        self.0.extend_from_slice(&body);
+    }
+
+    fn json<T: Serialize>(&mut self, value: &T) {
+        let bytes = serde_json::to_vec(value).expect("BUG: entities serialize to JSON");
+        self.len(bytes.len());
+        self.0.extend_from_slice(&bytes);
+    }
+
+    fn extra(&mut self, extra: &Extra) {
+        if extra.is_empty() {
+            self.len(0);
+        } else {
+            self.json(extra);
+        }
+    }
+
+    fn todo(&mut self, t: &Todo) {
+        let Todo {
+            id,
+            goal,
+            text,
+            role,
+            class,
+            status,
+            priority,
+            created_at,
+            created_by,
+            updated_at,
+            rev,
+            claim,
+            last_epoch,
+            requires_capabilities,
+            exclude_agents,
+            resume_when,
+            validate,
+            evidence,
+            successors,
+            unblocks,
+            blocks_agent,
+            global,
+            decision,
+            notes,
+            monitor,
+            extra,
+        } = t;
+        self.str(id);
+        self.str(goal);
+        self.str(text);
+        self.byte(match role {
+            Role::Agent => 0,
+            Role::User => 1,
+        });
+        self.byte(match class {
+            TodoClass::AdvancementTask => 0,
+            TodoClass::ContinuousMonitor => 1,
+            TodoClass::Blocker => 2,
+            TodoClass::UserGate => 3,
+            TodoClass::UserAction => 4,
+        });
+        self.byte(match status {
+            TodoStatus::Open => 0,
+            TodoStatus::Blocked => 1,
+            TodoStatus::Deferred => 2,
+            TodoStatus::Done => 3,
+        });
+        self.byte(*priority as u8);
+        self.time(*created_at);
+        self.opt_str(created_by.as_deref());
+        self.time(*updated_at);
+        self.u64(*rev);
+        match claim {
+            None => self.byte(0),
+            Some(Claim {
+                agent,
+                epoch,
+                acquired_at,
+                expires_at,
+                extra,
+            }) => {
+                self.byte(1);
+                self.str(agent);
+                self.u64(*epoch);
+                self.time(*acquired_at);
+                self.time(*expires_at);
+                self.extra(extra);
+            }
+        }
+        self.u64(*last_epoch);
+        self.strs(requires_capabilities);
+        self.strs(exclude_agents);
+        self.opt_str(resume_when.as_deref());
+        self.opt_str(validate.as_deref());
+        self.opt_str(evidence.as_deref());
+        self.strs(successors);
+        self.opt_str(unblocks.as_deref());
+        self.opt_str(blocks_agent.as_deref());
+        self.byte(u8::from(*global));
+        self.byte(match decision {
+            None => 0,
+            Some(Decision::Approve) => 1,
+            Some(Decision::Reject) => 2,
+            Some(Decision::Cancel) => 3,
+        });
+        self.len(notes.len());
+        for Note {
+            at,
+            agent,
+            text,
+            extra,
+        } in notes
+        {
+            self.time(*at);
+            self.opt_str(agent.as_deref());
+            self.str(text);
+            self.extra(extra);
+        }
+        match monitor {
+            None => self.byte(0),
+            Some(Monitor {
+                cadence,
+                next_due_at,
+                extra,
+            }) => {
+                self.byte(1);
+                self.str(cadence);
+                self.opt_time(*next_due_at);
+                self.extra(extra);
+            }
+        }
+        self.extra(extra);
+    }
+
+    fn run(&mut self, r: &Run) {
+        let Run {
+            id,
+            kind,
+            goal,
+            agent,
+            at,
+            todo,
+            epoch,
+            outcome,
+            summary,
+            validation,
+            artifacts,
+            turn,
+            slots,
+            writeback,
+            spend,
+            reason,
+            decision,
+            extra,
+        } = r;
+        self.str(id);
+        self.byte(match kind {
+            RunKind::Writeback => 0,
+            RunKind::Spend => 1,
+            RunKind::Void => 2,
+            RunKind::Turn => 3,
+        });
+        self.str(goal);
+        self.opt_str(agent.as_deref());
+        self.time(*at);
+        self.opt_str(todo.as_deref());
+        match epoch {
+            None => self.byte(0),
+            Some(e) => {
+                self.byte(1);
+                self.u64(*e);
+            }
+        }
+        self.byte(match outcome {
+            None => 0,
+            Some(Outcome::SurfaceOnly) => 1,
+            Some(Outcome::OutcomeGap) => 2,
+            Some(Outcome::OutcomeProgress) => 3,
+            Some(Outcome::PrimaryGoalOutcome) => 4,
+        });
+        self.opt_str(summary.as_deref());
+        match validation {
+            None => self.byte(0),
+            Some(Validation {
+                command,
+                exit_code,
+                extra,
+            }) => {
+                self.byte(1);
+                self.str(command);
+                self.i64(i64::from(*exit_code));
+                self.extra(extra);
+            }
+        }
+        self.strs(artifacts);
+        self.opt_str(turn.as_deref());
+        match slots {
+            None => self.byte(0),
+            Some(n) => {
+                self.byte(1);
+                self.u64(u64::from(*n));
+            }
+        }
+        self.opt_str(writeback.as_deref());
+        self.opt_str(spend.as_deref());
+        self.opt_str(reason.as_deref());
+        match decision {
+            None => self.byte(0),
+            Some(value) => {
+                self.byte(1);
+                self.json(value);
+            }
+        }
+        self.extra(extra);
+    }
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let end = self.at.checked_add(n)?;
+        let out = self.b.get(self.at..end)?;
+        self.at = end;
+        Some(out)
+    }
+
+    /// Runs `f` over all of `bytes`, which it must consume exactly.
+    fn whole<T>(bytes: &[u8], f: impl FnOnce(&mut Reader<'_>) -> Option<T>) -> Option<T> {
+        let mut r = Reader { b: bytes, at: 0 };
+        let value = f(&mut r)?;
+        (r.at == bytes.len()).then_some(value)
+    }
+
+    /// `n` then `n` × (key, framed entity): the keys, ascending, and where
+    /// each entity's bytes lie.
+    fn frames(&mut self) -> Option<Vec<(String, std::ops::Range<usize>)>> {
+        let n = self.len()?;
+        let mut out = Vec::with_capacity(n.min(self.b.len()));
+        for _ in 0..n {
+            let key = self.string()?;
+            if out
+                .last()
+                .is_some_and(|(last, _): &(String, _)| *last >= key)
+            {
+                return None;
+            }
+            let len = self.len()?;
+            let start = self.at;
+            self.take(len)?;
+            out.push((key, start..start + len));
+        }
+        Some(out)
+    }
+
+    fn byte(&mut self) -> Option<u8> {
+        let b = *self.b.get(self.at)?;
+        self.at += 1;
+        Some(b)
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        let mut n = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte()?;
+            n |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                return Some(n);
+            }
+        }
+        None
+    }
+
+    fn len(&mut self) -> Option<usize> {
+        usize::try_from(self.u64()?).ok()
+    }
+
+    fn i64(&mut self) -> Option<i64> {
+        let n = self.u64()?;
+        Some(((n >> 1) as i64) ^ -((n & 1) as i64))
+    }
+
+    fn bool(&mut self) -> Option<bool> {
+        match self.byte()? {
+            0 => Some(false),
+            1 => Some(true),
+            _ => None,
+        }
+    }
+
+    fn str(&mut self) -> Option<&'a str> {
+        let n = self.len()?;
+        std::str::from_utf8(self.take(n)?).ok()
+    }
+
+    fn string(&mut self) -> Option<String> {
+        self.str().map(str::to_owned)
+    }
+
+    fn opt<T>(&mut self, f: impl FnOnce(&mut Self) -> Option<T>) -> Option<Option<T>> {
+        if self.bool()? {
+            f(self).map(Some)
+        } else {
+            Some(None)
+        }
+    }
+
+    fn opt_string(&mut self) -> Option<Option<String>> {
+        self.opt(Self::string)
+    }
+
+    fn strings(&mut self) -> Option<Vec<String>> {
+        let n = self.len()?;
+        (0..n).map(|_| self.string()).collect()
+    }
+
+    fn time(&mut self) -> Option<Timestamp> {
+        self.i64().map(Timestamp::from_unix)
+    }
+
+    fn json<T: DeserializeOwned>(&mut self) -> Option<T> {
+        let n = self.len()?;
+        serde_json::from_slice(self.take(n)?).ok()
+    }
+
+    fn extra(&mut self) -> Option<Extra> {
+        if self.b.get(self.at) == Some(&0) {
+            self.at += 1;
+            return Some(Extra::new());
+        }
+        self.json()
+    }
+
+    fn todo(&mut self) -> Option<Todo> {
+        Some(Todo {
+            id: self.string()?,
+            goal: self.string()?,
+            text: self.string()?,
+            role: match self.byte()? {
+                0 => Role::Agent,
+                1 => Role::User,
+                _ => return None,
+            },
+            class: match self.byte()? {
+                0 => TodoClass::AdvancementTask,
+                1 => TodoClass::ContinuousMonitor,
+                2 => TodoClass::Blocker,
+                3 => TodoClass::UserGate,
+                4 => TodoClass::UserAction,
+                _ => return None,
+            },
+            status: match self.byte()? {
+                0 => TodoStatus::Open,
+                1 => TodoStatus::Blocked,
+                2 => TodoStatus::Deferred,
+                3 => TodoStatus::Done,
+                _ => return None,
+            },
+            priority: match self.byte()? {
+                0 => Priority::P0,
+                1 => Priority::P1,
+                2 => Priority::P2,
+                3 => Priority::P3,
+                4 => Priority::P4,
+                _ => return None,
+            },
+            created_at: self.time()?,
+            created_by: self.opt_string()?,
+            updated_at: self.time()?,
+            rev: self.u64()?,
+            claim: self.opt(|r| {
+                Some(Claim {
+                    agent: r.string()?,
+                    epoch: r.u64()?,
+                    acquired_at: r.time()?,
+                    expires_at: r.time()?,
+                    extra: r.extra()?,
+                })
+            })?,
+            last_epoch: self.u64()?,
+            requires_capabilities: self.strings()?,
+            exclude_agents: self.strings()?,
+            resume_when: self.opt_string()?,
+            validate: self.opt_string()?,
+            evidence: self.opt_string()?,
+            successors: self.strings()?,
+            unblocks: self.opt_string()?,
+            blocks_agent: self.opt_string()?,
+            global: self.bool()?,
+            decision: match self.byte()? {
+                0 => None,
+                1 => Some(Decision::Approve),
+                2 => Some(Decision::Reject),
+                3 => Some(Decision::Cancel),
+                _ => return None,
+            },
+            notes: {
+                let n = self.len()?;
+                (0..n)
+                    .map(|_| {
+                        Some(Note {
+                            at: self.time()?,
+                            agent: self.opt_string()?,
+                            text: self.string()?,
+                            extra: self.extra()?,
+                        })
+                    })
+                    .collect::<Option<Vec<_>>>()?
+            },
+            monitor: self.opt(|r| {
+                Some(Monitor {
+                    cadence: r.string()?,
+                    next_due_at: r.opt(Self::time)?,
+                    extra: r.extra()?,
+                })
+            })?,
+            extra: self.extra()?,
+        })
+    }
+
+    fn run(&mut self) -> Option<Run> {
+        Some(Run {
+            id: self.string()?,
+            kind: match self.byte()? {
+                0 => RunKind::Writeback,
+                1 => RunKind::Spend,
+                2 => RunKind::Void,
+                3 => RunKind::Turn,
+                _ => return None,
+            },
+            goal: self.string()?,
+            agent: self.opt_string()?,
+            at: self.time()?,
+            todo: self.opt_string()?,
+            epoch: self.opt(Self::u64)?,
+            outcome: match self.byte()? {
+                0 => None,
+                1 => Some(Outcome::SurfaceOnly),
+                2 => Some(Outcome::OutcomeGap),
+                3 => Some(Outcome::OutcomeProgress),
+                4 => Some(Outcome::PrimaryGoalOutcome),
+                _ => return None,
+            },
+            summary: self.opt_string()?,
+            validation: self.opt(|r| {
+                Some(Validation {
+                    command: r.string()?,
+                    exit_code: i32::try_from(r.i64()?).ok()?,
+                    extra: r.extra()?,
+                })
+            })?,
+            artifacts: self.strings()?,
+            turn: self.opt_string()?,
+            slots: self.opt(|r| u32::try_from(r.u64()?).ok())?,
+            writeback: self.opt_string()?,
+            spend: self.opt_string()?,
+            reason: self.opt_string()?,
+            decision: self.opt(Self::json)?,
+            extra: self.extra()?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Goal;
+
+    #[test]
+    fn truncated_or_foreign_bytes_decode_to_none() {
+        let now = Timestamp::from_unix(1_800_000_000);
+        let mut state = State::with_goal(Goal::new("g", "o", now), now);
+        let id = "todo_0123456789ab".to_owned();
+        let todo = Todo::new(
+            id.clone(),
+            "g",
+            "t",
+            Role::Agent,
+            TodoClass::Blocker,
+            Priority::P1,
+            Some("a"),
+            now,
+        );
+        state.goals.get_mut("g").unwrap().todos.insert(id, todo);
+        state.clean();
+        let bytes = encode(&state);
+        assert_eq!(decode(&bytes).as_ref(), Some(&state));
+        for cut in 0..bytes.len() {
+            assert_eq!(decode(&bytes[..cut]), None, "cut at {cut}");
+        }
+        assert_eq!(decode(b"{\"meta\":{}}"), None);
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert_eq!(decode(&longer), None);
+    }
+}

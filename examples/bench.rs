@@ -10,6 +10,7 @@
 //! LOOPX_REF_PATH), it also times the same governed turn in both.
 //!
 //! Options: `--sizes 100,1000` `--reps 25` `--quick` (small sizes, few reps);
+//! `--only sizes|contention|merge|turn` runs one part;
 //! `--setup DIR N` only builds a repository of N todos under DIR and prints its path.
 
 use std::path::{Path, PathBuf};
@@ -26,6 +27,8 @@ struct Opts {
     reps: usize,
     contention: (usize, usize),
     divergent: usize,
+    /// Run only this part: `sizes`, `contention`, `merge` or `turn`.
+    only: Option<String>,
 }
 
 fn opts() -> Opts {
@@ -35,6 +38,7 @@ fn opts() -> Opts {
         reps: 25,
         contention: (8, 100),
         divergent: 500,
+        only: None,
     };
     let mut i = 0;
     while i < args.len() {
@@ -48,6 +52,10 @@ fn opts() -> Opts {
             }
             "--reps" => {
                 o.reps = args[i + 1].parse().expect("--reps N");
+                i += 1;
+            }
+            "--only" => {
+                o.only = Some(args[i + 1].clone());
                 i += 1;
             }
             "--quick" => {
@@ -435,11 +443,36 @@ fn bench_size(env: &Env, o: &Opts, n: usize, t: &mut Table) {
     );
 }
 
-/// 8 processes, each claiming its own 100 todos, all racing on the same ref:
-/// every claim must land exactly once (one commit each, none lost).
-fn contention(env: &Env, o: &Opts, t: &mut Table) {
+/// How the contended claims are made.
+#[derive(Clone, Copy)]
+enum Claimer {
+    /// Each of the processes is long-lived and makes its claims through the
+    /// library (as an agent host linking git-loopx would): this bench binary
+    /// re-run as `--claim-worker`.
+    Library,
+    /// Each claim is its own `git loopx todo claim` process.
+    Cli,
+}
+
+/// `--claim-worker DIR AGENT ID...`: claims each id in turn, in this process.
+fn claim_worker(args: &[String]) {
+    let (dir, agent, ids) = (Path::new(&args[0]), &args[1], &args[2..]);
+    let ctx = loopx::ops::Context::open(dir, now(), Some(agent.clone()), None).unwrap();
+    for id in ids {
+        loopx::ops::lease::claim(&ctx, id, 45 * 60).unwrap();
+    }
+}
+
+/// `procs` processes, each claiming its own `each` todos, all racing on the
+/// same ref: every claim must land exactly once (one commit each, none lost,
+/// the right holder).
+fn contention(env: &Env, o: &Opts, t: &mut Table, how: Claimer) {
     let (procs, each) = o.contention;
-    let dir = build(env, "contention", procs * each);
+    let name = match how {
+        Claimer::Library => "contention-lib",
+        Claimer::Cli => "contention-cli",
+    };
+    let dir = build(env, name, procs * each);
     let before: usize = env
         .git(&dir, &["rev-list", "--count", "loopx-state"])
         .parse()
@@ -448,18 +481,28 @@ fn contention(env: &Env, o: &Opts, t: &mut Table) {
     std::thread::scope(|s| {
         for p in 0..procs {
             let dir = &dir;
-            s.spawn(move || {
-                for k in 0..each {
-                    env.loopx_ok(
-                        dir,
-                        &[
-                            "--agent",
-                            &format!("agent-{p}"),
-                            "todo",
-                            "claim",
-                            &todo_id(p * each + k),
-                        ],
+            let agent = format!("agent-{p}");
+            let ids: Vec<String> = (0..each).map(|k| todo_id(p * each + k)).collect();
+            s.spawn(move || match how {
+                Claimer::Library => {
+                    let exe = std::env::current_exe().unwrap();
+                    let out = hermetic(&mut Command::new(exe), &env.home())
+                        .arg("--claim-worker")
+                        .arg(dir)
+                        .arg(&agent)
+                        .args(&ids)
+                        .output()
+                        .unwrap();
+                    assert!(
+                        out.status.success(),
+                        "{}",
+                        String::from_utf8_lossy(&out.stderr)
                     );
+                }
+                Claimer::Cli => {
+                    for id in &ids {
+                        env.loopx_ok(dir, &["--agent", &agent, "todo", "claim", id]);
+                    }
                 }
             });
         }
@@ -481,9 +524,13 @@ fn contention(env: &Env, o: &Opts, t: &mut Table) {
     });
     let total = procs * each;
     let exactly_once = after - before == total && claims.len() == total && right_holder;
+    let what = match how {
+        Claimer::Library => format!("{procs} procs x {each} contended claims (library)"),
+        Claimer::Cli => format!("{total} claim processes, {procs} at a time"),
+    };
     t.line(
         "",
-        &format!("{procs} procs x {each} contended claims"),
+        &what,
         format!(
             "{total} claims in {:.2} s = {:.0} claims/s; exactly once: {}",
             wall.as_secs_f64(),
@@ -658,6 +705,9 @@ fn main() {
     // `--setup DIR N`: only build a repository of N todos at DIR/sN and keep
     // it (for profiling one command by hand), then stop.
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--claim-worker") {
+        return claim_worker(&args[2..]);
+    }
     if args.get(1).map(String::as_str) == Some("--setup") {
         let (Some(dir), Some(n)) = (args.get(2), args.get(3).and_then(|n| n.parse().ok())) else {
             panic!("usage: bench --setup DIR N");
@@ -669,7 +719,7 @@ fn main() {
         std::fs::create_dir_all(env.home()).unwrap();
         let repo = build(&env, &format!("s{n}"), n);
         println!("{}", repo.display());
-        std::mem::forget(env.root.keep());
+        let _ = env.root.keep();
         return;
     }
     let o = opts();
@@ -684,12 +734,22 @@ fn main() {
         "git-loopx benchmark: {} reps per figure, sizes {:?}",
         o.reps, o.sizes
     );
-    for &n in &o.sizes {
-        bench_size(&env, &o, n, &mut t);
+    let run = |part: &str| o.only.as_deref().is_none_or(|only| only == part);
+    if run("sizes") {
+        for &n in &o.sizes {
+            bench_size(&env, &o, n, &mut t);
+        }
     }
-    contention(&env, &o, &mut t);
-    divergent_merge(&env, &o, &mut t);
-    reference_turn(&env, &o, &mut t);
+    if run("contention") {
+        contention(&env, &o, &mut t, Claimer::Library);
+        contention(&env, &o, &mut t, Claimer::Cli);
+    }
+    if run("merge") {
+        divergent_merge(&env, &o, &mut t);
+    }
+    if run("turn") {
+        reference_turn(&env, &o, &mut t);
+    }
     println!("\n| todos | measure | p50 | p95 | note |\n|---:|---|---:|---:|---|");
     for r in &t.rows {
         println!("| {} | {} | {} | {} | {} |", r[0], r[1], r[2], r[3], r[4]);

@@ -139,6 +139,44 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// The host-local cache gives back the state it was given, whether an
+    /// entry is read lazily, copied as bytes, or re-encoded after a write.
+    #[test]
+    fn binary_cache_round_trip(todos in prop::collection::vec(todo(), 0..12), summary in tricky_string(), extra in extra(), pick in 0usize..12) {
+        use crate::store::binary;
+        let mut state = State::with_goal(crate::model::Goal::new("g", "o", t(0)), t(0));
+        let gs = state.goals.get_mut("g").unwrap();
+        for todo in todos {
+            gs.todos.insert(todo.id.clone(), todo);
+        }
+        let mut run = Run::new("run_0123456789ab".into(), RunKind::Spend, "g", None, t(5));
+        run.summary = Some(summary);
+        run.extra = extra;
+        run.decision = Some(serde_json::json!({"should_run": true}));
+        gs.runs.insert(run.id.clone(), run);
+        state.clean();
+        let bytes = binary::encode(&state);
+        let back = binary::decode(&bytes).ok_or_else(|| TestCaseError::fail("no decode"))?;
+        prop_assert_eq!(binary::encode(&back), bytes.clone(), "copied bytes re-encode identically");
+        prop_assert_eq!(&back, &state);
+        let mut lazy = binary::decode(&bytes).unwrap();
+        let mut eager = state.clone();
+        let picked = eager.goals["g"].todos.keys().nth(pick).cloned();
+        if let Some(id) = picked {
+            for s in [&mut lazy, &mut eager] {
+                s.goals.get_mut("g").unwrap().todos.get_mut(&id).unwrap().rev += 1;
+                s.clean();
+            }
+        }
+        prop_assert_eq!(binary::encode(&lazy), binary::encode(&eager));
+        let again = binary::decode(&binary::encode(&lazy));
+        prop_assert_eq!(again.as_ref(), Some(&eager));
+    }
+}
+
 #[derive(Clone, Debug)]
 enum Op {
     Add(u8),

@@ -132,7 +132,18 @@ impl<T> Tracked<T> {
         if !self.dirty.contains(key) {
             self.dirty.insert(key.to_owned());
         }
-        self.map.get_mut(key)?.value.get_mut().map(|b| &mut **b)
+        let slot = self.map.get_mut(key)?;
+        // The value may change now: its old bytes no longer describe it.
+        slot.raw = None;
+        slot.value.get_mut().map(|b| &mut **b)
+    }
+
+    /// The encoded bytes of `key`'s entity as loaded, if it has not been
+    /// written since (so an encoder can copy them instead of re-encoding).
+    pub fn encoded(&self, key: &str) -> Option<&[u8]> {
+        let (at, len) = self.map.get(key)?.raw?;
+        let source = self.source.as_ref()?;
+        source.bytes.get(at as usize..(at + len) as usize)
     }
 
     pub fn insert(&mut self, key: String, value: T) -> Option<T> {
@@ -307,10 +318,12 @@ mod tests {
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect();
         let mut l = lazy();
+        assert_eq!(l.encoded("c"), Some(&b"three"[..]));
         assert_eq!(l, eager);
         assert_eq!(l["b"], "two");
         assert!(l.dirty().is_empty());
         l.get_mut("c").unwrap().push('!');
+        assert_eq!(l.encoded("c"), None, "written entries are re-encoded");
         assert_eq!(l.remove("a").as_deref(), Some("one"));
         assert_eq!(l.insert("b".into(), "2".into()).as_deref(), Some("two"));
         let dirty: Vec<&str> = l.dirty().iter().map(String::as_str).collect();

@@ -39,14 +39,20 @@ pub fn encode(state: &State) -> Vec<u8> {
         w.str(id);
         w.json(&gs.goal);
         w.len(gs.todos.len());
-        for (id, todo) in gs.todos.iter() {
+        for id in gs.todos.keys() {
             w.str(id);
-            w.framed(|w| w.todo(todo));
+            match gs.todos.encoded(id) {
+                Some(bytes) => w.bytes(bytes),
+                None => w.framed(|w| w.todo(&gs.todos[id])),
+            }
         }
         w.len(gs.runs.len());
-        for (id, run) in gs.runs.iter() {
+        for id in gs.runs.keys() {
             w.str(id);
-            w.framed(|w| w.run(run));
+            match gs.runs.encoded(id) {
+                Some(bytes) => w.bytes(bytes),
+                None => w.framed(|w| w.run(&gs.runs[id])),
+            }
         }
     }
     let sum = checksum(&w.0);
@@ -135,8 +141,12 @@ impl Writer {
     }
 
     fn str(&mut self, s: &str) {
-        self.len(s.len());
-        self.0.extend_from_slice(s.as_bytes());
+        self.bytes(s.as_bytes());
+    }
+
+    fn bytes(&mut self, b: &[u8]) {
+        self.len(b.len());
+        self.0.extend_from_slice(b);
     }
 
     fn opt_str(&mut self, s: Option<&str>) {

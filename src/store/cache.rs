@@ -56,6 +56,10 @@ pub fn state_at<S: Store + ?Sized>(store: &S, commit: &Oid) -> Result<State, Err
 }
 
 fn cached<S: Store + ?Sized>(store: &S, commit: &Oid, depth: usize) -> Option<(State, usize)> {
+    // A long-lived store replays other writers' deltas onto its own last state.
+    if let Some(state) = store.memo_take(commit) {
+        return Some((state, depth));
+    }
     if let Some(bytes) = store.cache_read(&cache_key(commit)) {
         match binary::decode(&bytes) {
             Some(state) => return Some((state, depth)),

@@ -98,10 +98,7 @@ where
         let _turn = store.writer_lock();
         let base = store.tip()?;
         let mut state = match &base {
-            Some(tip) => Some(match store.memo_take(tip) {
-                Some(state) => state,
-                None => state_at(store, tip)?,
-            }),
+            Some(tip) => Some(state_at(store, tip)?),
             None => None,
         };
         let skeleton = state.as_ref().map(codec::Skeleton::of);

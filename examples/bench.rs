@@ -554,17 +554,20 @@ fn divergent_merge(env: &Env, o: &Opts, t: &mut Table) {
         &["clone", "-q", remote.to_str().unwrap(), b.to_str().unwrap()],
     );
     env.loopx_ok(&b, &["sync"]);
+    // Each side writes through the library's use-case layer (as `git loopx
+    // writeback` does), so its background upkeep runs as it would.
     for (side, dir) in [("a", &a), ("b", &b)] {
-        let store = GixStore::discover(dir).unwrap();
+        let ctx =
+            loopx::ops::Context::open(dir, now(), Some(format!("agent-{side}")), None).unwrap();
         for i in 0..k {
             let id = todo_id(if side == "a" { i } else { 500 + i } % 1_000);
-            transact::<_, _, loopx::Error, _>(&store, now(), |s: &mut Option<State>| {
-                let gs = s.as_mut().unwrap().goals.get_mut("main").unwrap();
+            loopx::ops::mutate(&ctx, |s: &mut State, goal: &str| {
+                let gs = s.goals.get_mut(goal).unwrap();
                 let run_id = ids::derive_id("run_", &[side, &i.to_string()]);
                 let mut run = loopx::model::Run::new(
                     run_id.clone(),
                     loopx::model::RunKind::Writeback,
-                    "main",
+                    goal,
                     Some(side),
                     now(),
                 );
@@ -575,7 +578,7 @@ fn divergent_merge(env: &Env, o: &Opts, t: &mut Table) {
                 let todo = gs.todos.get_mut(&id).unwrap();
                 todo.evidence = Some(format!("{side} {i}"));
                 todo.rev += 1;
-                Ok(Write::commit(
+                Ok((
                     (),
                     Message::new("writeback", format!("{side} writeback {i}")),
                 ))

@@ -54,6 +54,31 @@ pub fn fsck(dir: &Path) -> std::io::Result<Result<(), String>> {
     })
 }
 
+/// Starts `git maintenance` in the background (`--detach`) to pack loose
+/// objects, and returns at once; every failure is ignored (it is upkeep, and
+/// the next write will ask again). git's own lock keeps runs from overlapping.
+pub fn maintain_detached(dir: &Path) {
+    let started = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args([
+            "maintenance",
+            "run",
+            "--auto",
+            "--detach",
+            "--quiet",
+            "--task=loose-objects",
+            "--task=gc",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    if let Err(e) = started {
+        tracing::debug!("git maintenance did not start: {e}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

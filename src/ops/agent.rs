@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::model::{ids, Agent, Extra, State};
 use crate::ops::Context;
-use crate::store::{transact, Message, Oid, Write};
+use crate::store::{Message, Oid, Write};
 use crate::Result;
 
 #[derive(Debug, Serialize)]
@@ -30,7 +30,7 @@ pub fn register(
     caps.sort();
     caps.dedup();
     ctx.adopt_remote_state()?;
-    let done = transact(&ctx.store, ctx.now, |state: &mut Option<State>| {
+    let done = crate::ops::transact(ctx, |state: &mut Option<State>| {
         let state = crate::ops::existing(state)?;
         let created = !state.agents.contains_key(id);
         let agent = state.agents.entry(id.to_owned()).or_insert_with(|| Agent {

@@ -149,42 +149,38 @@ pub fn add(ctx: &Context, id: &str, objective: &str, make_default: bool) -> Resu
     ids::check_name("goal", id)?;
     let objective = non_empty("--objective", objective)?;
     ctx.adopt_remote_state()?;
-    let done = crate::store::transact(
-        &ctx.store,
-        ctx.now,
-        |state: &mut Option<crate::model::State>| {
-            let state = crate::ops::existing(state)?;
-            if state.goals.contains_key(id) {
-                return Err(Refusal::invalid_input(format!("goal `{id}` already exists")).into());
-            }
-            let goal = Goal::new(id, &objective, ctx.now);
-            state
-                .goals
-                .insert(id.to_owned(), GoalState::new(goal.clone()));
-            if make_default {
-                state.meta.default_goal = id.to_owned();
-            }
-            let mut message = Message::new(
-                "goal add",
-                format!(
-                    "goal add {id}{}",
-                    if make_default { " (default)" } else { "" }
-                ),
-            )
-            .trailer("Loopx-Goal", id.to_owned());
-            if let Some(a) = ctx.agent() {
-                message = message.trailer("Loopx-Agent", a);
-            }
-            Ok::<_, crate::Error>(crate::store::Write::commit(
-                GoalReport {
-                    goal,
-                    default: make_default,
-                    commit: None,
-                },
-                message,
-            ))
-        },
-    )?;
+    let done = crate::ops::transact(ctx, |state: &mut Option<crate::model::State>| {
+        let state = crate::ops::existing(state)?;
+        if state.goals.contains_key(id) {
+            return Err(Refusal::invalid_input(format!("goal `{id}` already exists")).into());
+        }
+        let goal = Goal::new(id, &objective, ctx.now);
+        state
+            .goals
+            .insert(id.to_owned(), GoalState::new(goal.clone()));
+        if make_default {
+            state.meta.default_goal = id.to_owned();
+        }
+        let mut message = Message::new(
+            "goal add",
+            format!(
+                "goal add {id}{}",
+                if make_default { " (default)" } else { "" }
+            ),
+        )
+        .trailer("Loopx-Goal", id.to_owned());
+        if let Some(a) = ctx.agent() {
+            message = message.trailer("Loopx-Agent", a);
+        }
+        Ok::<_, crate::Error>(crate::store::Write::commit(
+            GoalReport {
+                goal,
+                default: make_default,
+                commit: None,
+            },
+            message,
+        ))
+    })?;
     let mut report = done.value;
     report.commit = done.commit;
     Ok(report)

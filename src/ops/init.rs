@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::model::{ids, Goal, Refusal, State};
 use crate::ops::{non_empty, Context};
-use crate::store::{transact, Message, Oid, Write, STATE_REF};
+use crate::store::{Message, Oid, Write, STATE_REF};
 use crate::Result;
 
 /// The goal id used when `--goal-id` is not given.
@@ -52,7 +52,7 @@ pub fn init(ctx: &Context, args: &InitArgs) -> Result<InitReport> {
         .map(|t| non_empty("--goal-text", t))
         .transpose()?;
     let now = ctx.now;
-    let done = transact(&ctx.store, now, |state: &mut Option<State>| {
+    let done = crate::ops::transact(ctx, |state: &mut Option<State>| {
         if state.is_some() {
             return Ok(Write::read_only(false));
         }

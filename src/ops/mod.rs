@@ -237,7 +237,7 @@ pub fn mutate_maybe<R>(
     mut f: impl FnMut(&mut State, &str) -> Result<(R, Option<store::Message>)>,
 ) -> Result<store::Committed<R>> {
     ctx.adopt_remote_state()?;
-    store::transact(&ctx.store, ctx.now, |state: &mut Option<State>| {
+    transact(ctx, |state: &mut Option<State>| {
         let state = existing(state)?;
         let goal = ctx.goal(state)?.goal.id.clone();
         let (value, message) = f(state, &goal)?;
@@ -250,6 +250,33 @@ pub fn mutate_maybe<R>(
         }
         Ok(store::Write::commit(value, message))
     })
+}
+
+/// Every write a use case makes: the store's compare-and-swap transaction
+/// (see [`store::transact`]), then upkeep.
+pub fn transact<R>(
+    ctx: &Context,
+    mutate: impl FnMut(&mut Option<State>) -> Result<store::Write<R>>,
+) -> Result<store::Committed<R>> {
+    let done = store::transact(&ctx.store, ctx.now, mutate)?;
+    if let Some(commit) = &done.commit {
+        upkeep(ctx, commit);
+    }
+    Ok(done)
+}
+
+/// After a write: gix writes loose objects and never packs them, and reads
+/// and pushes slow down as they pile up, so now and then (one commit in
+/// sixteen, by its id) look, and start `git maintenance` in the background
+/// when packing is due. `LOOPX_MAINTENANCE=0` turns this off.
+fn upkeep(ctx: &Context, commit: &store::Oid) {
+    if !commit.0.starts_with('0') || std::env::var_os("LOOPX_MAINTENANCE").is_some_and(|v| v == "0")
+    {
+        return;
+    }
+    if ctx.store.packing_due() {
+        crate::git_cmd::maintain_detached(ctx.store.common_dir());
+    }
 }
 
 /// Resolves a todo id or unique prefix within a goal.

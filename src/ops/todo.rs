@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::model::{ids, Priority, Refusal, Role, State, Timestamp, Todo, TodoClass, TodoStatus};
 use crate::ops::{non_empty, Context};
-use crate::store::{transact, Message, Oid, Write};
+use crate::store::{Message, Oid, Write};
 use crate::Result;
 
 /// What `todo add` needs; the CLI fills it from flags.
@@ -109,7 +109,7 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<TodoReport> {
     let now = ctx.now;
     let nonce = nonce();
     ctx.adopt_remote_state()?;
-    let done = transact(&ctx.store, now, |state: &mut Option<State>| {
+    let done = crate::ops::transact(ctx, |state: &mut Option<State>| {
         let state = super::existing(state)?;
         let goal = ctx.goal(state)?.goal.id.clone();
         let resume_when = args

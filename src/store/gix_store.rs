@@ -18,6 +18,10 @@ use crate::store::{
     CasResult, CommitInfo, Error, FileChange, Message, Oid, Snapshot, Store, STATE_REF,
 };
 
+/// Estimated loose objects past which a write starts background packing
+/// (each writeback adds about seven).
+const LOOSE_OBJECTS_TO_PACK: usize = 256;
+
 /// Name and email used when git config has no identity.
 const FALLBACK_NAME: &str = "git-loopx";
 const FALLBACK_EMAIL: &str = "git-loopx@localhost";
@@ -72,6 +76,21 @@ impl GixStore {
     /// The working tree of the repository we were discovered in, if any.
     pub fn workdir(&self) -> Option<&Path> {
         self.repo.workdir()
+    }
+
+    /// Whether enough loose objects have piled up that packing them is due,
+    /// and no `git maintenance` holds the object store already. Estimated
+    /// like `git gc --auto` does: from a sample of the fan-out directories
+    /// (16 of 256), so it costs a few directory reads.
+    pub fn packing_due(&self) -> bool {
+        let objects = self.repo.objects.store_ref().path().to_owned();
+        if objects.join("maintenance.lock").exists() {
+            return false;
+        }
+        let sampled: usize = (0..16)
+            .map(|i| std::fs::read_dir(objects.join(format!("0{i:x}"))).map_or(0, |d| d.count()))
+            .sum();
+        sampled * 16 >= LOOSE_OBJECTS_TO_PACK
     }
 
     /// A string from git config (`loopx.agent`, say).
@@ -316,9 +335,7 @@ impl Store for GixStore {
         for change in changes {
             match change {
                 FileChange::Upsert { path, bytes } => {
-                    let blob = self
-                        .repo
-                        .write_blob(bytes)
+                    let blob = persist(|| self.repo.write_blob(bytes))
                         .map_err(|e| git_err("writing blob", e))?;
                     editor
                         .upsert(path.split('/'), EntryKind::Blob, blob.detach())
@@ -332,7 +349,7 @@ impl Store for GixStore {
             }
         }
         let tree = editor
-            .write(|tree| self.repo.write_object(tree).map(|id| id.detach()))
+            .write(|tree| persist(|| self.repo.write_object(tree)).map(|id| id.detach()))
             .map_err(|e| git_err("writing tree", e))?;
         let mut parents = parents;
         if let Some(other) = merged {
@@ -351,9 +368,7 @@ impl Store for GixStore {
             message: message.render().into(),
             extra_headers: Vec::new(),
         };
-        let id = oid(self
-            .repo
-            .write_object(&commit)
+        let id = oid(persist(|| self.repo.write_object(&commit))
             .map_err(|e| git_err("writing commit", e))?
             .detach());
         let reflog = format!("loopx: {}", message.subject);
@@ -445,6 +460,25 @@ impl Store for GixStore {
             });
         }
         Ok(out)
+    }
+}
+
+/// Writes an object, trying again when the write fails: `git prune-packed`
+/// (run by `git maintenance` or `git gc`, ours or the user's) removes fan-out
+/// directories it emptied, and one can vanish between gix creating it and
+/// moving the new object into it. git retries the same way. Objects are
+/// content-addressed, so writing one twice is harmless.
+fn persist<T, E: std::fmt::Display>(write: impl Fn() -> Result<T, E>) -> Result<T, E> {
+    let mut attempt = 1;
+    loop {
+        match write() {
+            Ok(v) => return Ok(v),
+            Err(e) if attempt < 5 => {
+                tracing::debug!("object write failed, trying again: {e}");
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
     }
 }
 

@@ -164,3 +164,99 @@ fn eight_agents_race_todo_next_claim() {
     }
     env.git(&repo, &["fsck", "--no-progress"]);
 }
+
+/// Writers racing `git repack -d` and `git prune-packed` (what `git
+/// maintenance` and `git gc` run): prune-packed removes the fan-out
+/// directories it empties, and a write must not fail when one vanishes under
+/// it. Every write lands, once, and the repository stays fsck clean.
+#[test]
+fn writers_race_repacking_and_nothing_is_lost() {
+    const WRITERS: usize = 4;
+    const EACH: usize = 40;
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let root = env.tip(&repo);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let packer = s.spawn(|| {
+            let mut rounds = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                env.git(&repo, &["repack", "-d", "-q"]);
+                env.git(&repo, &["prune-packed", "-q"]);
+                rounds += 1;
+            }
+            rounds
+        });
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let (env, repo) = (&env, &repo);
+                s.spawn(move || {
+                    (0..EACH)
+                        .map(|i| {
+                            let text = format!("writer {w} item {i}");
+                            env.loopx(repo, &["--agent", "a", "todo", "add", &text])
+                        })
+                        .find(|run| run.code != 0)
+                })
+            })
+            .collect();
+        let failures: Vec<_> = writers
+            .into_iter()
+            .filter_map(|w| w.join().unwrap())
+            .collect();
+        // Stop the packer before asserting, so a failure cannot hang the test.
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            packer.join().unwrap() > 0,
+            "the packer ran during the writes"
+        );
+        assert!(failures.is_empty(), "a write failed: {:?}", failures[0]);
+    });
+    let chain = env.git(
+        &repo,
+        &["rev-list", "--count", &format!("{root}..loopx-state")],
+    );
+    assert_eq!(chain, (WRITERS * EACH).to_string());
+    env.git(&repo, &["fsck", "--strict", "--no-dangling"]);
+    let todos = env
+        .loopx(&repo, &["--json", "todo", "list"])
+        .success()
+        .json();
+    assert_eq!(todos["todos"].as_array().unwrap().len(), WRITERS * EACH);
+}
+
+/// gix never packs: after enough writes git-loopx starts `git maintenance`
+/// in the background, which packs the loose objects (SPEC §8).
+#[test]
+fn enough_writes_start_background_packing() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let counts = |repo: &std::path::Path| -> (u64, u64) {
+        let out = env.git(repo, &["count-objects", "-v"]);
+        let field = |name: &str| {
+            out.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        (field("count:"), field("in-pack:"))
+    };
+    for i in 0..160 {
+        env.loopx(
+            &repo,
+            &["--agent", "a", "todo", "add", &format!("item {i}")],
+        )
+        .success();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let (mut loose, mut packed) = counts(&repo);
+    while packed == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        (loose, packed) = counts(&repo);
+    }
+    assert!(
+        packed > 500,
+        "background maintenance packed the writes' objects ({loose} loose, {packed} packed)"
+    );
+    env.git(&repo, &["fsck", "--strict", "--no-dangling"]);
+}

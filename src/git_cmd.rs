@@ -54,26 +54,40 @@ pub fn fsck(dir: &Path) -> std::io::Result<Result<(), String>> {
     })
 }
 
-/// Starts `git maintenance` in the background (`--detach`) to pack loose
-/// objects, and returns at once; every failure is ignored (it is upkeep, and
-/// the next write will ask again). git's own lock keeps runs from overlapping.
+/// Starts `git maintenance run --auto` in the background (`--detach`) and
+/// returns at once: the `loose-objects` task packs loose objects (and
+/// deletes those an earlier run packed), and the `gc` task consolidates
+/// packs when they pile up, each only when git finds it due. Every failure
+/// is ignored: it is upkeep, and a later write asks again. git's own lock
+/// keeps runs from overlapping.
+///
+/// It runs at the lowest CPU priority (`nice -n 19` where `nice` exists), so
+/// on a busy host the agents' own writes come first.
 pub fn maintain_detached(dir: &Path) {
-    let started = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "maintenance",
-            "run",
-            "--auto",
-            "--detach",
-            "--quiet",
-            "--task=loose-objects",
-            "--task=gc",
-        ])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status();
+    let git_args = |cmd: &mut Command| {
+        cmd.arg("-C")
+            .arg(dir)
+            .args([
+                "maintenance",
+                "run",
+                "--auto",
+                "--detach",
+                "--quiet",
+                "--task=loose-objects",
+                "--task=gc",
+            ])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+    };
+    let mut niced = Command::new("nice");
+    niced.args(["-n", "19", "git"]);
+    git_args(&mut niced);
+    let started = niced.status().or_else(|_| {
+        let mut plain = Command::new("git");
+        git_args(&mut plain);
+        plain.status()
+    });
     if let Err(e) = started {
         tracing::debug!("git maintenance did not start: {e}");
     }

@@ -20,7 +20,7 @@ use crate::store::{
 
 /// Estimated loose objects past which a write starts background packing
 /// (each writeback adds about seven).
-const LOOSE_OBJECTS_TO_PACK: usize = 256;
+const LOOSE_OBJECTS_TO_PACK: usize = 1024;
 
 /// Name and email used when git config has no identity.
 const FALLBACK_NAME: &str = "git-loopx";
@@ -84,7 +84,7 @@ impl GixStore {
     /// (16 of 256), so it costs a few directory reads.
     pub fn packing_due(&self) -> bool {
         let objects = self.repo.objects.store_ref().path().to_owned();
-        if objects.join("maintenance.lock").exists() {
+        if objects.join("maintenance.lock").exists() || self.common_dir().join("gc.pid").exists() {
             return false;
         }
         let sampled: usize = (0..16)

@@ -241,7 +241,9 @@ fn enough_writes_start_background_packing() {
         };
         (field("count:"), field("in-pack:"))
     };
-    for i in 0..160 {
+    // ~2,100 loose objects: past the 1,024 that start packing, with many
+    // commits after that point to notice it.
+    for i in 0..300 {
         env.loopx(
             &repo,
             &["--agent", "a", "todo", "add", &format!("item {i}")],

@@ -281,12 +281,8 @@ impl GixStore {
     }
 }
 
-impl Store for GixStore {
-    fn tip(&self) -> Result<Option<Oid>, Error> {
-        self.try_find_ref(STATE_REF)
-    }
-
-    fn read(&self, commit: &Oid) -> Result<Snapshot, Error> {
+impl GixStore {
+    fn try_read(&self, commit: &Oid) -> Result<Snapshot, Error> {
         let c = self
             .repo
             .find_commit(object_id(commit)?)
@@ -300,7 +296,7 @@ impl Store for GixStore {
         })
     }
 
-    fn commit(
+    fn try_commit(
         &self,
         expected: Option<&Oid>,
         merged: Option<&Oid>,
@@ -377,6 +373,27 @@ impl Store for GixStore {
         } else {
             Ok(CasResult::Retry)
         }
+    }
+}
+
+impl Store for GixStore {
+    fn tip(&self) -> Result<Option<Oid>, Error> {
+        self.try_find_ref(STATE_REF)
+    }
+
+    fn read(&self, commit: &Oid) -> Result<Snapshot, Error> {
+        settled(|| self.try_read(commit))
+    }
+
+    fn commit(
+        &self,
+        expected: Option<&Oid>,
+        merged: Option<&Oid>,
+        changes: &[FileChange],
+        message: &Message,
+        now: Timestamp,
+    ) -> Result<CasResult, Error> {
+        settled(|| self.try_commit(expected, merged, changes, message, now))
     }
 
     fn memo_take(&self, commit: &Oid) -> Option<crate::model::State> {
@@ -478,6 +495,25 @@ fn persist<T, E: std::fmt::Display>(write: impl Fn() -> Result<T, E>) -> Result<
                 attempt += 1;
             }
             Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Runs an object-level read or write again when it fails with a git error:
+/// a `git gc` or `git maintenance` running beside us moves objects from loose
+/// files into packs and from pack to pack, and a lookup can fall between the
+/// two places. A short wait lets the other side finish its step; gix then
+/// rescans the packs on the next miss. Other errors are returned at once.
+fn settled<T>(mut attempt: impl FnMut() -> Result<T, Error>) -> Result<T, Error> {
+    let mut tries = 0;
+    loop {
+        match attempt() {
+            Err(Error::Git(e)) if tries < 4 => {
+                tracing::debug!("git error, trying again: {e}");
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10 << tries));
+            }
+            other => return other,
         }
     }
 }

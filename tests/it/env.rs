@@ -91,6 +91,14 @@ impl TestEnv {
             .env("LC_ALL", "C");
     }
 
+    /// Any program, run in `dir` with the same hermetic environment.
+    pub fn command(&self, program: &Path, dir: &Path) -> Command {
+        let mut cmd = Command::new(program);
+        self.hermetic(&mut cmd);
+        cmd.current_dir(dir).env("LOOPX_NOW", &self.now);
+        cmd
+    }
+
     /// A `git` command in `dir`, hermetic.
     pub fn git_cmd(&self, dir: &Path) -> Command {
         let mut cmd = Command::new("git");

@@ -165,10 +165,11 @@ fn eight_agents_race_todo_next_claim() {
     env.git(&repo, &["fsck", "--no-progress"]);
 }
 
-/// Writers racing `git repack -d` and `git prune-packed` (what `git
-/// maintenance` and `git gc` run): prune-packed removes the fan-out
-/// directories it empties, and a write must not fail when one vanishes under
-/// it. Every write lands, once, and the repository stays fsck clean.
+/// Writers racing `git repack -d`, `git prune-packed` and `git repack -a -d`
+/// (what `git maintenance` and `git gc` run): prune-packed removes the
+/// fan-out directories it empties, and objects move from loose files into
+/// packs and from pack to pack under a reader's feet. A write must not fail
+/// for it: every write lands, once, and the repository stays fsck clean.
 #[test]
 fn writers_race_repacking_and_nothing_is_lost() {
     const WRITERS: usize = 4;
@@ -183,6 +184,10 @@ fn writers_race_repacking_and_nothing_is_lost() {
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
                 env.git(&repo, &["repack", "-d", "-q"]);
                 env.git(&repo, &["prune-packed", "-q"]);
+                if rounds % 3 == 2 {
+                    // Consolidation deletes the packs it merged.
+                    env.git(&repo, &["repack", "-a", "-d", "-q"]);
+                }
                 rounds += 1;
             }
             rounds
@@ -261,4 +266,81 @@ fn enough_writes_start_background_packing() {
         "background maintenance packed the writes' objects ({loose} loose, {packed} packed)"
     );
     env.git(&repo, &["fsck", "--strict", "--no-dangling"]);
+}
+
+/// A long-lived process writing through the library while git repacks the
+/// repository: gix's object store holds pack indices across writes, and
+/// objects move from loose files into packs, and from pack to pack, under
+/// it. No write may fail for it. (The writer is this test binary run again
+/// as a child, so it gets the same hermetic environment as every command.)
+#[test]
+fn long_lived_writer_survives_repacking() {
+    const WRITES: usize = 300;
+    if let Some(dir) = std::env::var_os("LOOPX_IT_LONG_LIVED_WRITER") {
+        return long_lived_writer(std::path::Path::new(&dir), WRITES);
+    }
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (out, rounds) = std::thread::scope(|s| {
+        let packer = s.spawn(|| {
+            let mut rounds = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                env.git(&repo, &["repack", "-d", "-q"]);
+                env.git(&repo, &["prune-packed", "-q"]);
+                env.git(&repo, &["repack", "-a", "-d", "-q"]);
+                rounds += 1;
+            }
+            rounds
+        });
+        let out = env
+            .command(&std::env::current_exe().unwrap(), &repo)
+            .env("LOOPX_IT_LONG_LIVED_WRITER", &repo)
+            .args(["--exact", "race::long_lived_writer_survives_repacking"])
+            .args(["--nocapture", "--test-threads=1"])
+            .output()
+            .unwrap();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        (out, packer.join().unwrap())
+    });
+    assert!(
+        out.status.success(),
+        "the writer failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(rounds > 0, "the packer ran during the writes");
+    let todos = env
+        .loopx(&repo, &["--json", "todo", "list"])
+        .success()
+        .json();
+    assert_eq!(todos["todos"].as_array().unwrap().len(), WRITES);
+    env.git(&repo, &["fsck", "--strict", "--no-dangling"]);
+}
+
+fn long_lived_writer(dir: &std::path::Path, writes: usize) {
+    use loopx::model::{ids, Priority, Role, State, Timestamp, Todo, TodoClass};
+    let now = Timestamp::parse(crate::env::NOW).unwrap();
+    let ctx = loopx::ops::Context::open(dir, now, Some("a".into()), None).unwrap();
+    for i in 0..writes {
+        loopx::ops::mutate(&ctx, |state: &mut State, goal: &str| {
+            let id = ids::derive_id("todo_", &["long-lived", &i.to_string()]);
+            let todo = Todo::new(
+                id.clone(),
+                goal,
+                &format!("item {i}"),
+                Role::Agent,
+                TodoClass::AdvancementTask,
+                Priority::P2,
+                Some("a"),
+                now,
+            );
+            state.goals.get_mut(goal).unwrap().todos.insert(id, todo);
+            Ok((
+                (),
+                loopx::store::Message::new("todo add", format!("add {i}")),
+            ))
+        })
+        .unwrap_or_else(|e| panic!("write {i} failed: {e}"));
+    }
 }

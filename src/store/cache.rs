@@ -13,8 +13,7 @@
 
 use crate::codec;
 use crate::model::State;
-use crate::store::transaction::decode;
-use crate::store::{binary, Error, FileChange, Oid, Store};
+use crate::store::{binary, Error, FileChange, Oid, Snapshot, Store};
 
 fn cache_key(commit: &Oid) -> String {
     format!("state-{}-{}.bin", env!("CARGO_PKG_VERSION"), commit)
@@ -53,6 +52,24 @@ pub fn state_at<S: Store + ?Sized>(store: &S, commit: &Oid) -> Result<State, Err
     let state = decode(&snapshot)?.expect("snapshot of a commit");
     remember(store, commit, &state);
     Ok(state)
+}
+
+/// Decodes the state of `snapshot`, naming the commit on failure.
+fn decode(snapshot: &Snapshot) -> Result<Option<State>, Error> {
+    let Some(commit) = &snapshot.commit else {
+        return Ok(None);
+    };
+    codec::decode_state(
+        snapshot
+            .files
+            .iter()
+            .map(|(p, b)| (p.as_str(), b.as_slice())),
+    )
+    .map(Some)
+    .map_err(|source| Error::Corrupt {
+        commit: commit.clone(),
+        source,
+    })
 }
 
 fn cached<S: Store + ?Sized>(store: &S, commit: &Oid, depth: usize) -> Option<(State, usize)> {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::codec;
 use crate::model::{State, Timestamp};
 use crate::store::cache::remember_delta;
-use crate::store::{CasResult, Error, FileChange, Message, Oid, Snapshot, Store};
+use crate::store::{CasResult, Error, FileChange, Message, Oid, Store};
 
 /// How many times a writer reloads after losing the race before it gives up.
 pub const MAX_ATTEMPTS: u32 = 200;
@@ -55,24 +55,6 @@ pub struct Committed<R> {
 
 /// The state at a commit, through the host-local cache (see [`crate::store::cache`]).
 pub use crate::store::cache::state_at;
-
-/// Decodes the state of `snapshot`, naming the commit on failure.
-pub fn decode(snapshot: &Snapshot) -> Result<Option<State>, Error> {
-    let Some(commit) = &snapshot.commit else {
-        return Ok(None);
-    };
-    codec::decode_state(
-        snapshot
-            .files
-            .iter()
-            .map(|(p, b)| (p.as_str(), b.as_slice())),
-    )
-    .map(Some)
-    .map_err(|source| Error::Corrupt {
-        commit: commit.clone(),
-        source,
-    })
-}
 
 /// The current tip and its state (read-only).
 pub fn load<S: Store + ?Sized>(store: &S) -> Result<(Option<Oid>, Option<State>), Error> {

@@ -54,42 +54,51 @@ pub fn fsck(dir: &Path) -> std::io::Result<Result<(), String>> {
     })
 }
 
-/// Starts `git maintenance run --auto` in the background (`--detach`) and
-/// returns at once: the `loose-objects` task packs loose objects (and
-/// deletes those an earlier run packed), and the `gc` task consolidates
-/// packs when they pile up, each only when git finds it due. Every failure
-/// is ignored: it is upkeep, and a later write asks again. git's own lock
-/// keeps runs from overlapping.
+/// Starts `git repack -d -l -q --geometric=2` in the background and returns
+/// at once. A geometric repack rolls the small packs (one per writeback, see
+/// `store::pack`) and any loose objects into one, merging only as much as
+/// keeps pack sizes a doubling progression, so its cost follows what was
+/// written since the last one, not the size of the repository; `-d` then
+/// deletes what it rolled up. Nothing is pruned: unreachable objects stay
+/// for the user's own `git gc` to judge.
 ///
-/// It runs at the lowest CPU priority (`nice -n 19` where `nice` exists), so
-/// on a busy host the agents' own writes come first.
-pub fn maintain_detached(dir: &Path) {
-    let git_args = |cmd: &mut Command| {
-        cmd.arg("-C")
+/// `lock` is an open file whose lock the caller holds: it becomes git's
+/// standard input, so the lock lives exactly as long as the repack and the
+/// next writer's `try_lock` tells whether one is still running. The repack
+/// runs at the lowest CPU priority (`nice -n 19` where `nice` exists), so on
+/// a busy host the agents' own writes come first. Every failure is ignored:
+/// it is upkeep, and a later write asks again.
+pub fn repack_detached(dir: &Path, lock: std::fs::File) {
+    let spawn = |program: &str, prefix: &[&str], lock: std::fs::File| {
+        Command::new(program)
+            .args(prefix)
+            .arg("-C")
             .arg(dir)
-            .args([
-                "maintenance",
-                "run",
-                "--auto",
-                "--detach",
-                "--quiet",
-                "--task=loose-objects",
-                "--task=gc",
-            ])
-            .stdin(std::process::Stdio::null())
+            .args(["repack", "-d", "-l", "-q", "--geometric=2"])
+            .stdin(lock)
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
+            .stderr(std::process::Stdio::null())
+            .spawn()
     };
-    let mut niced = Command::new("nice");
-    niced.args(["-n", "19", "git"]);
-    git_args(&mut niced);
-    let started = niced.status().or_else(|_| {
-        let mut plain = Command::new("git");
-        git_args(&mut plain);
-        plain.status()
-    });
-    if let Err(e) = started {
-        tracing::debug!("git maintenance did not start: {e}");
+    let started = match lock.try_clone() {
+        Ok(second) => {
+            spawn("nice", &["-n", "19", "git"], lock).or_else(|_| spawn("git", &[], second))
+        }
+        Err(_) => spawn("git", &[], lock),
+    };
+    match started {
+        Ok(child) => reap_later(child),
+        Err(e) => tracing::debug!("git repack did not start: {e}"),
+    }
+}
+
+/// Keeps a started child to be reaped by a later call, so a long-lived
+/// process does not collect zombies (a short-lived one just exits).
+fn reap_later(child: std::process::Child) {
+    static CHILDREN: std::sync::Mutex<Vec<std::process::Child>> = std::sync::Mutex::new(Vec::new());
+    if let Ok(mut children) = CHILDREN.lock() {
+        children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
+        children.push(child);
     }
 }
 

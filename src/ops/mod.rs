@@ -265,17 +265,18 @@ pub fn transact<R>(
     Ok(done)
 }
 
-/// After a write: gix writes loose objects and never packs them, and reads
-/// and pushes slow down as they pile up, so now and then (one commit in
-/// sixteen, by its id) look, and start `git maintenance` in the background
-/// when packing is due. `LOOPX_MAINTENANCE=0` turns this off.
+/// After a write: every writeback adds a small pack (`store::pack`), and
+/// reads and pushes slow down as they pile up, so now and then (one commit
+/// in eight, by its id) look, and start a geometric repack in the background
+/// when one is due. `LOOPX_MAINTENANCE=0` turns this off.
 fn upkeep(ctx: &Context, commit: &store::Oid) {
-    if !commit.0.starts_with('0') || std::env::var_os("LOOPX_MAINTENANCE").is_some_and(|v| v == "0")
+    if !(commit.0.starts_with('0') || commit.0.starts_with('8'))
+        || std::env::var_os("LOOPX_MAINTENANCE").is_some_and(|v| v == "0")
     {
         return;
     }
-    if ctx.store.packing_due() {
-        crate::git_cmd::maintain_detached(ctx.store.common_dir());
+    if let Some(lock) = ctx.store.repack_due() {
+        crate::git_cmd::repack_detached(ctx.store.common_dir(), lock);
     }
 }
 

@@ -14,13 +14,20 @@ use gix::refs::Target;
 use gix::ObjectId;
 
 use crate::model::Timestamp;
+use crate::store::pack::{Kind, Objects};
 use crate::store::{
     CasResult, CommitInfo, Error, FileChange, Message, Oid, Snapshot, Store, STATE_REF,
 };
 
-/// Estimated loose objects past which a write starts background packing
-/// (each writeback adds about seven).
+/// Estimated loose objects past which a write starts a background repack
+/// (git itself, or a repository that does not hash with SHA-1, leaves them).
 const LOOSE_OBJECTS_TO_PACK: usize = 1024;
+
+/// Small packs past which a write starts a background repack. A pack index
+/// below [`SMALL_PACK_INDEX_BYTES`] holds fewer than about 100 objects: one
+/// writeback's pack holds about seven.
+const SMALL_PACKS_TO_ROLL_UP: usize = 16;
+const SMALL_PACK_INDEX_BYTES: u64 = 4096;
 
 /// Name and email used when git config has no identity.
 const FALLBACK_NAME: &str = "git-loopx";
@@ -28,7 +35,11 @@ const FALLBACK_EMAIL: &str = "git-loopx@localhost";
 
 /// A repository opened for its state branch.
 pub struct GixStore {
-    repo: gix::Repository,
+    /// Replaced by a fresh open when gix's object store loses track of the
+    /// packs under a concurrent repack (see `settled`).
+    repo: std::cell::RefCell<gix::Repository>,
+    common_dir: PathBuf,
+    workdir: Option<PathBuf>,
     /// The state of the last commit this store made (see `Store::memo_take`).
     memo: std::cell::RefCell<Option<(Oid, crate::model::State)>>,
 }
@@ -58,45 +69,68 @@ impl GixStore {
             return Err(Error::UnsupportedRefStorage);
         }
         Ok(GixStore {
-            repo,
+            common_dir: repo.common_dir().to_owned(),
+            workdir: repo.workdir().map(Path::to_owned),
+            repo: std::cell::RefCell::new(repo),
             memo: std::cell::RefCell::new(None),
         })
     }
 
     /// The `.git` directory shared by all worktrees.
     pub fn common_dir(&self) -> &Path {
-        self.repo.common_dir()
+        &self.common_dir
     }
 
     /// Host-local, disposable data of git-loopx: `<common dir>/loopx`.
     pub fn local_dir(&self) -> PathBuf {
-        self.repo.common_dir().join("loopx")
+        self.common_dir.join("loopx")
     }
 
     /// The working tree of the repository we were discovered in, if any.
     pub fn workdir(&self) -> Option<&Path> {
-        self.repo.workdir()
+        self.workdir.as_deref()
     }
 
-    /// Whether enough loose objects have piled up that packing them is due,
-    /// and no `git maintenance` holds the object store already. Estimated
-    /// like `git gc --auto` does: from a sample of the fan-out directories
-    /// (16 of 256), so it costs a few directory reads.
-    pub fn packing_due(&self) -> bool {
-        let objects = self.repo.objects.store_ref().path().to_owned();
-        if objects.join("maintenance.lock").exists() || self.common_dir().join("gc.pid").exists() {
-            return false;
+    /// When the small packs of writebacks (or loose objects) have piled up
+    /// and no repack nor `git gc` is running: the lock to hand to
+    /// [`crate::git_cmd::repack_detached`]. Costs one directory listing and a
+    /// sample of the loose fan-out directories.
+    pub fn repack_due(&self) -> Option<std::fs::File> {
+        let repo = self.repo.borrow();
+        let objects = repo.objects.store_ref().path().to_owned();
+        if self.common_dir().join("gc.pid").exists() || objects.join("maintenance.lock").exists() {
+            return None;
         }
+        let small_packs = std::fs::read_dir(objects.join("pack"))
+            .map(|dir| {
+                dir.filter_map(Result::ok)
+                    .filter(|e| e.file_name().as_encoded_bytes().ends_with(b".idx"))
+                    .filter(|e| e.metadata().is_ok_and(|m| m.len() < SMALL_PACK_INDEX_BYTES))
+                    .count()
+            })
+            .unwrap_or(0);
         let sampled: usize = (0..16)
             .map(|i| std::fs::read_dir(objects.join(format!("0{i:x}"))).map_or(0, |d| d.count()))
             .sum();
-        sampled * 16 >= LOOSE_OBJECTS_TO_PACK
+        if small_packs < SMALL_PACKS_TO_ROLL_UP && sampled * 16 < LOOSE_OBJECTS_TO_PACK {
+            return None;
+        }
+        let dir = self.local_dir();
+        std::fs::create_dir_all(&dir).ok()?;
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join("repack.lock"))
+            .ok()?;
+        lock.try_lock().ok()?;
+        Some(lock)
     }
 
     /// A string from git config (`loopx.agent`, say).
     pub fn config_string(&self, key: &str) -> Option<String> {
-        self.repo
-            .config_snapshot()
+        let repo = self.repo.borrow();
+        repo.config_snapshot()
             .string(key)
             .map(|v| v.to_str_lossy().into_owned())
     }
@@ -104,7 +138,8 @@ impl GixStore {
     /// Refuses to write while any worktree has `loopx-state` checked out:
     /// its working tree would silently diverge from the branch.
     pub fn check_not_checked_out(&self) -> Result<(), Error> {
-        match worktree_with_state_checked_out(self.repo.common_dir()) {
+        let repo = self.repo.borrow();
+        match worktree_with_state_checked_out(repo.common_dir()) {
             Some(path) => Err(Error::CheckedOut(path)),
             None => Ok(()),
         }
@@ -112,10 +147,8 @@ impl GixStore {
 
     /// `refs/remotes/<remote>/loopx-state` for every remote that has one, sorted.
     pub fn remote_state_refs(&self) -> Result<Vec<(String, Oid)>, Error> {
-        let refs = self
-            .repo
-            .references()
-            .map_err(|e| git_err("listing refs", e))?;
+        let repo = self.repo.borrow();
+        let refs = repo.references().map_err(|e| git_err("listing refs", e))?;
         let iter = refs
             .prefixed("refs/remotes/")
             .map_err(|e| git_err("listing remote refs", e))?;
@@ -157,6 +190,7 @@ impl GixStore {
         reflog: &str,
         now: Timestamp,
     ) -> Result<bool, Error> {
+        let repo = self.repo.borrow();
         let expected = match expected {
             Some(old) => PreviousValue::MustExistAndMatch(Target::Object(object_id(old)?)),
             None => PreviousValue::MustNotExist,
@@ -178,8 +212,7 @@ impl GixStore {
         let mut time_buf = gix::date::parse::TimeBuf::default();
         let committer = signature.to_ref(&mut time_buf);
         let fail = gix::lock::acquire::Fail::Immediately;
-        let result = self
-            .repo
+        let result = repo
             .refs
             .transaction()
             .prepare(Some(edit), fail, fail)
@@ -193,14 +226,23 @@ impl GixStore {
 
     /// Resolves any ref name to the commit it points at.
     pub fn try_find_ref(&self, name: &str) -> Result<Option<Oid>, Error> {
-        match self.repo.try_find_reference(name) {
-            Ok(Some(mut r)) => Ok(Some(oid(r
-                .peel_to_id()
-                .map_err(|e| git_err(&format!("peeling {name}"), e))?
-                .detach()))),
+        let repo = self.repo.borrow();
+        let found = match repo.try_find_reference(name) {
+            // A direct ref names its commit: no object lookup (the object
+            // may be in a pack a concurrent repack is moving).
+            Ok(Some(r)) if r.target().try_id().is_some() => {
+                Ok(r.target().try_id().map(|id| oid(id.to_owned())))
+            }
+            Ok(Some(mut r)) => settled(|| {
+                r.peel_to_id()
+                    .map(|id| oid(id.detach()))
+                    .map_err(|e| git_err(&format!("peeling {name}"), e))
+            })
+            .map(Some),
             Ok(None) => Ok(None),
             Err(e) => Err(git_err(&format!("reading {name}"), e)),
-        }
+        };
+        found
     }
 
     /// The committer's name and email as git resolves them (environment,
@@ -208,7 +250,8 @@ impl GixStore {
     /// `Repository::committer`, which also works out the local time zone by
     /// scanning the system's zoneinfo tree: a third of a small write's time.
     fn identity(&self) -> (String, String) {
-        let config = self.repo.config_snapshot();
+        let repo = self.repo.borrow();
+        let config = repo.config_snapshot();
         let pick = |var: &str, keys: [&str; 2], fallback: &str| {
             std::env::var(var)
                 .ok()
@@ -237,9 +280,10 @@ impl GixStore {
     /// The signature of a new state commit: git's identity, and `now` unless
     /// `GIT_COMMITTER_DATE` pins the time (as it does for plain git).
     fn signature(&self, now: Timestamp) -> gix::actor::Signature {
+        let repo = self.repo.borrow();
         let (name, email) = self.identity();
         let pinned = std::env::var_os("GIT_COMMITTER_DATE")
-            .and_then(|_| self.repo.committer())
+            .and_then(|_| repo.committer())
             .and_then(|sig| sig.ok())
             .and_then(|sig| sig.time().ok());
         gix::actor::Signature {
@@ -255,8 +299,8 @@ impl GixStore {
         prefix: &str,
         files: &mut std::collections::BTreeMap<String, Vec<u8>>,
     ) -> Result<(), Error> {
-        let tree = self
-            .repo
+        let repo = self.repo.borrow();
+        let tree = repo
             .find_tree(tree)
             .map_err(|e| git_err(&format!("reading tree {prefix}"), e))?;
         let decoded = tree.decode().map_err(|e| git_err("decoding tree", e))?;
@@ -270,8 +314,7 @@ impl GixStore {
             if entry.mode.is_tree() {
                 self.collect(entry.oid.to_owned(), &path, files)?;
             } else if entry.mode.is_blob() {
-                let blob = self
-                    .repo
+                let blob = repo
                     .find_blob(entry.oid)
                     .map_err(|e| git_err(&format!("reading {path}"), e))?;
                 files.insert(path, blob.data.clone());
@@ -283,8 +326,8 @@ impl GixStore {
 
 impl GixStore {
     fn try_read(&self, commit: &Oid) -> Result<Snapshot, Error> {
-        let c = self
-            .repo
+        let repo = self.repo.borrow();
+        let c = repo
             .find_commit(object_id(commit)?)
             .map_err(|e| git_err(&format!("reading commit {commit}"), e))?;
         let tree = c.tree_id().map_err(|e| git_err("reading commit tree", e))?;
@@ -296,6 +339,45 @@ impl GixStore {
         })
     }
 
+    /// [`settled`], and from the second retry on with the repository opened
+    /// afresh: a long-lived gix object store can lose track of objects that
+    /// a repack moved while others were writing new packs, and then misses
+    /// them for good; a new one lists the packs as they are now.
+    fn settled_afresh<T>(&self, mut attempt: impl FnMut() -> Result<T, Error>) -> Result<T, Error> {
+        let mut tries = 0;
+        settled(|| {
+            tries += 1;
+            if tries > 2 {
+                self.reopen();
+            }
+            attempt()
+        })
+    }
+
+    fn reopen(&self) {
+        let git_dir = self.repo.borrow().git_dir().to_owned();
+        match gix::open(&git_dir) {
+            Ok(repo) => *self.repo.borrow_mut() = repo,
+            Err(e) => tracing::debug!("could not reopen {}: {e}", git_dir.display()),
+        }
+    }
+
+    /// Writes a writeback's objects as one pack into `objects/pack`.
+    fn write_pack(&self, pack: &Objects) -> Result<(), Error> {
+        let repo = self.repo.borrow();
+        let dir = repo.objects.store_ref().path().join("pack");
+        let written = pack.write(&dir).or_else(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(&dir)?;
+                pack.write(&dir)
+            }
+            _ => Err(e),
+        });
+        written
+            .map(|_| ())
+            .map_err(|e| git_err(&format!("writing a pack into {}", dir.display()), e))
+    }
+
     fn try_commit(
         &self,
         expected: Option<&Oid>,
@@ -304,12 +386,12 @@ impl GixStore {
         message: &Message,
         now: Timestamp,
     ) -> Result<CasResult, Error> {
+        let repo = self.repo.borrow();
         self.check_not_checked_out()?;
         let (base_tree, parents) = match expected {
             Some(parent) => {
                 let id = object_id(parent)?;
-                let c = self
-                    .repo
+                let c = repo
                     .find_commit(id)
                     .map_err(|e| git_err("reading parent", e))?;
                 (
@@ -317,24 +399,33 @@ impl GixStore {
                     vec![id],
                 )
             }
-            None => (ObjectId::empty_tree(self.repo.object_hash()), Vec::new()),
+            None => (ObjectId::empty_tree(repo.object_hash()), Vec::new()),
         };
         // The plumbing editor: gix's checked one stats every entry of every
         // tree it writes (300 of them in a 256-shard todos tree) to prove the
         // objects exist. Ours exist by construction: the base tree's entries,
         // and blobs written just above; paths come from validated ids.
-        let mut editor = self
-            .repo
+        let mut editor = repo
             .edit_tree(base_tree)
             .map_err(|e| git_err("tree editor", e))?
             .detach();
+        // One small pack for the whole writeback (see `store::pack`), or
+        // loose objects in a repository that does not hash with SHA-1, or
+        // when `LOOPX_LOOSE_OBJECTS=1` asks for them (to compare the two).
+        let loose = repo.object_hash() != gix::hash::Kind::Sha1
+            || std::env::var_os("LOOPX_LOOSE_OBJECTS").is_some_and(|v| v == "1");
+        let mut pack = (!loose).then(Objects::default);
         for change in changes {
             match change {
                 FileChange::Upsert { path, bytes } => {
-                    let blob = persist(|| self.repo.write_blob(bytes))
-                        .map_err(|e| git_err("writing blob", e))?;
+                    let blob = match pack.as_mut() {
+                        Some(pack) => ObjectId::from(pack.add(Kind::Blob, bytes.clone())),
+                        None => persist(|| repo.write_blob(bytes))
+                            .map_err(|e| git_err("writing blob", e))?
+                            .detach(),
+                    };
                     editor
-                        .upsert(path.split('/'), EntryKind::Blob, blob.detach())
+                        .upsert(path.split('/'), EntryKind::Blob, blob)
                         .map_err(|e| git_err(&format!("editing {path}"), e))?;
                 }
                 FileChange::Remove { path } => {
@@ -345,7 +436,14 @@ impl GixStore {
             }
         }
         let tree = editor
-            .write(|tree| persist(|| self.repo.write_object(tree)).map(|id| id.detach()))
+            .write(|tree| match pack.as_mut() {
+                Some(pack) => {
+                    encoded(tree).map(|bytes| ObjectId::from(pack.add(Kind::Tree, bytes)))
+                }
+                None => persist(|| repo.write_object(tree))
+                    .map(|id| id.detach())
+                    .map_err(|e| std::io::Error::other(e.to_string())),
+            })
             .map_err(|e| git_err("writing tree", e))?;
         let mut parents = parents;
         if let Some(other) = merged {
@@ -364,9 +462,17 @@ impl GixStore {
             message: message.render().into(),
             extra_headers: Vec::new(),
         };
-        let id = oid(persist(|| self.repo.write_object(&commit))
-            .map_err(|e| git_err("writing commit", e))?
-            .detach());
+        let id = match pack.as_mut() {
+            Some(pack) => {
+                let bytes = encoded(&commit).map_err(|e| git_err("encoding commit", e))?;
+                let id = ObjectId::from(pack.add(Kind::Commit, bytes));
+                self.write_pack(pack)?;
+                oid(id)
+            }
+            None => oid(persist(|| repo.write_object(&commit))
+                .map_err(|e| git_err("writing commit", e))?
+                .detach()),
+        };
         let reflog = format!("loopx: {}", message.subject);
         if self.move_ref(STATE_REF, expected, &id, &reflog, now)? {
             Ok(CasResult::Committed(id))
@@ -382,7 +488,7 @@ impl Store for GixStore {
     }
 
     fn read(&self, commit: &Oid) -> Result<Snapshot, Error> {
-        settled(|| self.try_read(commit))
+        self.settled_afresh(|| self.try_read(commit))
     }
 
     fn commit(
@@ -393,7 +499,7 @@ impl Store for GixStore {
         message: &Message,
         now: Timestamp,
     ) -> Result<CasResult, Error> {
-        settled(|| self.try_commit(expected, merged, changes, message, now))
+        self.settled_afresh(|| self.try_commit(expected, merged, changes, message, now))
     }
 
     fn memo_take(&self, commit: &Oid) -> Option<crate::model::State> {
@@ -447,21 +553,22 @@ impl Store for GixStore {
     }
 
     fn lock_age(&self) -> Option<(PathBuf, u64)> {
-        let lock = self.repo.common_dir().join(format!("{STATE_REF}.lock"));
+        let repo = self.repo.borrow();
+        let lock = repo.common_dir().join(format!("{STATE_REF}.lock"));
         let modified = std::fs::metadata(&lock).ok()?.modified().ok()?;
         let age = modified.elapsed().map_or(0, |d| d.as_secs());
         Some((lock, age))
     }
 
     fn first_parent_log(&self, from: &Oid, limit: usize) -> Result<Vec<CommitInfo>, Error> {
+        let repo = self.repo.borrow();
         let mut out = Vec::new();
         let mut next = Some(object_id(from)?);
         while let Some(id) = next.take() {
             if out.len() >= limit {
                 break;
             }
-            let c = self
-                .repo
+            let c = repo
                 .find_commit(id)
                 .map_err(|e| git_err(&format!("reading commit {id}"), e))?;
             let decoded = c.decode().map_err(|e| git_err("decoding commit", e))?;
@@ -485,6 +592,13 @@ impl Store for GixStore {
 /// directories it emptied, and one can vanish between gix creating it and
 /// moving the new object into it. git retries the same way. Objects are
 /// content-addressed, so writing one twice is harmless.
+/// An object's canonical bytes, as git hashes and stores them.
+fn encoded(object: &impl gix::objs::WriteTo) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(object.size() as usize);
+    object.write_to(&mut bytes)?;
+    Ok(bytes)
+}
+
 fn persist<T, E: std::fmt::Display>(write: impl Fn() -> Result<T, E>) -> Result<T, E> {
     let mut attempt = 1;
     loop {

@@ -11,6 +11,7 @@ pub mod cache;
 pub mod gix_store;
 pub mod memory;
 mod message;
+mod pack;
 pub mod transaction;
 
 use std::collections::BTreeMap;

@@ -119,6 +119,13 @@ impl TestEnv {
         String::from_utf8_lossy(&out.stdout).trim_end().to_owned()
     }
 
+    /// Runs git, and tells whether it succeeded (for a command that may
+    /// lose a race, like two repacks of one repository).
+    pub fn git_ok(&self, dir: &Path, args: &[&str]) -> bool {
+        let out = self.git_cmd(dir).args(args).output().expect("git runs");
+        out.status.success()
+    }
+
     /// A `git-loopx` command in `dir`, hermetic, with `LOOPX_NOW` set.
     pub fn loopx_cmd(&self, dir: &Path) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_git-loopx"));

@@ -180,17 +180,21 @@ fn writers_race_repacking_and_nothing_is_lost() {
     let done = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
         let packer = s.spawn(|| {
-            let mut rounds = 0;
+            // git-loopx's own background repack may overlap these, and git
+            // lets one of two overlapping repacks fail: count the rounds
+            // that went through.
+            let (mut rounds, mut clean) = (0, 0);
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                env.git(&repo, &["repack", "-d", "-q"]);
-                env.git(&repo, &["prune-packed", "-q"]);
+                let mut ok = env.git_ok(&repo, &["repack", "-d", "-q"]);
+                ok &= env.git_ok(&repo, &["prune-packed", "-q"]);
                 if rounds % 3 == 2 {
                     // Consolidation deletes the packs it merged.
-                    env.git(&repo, &["repack", "-a", "-d", "-q"]);
+                    ok &= env.git_ok(&repo, &["repack", "-a", "-d", "-q"]);
                 }
                 rounds += 1;
+                clean += usize::from(ok);
             }
-            rounds
+            clean
         });
         let writers: Vec<_> = (0..WRITERS)
             .map(|w| {
@@ -230,10 +234,12 @@ fn writers_race_repacking_and_nothing_is_lost() {
     assert_eq!(todos["todos"].as_array().unwrap().len(), WRITERS * EACH);
 }
 
-/// gix never packs: after enough writes git-loopx starts `git maintenance`
-/// in the background, which packs the loose objects (SPEC §8).
+/// Every writeback adds one small pack; after enough of them git-loopx
+/// starts a geometric `git repack` in the background, which rolls them up
+/// (SPEC §8). Nothing is lost and nothing is left loose.
 #[test]
-fn enough_writes_start_background_packing() {
+fn enough_writes_roll_up_the_small_packs() {
+    const WRITES: usize = 200;
     let env = TestEnv::new();
     let repo = env.state_repo("r");
     let counts = |repo: &std::path::Path| -> (u64, u64) {
@@ -244,28 +250,43 @@ fn enough_writes_start_background_packing() {
                 .and_then(|v| v.trim().parse().ok())
                 .unwrap_or(0)
         };
-        (field("count:"), field("in-pack:"))
+        (field("count:"), field("packs:"))
     };
-    // ~2,100 loose objects: past the 1,024 that start packing, with many
-    // commits after that point to notice it.
-    for i in 0..300 {
+    for i in 0..WRITES {
         env.loopx(
             &repo,
             &["--agent", "a", "todo", "add", &format!("item {i}")],
         )
         .success();
     }
+    // Without upkeep there would be one pack per write. A repack runs at
+    // the lowest priority and only a write starts one, so on a loaded host
+    // the last one may lag: keep writing, as a live agent would, until the
+    // count settles.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let (mut loose, mut packed) = counts(&repo);
-    while packed == 0 && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        (loose, packed) = counts(&repo);
+    let mut extra = 0;
+    let (mut loose, mut packs) = counts(&repo);
+    while packs > 40 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        env.loopx(
+            &repo,
+            &["--agent", "a", "todo", "add", &format!("extra {extra}")],
+        )
+        .success();
+        extra += 1;
+        (loose, packs) = counts(&repo);
     }
     assert!(
-        packed > 500,
-        "background maintenance packed the writes' objects ({loose} loose, {packed} packed)"
+        packs <= 40,
+        "background repacks rolled up the writes' packs ({packs} packs after {WRITES} writes)"
     );
+    assert_eq!(loose, 0, "writebacks leave no loose objects");
     env.git(&repo, &["fsck", "--strict", "--no-dangling"]);
+    let todos = env
+        .loopx(&repo, &["--json", "todo", "list"])
+        .success()
+        .json();
+    assert_eq!(todos["todos"].as_array().unwrap().len(), WRITES + extra);
 }
 
 /// A long-lived process writing through the library while git repacks the
@@ -284,14 +305,15 @@ fn long_lived_writer_survives_repacking() {
     let done = std::sync::atomic::AtomicBool::new(false);
     let (out, rounds) = std::thread::scope(|s| {
         let packer = s.spawn(|| {
-            let mut rounds = 0;
+            // As above: count the rounds no overlapping repack failed.
+            let mut clean = 0;
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                env.git(&repo, &["repack", "-d", "-q"]);
-                env.git(&repo, &["prune-packed", "-q"]);
-                env.git(&repo, &["repack", "-a", "-d", "-q"]);
-                rounds += 1;
+                let mut ok = env.git_ok(&repo, &["repack", "-d", "-q"]);
+                ok &= env.git_ok(&repo, &["prune-packed", "-q"]);
+                ok &= env.git_ok(&repo, &["repack", "-a", "-d", "-q"]);
+                clean += usize::from(ok);
             }
-            rounds
+            clean
         });
         let out = env
             .command(&std::env::current_exe().unwrap(), &repo)

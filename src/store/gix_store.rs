@@ -115,16 +115,22 @@ impl GixStore {
         if small_packs < SMALL_PACKS_TO_ROLL_UP && sampled * 16 < LOOSE_OBJECTS_TO_PACK {
             return None;
         }
+        let lock = self.lock_file("repack.lock")?;
+        lock.try_lock().ok()?;
+        Some(lock)
+    }
+
+    /// Opens (creating it once) a lock file under `.git/loopx/`; the lock is
+    /// the OS's, on the open file, and dies with its last holder.
+    fn lock_file(&self, name: &str) -> Option<std::fs::File> {
         let dir = self.local_dir();
         std::fs::create_dir_all(&dir).ok()?;
-        let lock = std::fs::OpenOptions::new()
+        std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(dir.join("repack.lock"))
-            .ok()?;
-        lock.try_lock().ok()?;
-        Some(lock)
+            .open(dir.join(name))
+            .ok()
     }
 
     /// A string from git config (`loopx.agent`, say).
@@ -521,14 +527,7 @@ impl Store for GixStore {
         if std::env::var_os("LOOPX_WRITER_LOCK").is_some_and(|v| v == "0") {
             return None;
         }
-        let dir = self.local_dir();
-        std::fs::create_dir_all(&dir).ok()?;
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(dir.join("writer.lock"))
-            .ok()?;
+        let file = self.lock_file("writer.lock")?;
         file.lock().ok()?;
         Some(file)
     }
@@ -622,10 +621,12 @@ fn settled<T>(mut attempt: impl FnMut() -> Result<T, Error>) -> Result<T, Error>
     let mut tries = 0;
     loop {
         match attempt() {
-            Err(Error::Git(e)) if tries < 4 => {
+            // Up to ~2 s in all: a repository repacked in a loop (the race
+            // tests do) can move an object twice under one lookup.
+            Err(Error::Git(e)) if tries < 8 => {
                 tracing::debug!("git error, trying again: {e}");
                 tries += 1;
-                std::thread::sleep(std::time::Duration::from_millis(10 << tries));
+                std::thread::sleep(std::time::Duration::from_millis(10 << tries.min(5)));
             }
             other => return other,
         }

@@ -119,6 +119,23 @@ impl TestEnv {
         String::from_utf8_lossy(&out.stdout).trim_end().to_owned()
     }
 
+    /// `git fsck` with `args`, once no background repack started by
+    /// git-loopx is running (a repack deleting the packs it rolled up under
+    /// fsck's feet would fail it for nothing).
+    pub fn fsck(&self, dir: &Path, args: &[&str]) {
+        let common = self.git(dir, &["rev-parse", "--git-common-dir"]);
+        let lock = dir.join(common).join("loopx").join("repack.lock");
+        if let Ok(file) = std::fs::File::open(&lock) {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+            while file.try_lock_shared().is_err() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        }
+        let mut all = vec!["fsck", "--no-progress"];
+        all.extend_from_slice(args);
+        self.git(dir, &all);
+    }
+
     /// Runs git, and tells whether it succeeded (for a command that may
     /// lose a race, like two repacks of one repository).
     pub fn git_ok(&self, dir: &Path, args: &[&str]) -> bool {

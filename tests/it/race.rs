@@ -83,7 +83,7 @@ fn eight_writers(turn_lock: bool) {
         files.lines().filter(|l| l.contains("/todos/")).count(),
         WRITERS * EACH
     );
-    env.git(&repo, &["fsck", "--no-progress", "--strict"]);
+    env.fsck(&repo, &["--strict"]);
 }
 
 /// 8 agents racing `todo next --claim` (then `done`) over 20 ready todos:
@@ -162,7 +162,7 @@ fn eight_agents_race_todo_next_claim() {
         assert_eq!(todo["status"], "done");
         assert_eq!(todo["last_epoch"], 1, "claimed exactly once: {todo}");
     }
-    env.git(&repo, &["fsck", "--no-progress"]);
+    env.fsck(&repo, &[]);
 }
 
 /// Writers racing `git repack -d`, `git prune-packed` and `git repack -a -d`
@@ -226,7 +226,7 @@ fn writers_race_repacking_and_nothing_is_lost() {
         &["rev-list", "--count", &format!("{root}..loopx-state")],
     );
     assert_eq!(chain, (WRITERS * EACH).to_string());
-    env.git(&repo, &["fsck", "--strict", "--no-dangling"]);
+    env.fsck(&repo, &["--strict", "--no-dangling"]);
     let todos = env
         .loopx(&repo, &["--json", "todo", "list"])
         .success()
@@ -281,7 +281,7 @@ fn enough_writes_roll_up_the_small_packs() {
         "background repacks rolled up the writes' packs ({packs} packs after {WRITES} writes)"
     );
     assert_eq!(loose, 0, "writebacks leave no loose objects");
-    env.git(&repo, &["fsck", "--strict", "--no-dangling"]);
+    env.fsck(&repo, &["--strict", "--no-dangling"]);
     let todos = env
         .loopx(&repo, &["--json", "todo", "list"])
         .success()
@@ -337,7 +337,7 @@ fn long_lived_writer_survives_repacking() {
         .success()
         .json();
     assert_eq!(todos["todos"].as_array().unwrap().len(), WRITES);
-    env.git(&repo, &["fsck", "--strict", "--no-dangling"]);
+    env.fsck(&repo, &["--strict", "--no-dangling"]);
 }
 
 fn long_lived_writer(dir: &std::path::Path, writes: usize) {

@@ -268,15 +268,29 @@ pub fn transact<R>(
 /// After a write: every writeback adds a small pack (`store::pack`), and
 /// reads and pushes slow down as they pile up, so now and then (one commit
 /// in eight, by its id) look, and start a geometric repack in the background
-/// when one is due. `LOOPX_MAINTENANCE=0` turns this off.
+/// when one is due, or run it here when writers have outpaced the background
+/// one. `LOOPX_MAINTENANCE=0` turns this off.
 fn upkeep(ctx: &Context, commit: &store::Oid) {
     if !(commit.0.starts_with('0') || commit.0.starts_with('8'))
         || std::env::var_os("LOOPX_MAINTENANCE").is_some_and(|v| v == "0")
     {
         return;
     }
-    if let Some(lock) = ctx.store.repack_due() {
-        crate::git_cmd::repack_detached(ctx.store.common_dir(), lock);
+    match ctx.store.repack_due() {
+        store::RepackDue::No => {}
+        store::RepackDue::Yes => {
+            if let Some(lock) = ctx.store.repack_lock(false) {
+                crate::git_cmd::repack_detached(ctx.store.common_dir(), lock);
+            }
+        }
+        store::RepackDue::Urgent => {
+            // Another writer may have run it while this one waited.
+            if let Some(_lock) = ctx.store.repack_lock(true) {
+                if ctx.store.repack_due() == store::RepackDue::Urgent {
+                    crate::git_cmd::repack_now(ctx.store.common_dir());
+                }
+            }
+        }
     }
 }
 

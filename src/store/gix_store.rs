@@ -33,6 +33,17 @@ const SMALL_PACK_INDEX_BYTES: u64 = 4096;
 const FALLBACK_NAME: &str = "git-loopx";
 const FALLBACK_EMAIL: &str = "git-loopx@localhost";
 
+/// How much a repack is due (see [`GixStore::repack_due`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RepackDue {
+    No,
+    /// Past the threshold: start one in the background.
+    Yes,
+    /// Far past it: writes outpace the background repack, and every lookup
+    /// walks the small packs; the writer runs one itself.
+    Urgent,
+}
+
 /// A repository opened for its state branch.
 pub struct GixStore {
     /// Replaced by a fresh open when gix's object store loses track of the
@@ -91,15 +102,13 @@ impl GixStore {
         self.workdir.as_deref()
     }
 
-    /// When the small packs of writebacks (or loose objects) have piled up
-    /// and no repack nor `git gc` is running: the lock to hand to
-    /// [`crate::git_cmd::repack_detached`]. Costs one directory listing and a
-    /// sample of the loose fan-out directories.
-    pub fn repack_due(&self) -> Option<std::fs::File> {
-        let repo = self.repo.borrow();
-        let objects = repo.objects.store_ref().path().to_owned();
-        if self.common_dir().join("gc.pid").exists() || objects.join("maintenance.lock").exists() {
-            return None;
+    /// Whether the small packs of writebacks (or loose objects) have piled
+    /// up, and how badly, with no `git gc` running. Costs one directory
+    /// listing and a sample of the loose fan-out directories.
+    pub fn repack_due(&self) -> RepackDue {
+        let objects = self.repo.borrow().objects.store_ref().path().to_owned();
+        if self.common_dir.join("gc.pid").exists() || objects.join("maintenance.lock").exists() {
+            return RepackDue::No;
         }
         let small_packs = std::fs::read_dir(objects.join("pack"))
             .map(|dir| {
@@ -112,12 +121,29 @@ impl GixStore {
         let sampled: usize = (0..16)
             .map(|i| std::fs::read_dir(objects.join(format!("0{i:x}"))).map_or(0, |d| d.count()))
             .sum();
-        if small_packs < SMALL_PACKS_TO_ROLL_UP && sampled * 16 < LOOSE_OBJECTS_TO_PACK {
-            return None;
+        if small_packs >= 4 * SMALL_PACKS_TO_ROLL_UP {
+            RepackDue::Urgent
+        } else if small_packs >= SMALL_PACKS_TO_ROLL_UP || sampled * 16 >= LOOSE_OBJECTS_TO_PACK {
+            RepackDue::Yes
+        } else {
+            RepackDue::No
         }
+    }
+
+    /// The repack lock, if no repack holds it (see
+    /// [`crate::git_cmd::repack_detached`]); with `wait`, waits up to 5 s.
+    pub fn repack_lock(&self, wait: bool) -> Option<std::fs::File> {
         let lock = self.lock_file("repack.lock")?;
-        lock.try_lock().ok()?;
-        Some(lock)
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            match lock.try_lock() {
+                Ok(()) => return Some(lock),
+                Err(_) if wait && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                Err(_) => return None,
+            }
+        }
     }
 
     /// Opens (creating it once) a lock file under `.git/loopx/`; the lock is

@@ -29,6 +29,9 @@ fn delta_key(commit: &Oid) -> String {
 struct Delta {
     parent: Oid,
     files: Vec<(String, Option<String>)>,
+    /// The pack holding the commit's objects (see `store::pack::Loaded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pack: Option<String>,
 }
 
 /// Longest chain of deltas read before a full snapshot is written again.
@@ -92,6 +95,10 @@ fn cached<S: Store + ?Sized>(store: &S, commit: &Oid, depth: usize) -> Option<(S
         codec::apply_file(&mut state, path, bytes.as_deref().map(str::as_bytes)).ok()?;
     }
     state.clean();
+    // After the parent's: the newest commit's pack ends up first.
+    if let Some(stem) = &delta.pack {
+        store.pack_hint(stem);
+    }
     Some((state, depth))
 }
 
@@ -125,6 +132,7 @@ pub fn remember_delta<S: Store + ?Sized>(
     if let Ok(bytes) = serde_json::to_vec(&Delta {
         parent: parent.clone(),
         files,
+        pack: store.written_pack(commit),
     }) {
         store.cache_write(&delta_key(commit), &bytes);
     }

@@ -14,7 +14,7 @@ use gix::refs::Target;
 use gix::ObjectId;
 
 use crate::model::Timestamp;
-use crate::store::pack::{Kind, Objects};
+use crate::store::pack::{Kind, Loaded, Objects};
 use crate::store::{
     CasResult, CommitInfo, Error, FileChange, Message, Oid, Snapshot, Store, STATE_REF,
 };
@@ -51,6 +51,12 @@ pub struct GixStore {
     repo: std::cell::RefCell<gix::Repository>,
     common_dir: PathBuf,
     workdir: Option<PathBuf>,
+    /// Packs to look in before the object store, newest first (see
+    /// `store::pack::Loaded`), and those already read.
+    hinted: std::cell::RefCell<Vec<String>>,
+    loaded: std::cell::RefCell<std::collections::HashMap<String, Option<std::rc::Rc<Loaded>>>>,
+    /// The last commit this store wrote, and the pack it wrote it into.
+    last_written: std::cell::RefCell<Option<(Oid, String)>>,
     /// The state of the last commit this store made (see `Store::memo_take`).
     memo: std::cell::RefCell<Option<(Oid, crate::model::State)>>,
 }
@@ -83,6 +89,9 @@ impl GixStore {
             common_dir: repo.common_dir().to_owned(),
             workdir: repo.workdir().map(Path::to_owned),
             repo: std::cell::RefCell::new(repo),
+            hinted: Default::default(),
+            loaded: Default::default(),
+            last_written: Default::default(),
             memo: std::cell::RefCell::new(None),
         })
     }
@@ -395,9 +404,13 @@ impl GixStore {
     }
 
     /// Writes a writeback's objects as one pack into `objects/pack`.
-    fn write_pack(&self, pack: &Objects) -> Result<(), Error> {
-        let repo = self.repo.borrow();
-        let dir = repo.objects.store_ref().path().join("pack");
+    /// `objects/pack` of the repository.
+    fn pack_dir(&self) -> PathBuf {
+        self.repo.borrow().objects.store_ref().path().join("pack")
+    }
+
+    fn write_pack(&self, pack: &Objects) -> Result<String, Error> {
+        let dir = self.pack_dir();
         let written = pack.write(&dir).or_else(|e| match e.kind() {
             std::io::ErrorKind::NotFound => {
                 std::fs::create_dir_all(&dir)?;
@@ -405,9 +418,7 @@ impl GixStore {
             }
             _ => Err(e),
         });
-        written
-            .map(|_| ())
-            .map_err(|e| git_err(&format!("writing a pack into {}", dir.display()), e))
+        written.map_err(|e| git_err(&format!("writing a pack into {}", dir.display()), e))
     }
 
     fn try_commit(
@@ -420,27 +431,47 @@ impl GixStore {
     ) -> Result<CasResult, Error> {
         let repo = self.repo.borrow();
         self.check_not_checked_out()?;
+        let layered = Layered {
+            store: self,
+            odb: &repo.objects,
+        };
         let (base_tree, parents) = match expected {
             Some(parent) => {
                 let id = object_id(parent)?;
-                let c = repo
-                    .find_commit(id)
+                let mut buf = Vec::new();
+                let data = gix::objs::Find::try_find(&layered, &id, &mut buf)
+                    .map_err(|e| git_err("reading parent", e))?
+                    .filter(|d| d.kind == gix::objs::Kind::Commit)
+                    .ok_or_else(|| git_err("reading parent", format!("commit {id} not found")))?;
+                let commit = gix::objs::CommitRef::from_bytes(data.data, repo.object_hash())
                     .map_err(|e| git_err("reading parent", e))?;
-                (
-                    c.tree_id().map_err(|e| git_err("parent tree", e))?.detach(),
-                    vec![id],
-                )
+                (commit.tree(), vec![id])
             }
             None => (ObjectId::empty_tree(repo.object_hash()), Vec::new()),
         };
         // The plumbing editor: gix's checked one stats every entry of every
         // tree it writes (300 of them in a 256-shard todos tree) to prove the
         // objects exist. Ours exist by construction: the base tree's entries,
-        // and blobs written just above; paths come from validated ids.
-        let mut editor = repo
-            .edit_tree(base_tree)
-            .map_err(|e| git_err("tree editor", e))?
-            .detach();
+        // and blobs written just above; paths come from validated ids. It
+        // reads trees through the hinted packs first (see `Layered`).
+        let root = if base_tree.is_empty_tree() {
+            gix::objs::Tree::empty()
+        } else {
+            let mut buf = Vec::new();
+            let data = gix::objs::Find::try_find(&layered, &base_tree, &mut buf)
+                .map_err(|e| git_err("reading the state tree", e))?
+                .filter(|d| d.kind == gix::objs::Kind::Tree)
+                .ok_or_else(|| {
+                    git_err(
+                        "reading the state tree",
+                        format!("tree {base_tree} not found"),
+                    )
+                })?;
+            gix::objs::TreeRef::from_bytes(data.data, repo.object_hash())
+                .map_err(|e| git_err("reading the state tree", e))?
+                .into()
+        };
+        let mut editor = gix::objs::tree::Editor::new(root, &layered, repo.object_hash());
         // One small pack for the whole writeback (see `store::pack`), or
         // loose objects in a repository that does not hash with SHA-1, or
         // when `LOOPX_LOOSE_OBJECTS=1` asks for them (to compare the two).
@@ -497,9 +528,18 @@ impl GixStore {
         let id = match pack.as_mut() {
             Some(pack) => {
                 let bytes = encoded(&commit).map_err(|e| git_err("encoding commit", e))?;
-                let id = ObjectId::from(pack.add(Kind::Commit, bytes));
-                self.write_pack(pack)?;
-                oid(id)
+                let id = oid(ObjectId::from(pack.add(Kind::Commit, bytes)));
+                let stem = self.write_pack(pack)?;
+                let reflog = format!("loopx: {}", message.subject);
+                let moved = self.move_ref(STATE_REF, expected, &id, &reflog, now);
+                crate::store::pack::unkeep(&self.pack_dir(), &stem);
+                self.pack_hint(&stem);
+                *self.last_written.borrow_mut() = Some((id.clone(), stem));
+                return Ok(if moved? {
+                    CasResult::Committed(id)
+                } else {
+                    CasResult::Retry
+                });
             }
             None => oid(persist(|| repo.write_object(&commit))
                 .map_err(|e| git_err("writing commit", e))?
@@ -556,6 +596,20 @@ impl Store for GixStore {
         let file = self.lock_file("writer.lock")?;
         file.lock().ok()?;
         Some(file)
+    }
+
+    fn written_pack(&self, commit: &Oid) -> Option<String> {
+        let last = self.last_written.borrow();
+        last.as_ref()
+            .filter(|(c, _)| c == commit)
+            .map(|(_, stem)| stem.clone())
+    }
+
+    fn pack_hint(&self, stem: &str) {
+        let mut hinted = self.hinted.borrow_mut();
+        hinted.retain(|s| s != stem);
+        hinted.insert(0, stem.to_owned());
+        hinted.truncate(HINTED_PACKS);
     }
 
     fn cache_read(&self, key: &str) -> Option<Vec<u8>> {
@@ -617,6 +671,59 @@ impl Store for GixStore {
 /// directories it emptied, and one can vanish between gix creating it and
 /// moving the new object into it. git retries the same way. Objects are
 /// content-addressed, so writing one twice is harmless.
+/// How many hinted packs a lookup looks in before the object store.
+const HINTED_PACKS: usize = 12;
+
+impl GixStore {
+    /// An object from one of the hinted packs, read and kept in memory.
+    fn find_hinted(&self, id: &gix::hash::oid) -> Option<(Kind, Vec<u8>)> {
+        let id: &[u8; 20] = id.as_bytes().try_into().ok()?;
+        let dir = self.pack_dir();
+        let hinted = self.hinted.borrow();
+        let mut loaded = self.loaded.borrow_mut();
+        if loaded.len() > 4 * HINTED_PACKS {
+            loaded.retain(|stem, _| hinted.contains(stem));
+        }
+        hinted.iter().find_map(|stem| {
+            // A pack a repack deleted is simply not looked in again.
+            let pack = loaded
+                .entry(stem.clone())
+                .or_insert_with(|| Loaded::open(&dir, stem).ok().map(std::rc::Rc::new));
+            pack.as_ref()?.find(id)
+        })
+    }
+}
+
+/// The object store as a writer sees it: the hinted packs first (the tip's
+/// trees are in the newest), then gix's store for everything else.
+struct Layered<'a> {
+    store: &'a GixStore,
+    odb: &'a gix::OdbHandle,
+}
+
+impl gix::objs::Find for Layered<'_> {
+    fn try_find<'b>(
+        &self,
+        id: &gix::hash::oid,
+        buffer: &'b mut Vec<u8>,
+    ) -> gix::Result<Option<gix::objs::Data<'b>>> {
+        if let Some((kind, bytes)) = self.store.find_hinted(id) {
+            *buffer = bytes;
+            let kind = match kind {
+                Kind::Commit => gix::objs::Kind::Commit,
+                Kind::Tree => gix::objs::Kind::Tree,
+                Kind::Blob => gix::objs::Kind::Blob,
+            };
+            return Ok(Some(gix::objs::Data::new(
+                buffer,
+                kind,
+                gix::hash::Kind::Sha1,
+            )));
+        }
+        gix::objs::Find::try_find(self.odb, id, buffer)
+    }
+}
+
 /// An object's canonical bytes, as git hashes and stores them.
 fn encoded(object: &impl gix::objs::WriteTo) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::with_capacity(object.size() as usize);

@@ -11,7 +11,7 @@ pub mod cache;
 pub mod gix_store;
 pub mod memory;
 mod message;
-mod pack;
+pub mod pack;
 pub mod transaction;
 
 use std::collections::BTreeMap;
@@ -198,4 +198,14 @@ pub trait Store {
 
     /// Stores a host-local cache entry; failures are ignored (it is a cache).
     fn cache_write(&self, _key: &str, _bytes: &[u8]) {}
+
+    /// The pack (its file stem) this store wrote `commit`'s objects into, if
+    /// it just did (see [`pack`]).
+    fn written_pack(&self, _commit: &Oid) -> Option<String> {
+        None
+    }
+
+    /// Tells the store which pack holds the objects of a commit it is about
+    /// to build on (from the parsed-state cache), so it can read them there.
+    fn pack_hint(&self, _stem: &str) {}
 }

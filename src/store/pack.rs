@@ -39,6 +39,99 @@ impl Kind {
     }
 }
 
+/// A pack read whole into memory, to find objects in without going through
+/// the repository's object store: a long-lived gix store rescans
+/// `objects/pack` and snapshots every index for each object that a new pack
+/// holds, and under contention every other writer's commit is a new pack.
+/// Writers load the packs the parsed-state cache names for the commits they
+/// replay (see `store::cache`), find the tip's trees there, and fall back to
+/// the object store for the rest. Only whole objects are read (a deltified
+/// entry is "not here"), and an object is only returned when its bytes hash
+/// to the id asked for.
+pub struct Loaded {
+    idx: Vec<u8>,
+    pack: Vec<u8>,
+}
+
+impl Loaded {
+    /// Reads `<stem>.idx` and `<stem>.pack` from `pack_dir`.
+    pub fn open(pack_dir: &Path, stem: &str) -> io::Result<Self> {
+        let idx = std::fs::read(pack_dir.join(format!("{stem}.idx")))?;
+        let pack = std::fs::read(pack_dir.join(format!("{stem}.pack")))?;
+        if idx.len() < 8 + 1024 + 40 || idx[..8] != [0xff, b't', b'O', b'c', 0, 0, 0, 2] {
+            return Err(io::Error::other(format!(
+                "{stem}.idx is not a version 2 pack index"
+            )));
+        }
+        let loaded = Loaded { idx, pack };
+        if loaded.idx.len() < 8 + 1024 + loaded.count() * 28 + 40 {
+            return Err(io::Error::other(format!("{stem}.idx is truncated")));
+        }
+        Ok(loaded)
+    }
+
+    fn be32(&self, at: usize) -> u32 {
+        u32::from_be_bytes(self.idx[at..at + 4].try_into().expect("four bytes"))
+    }
+
+    fn count(&self) -> usize {
+        self.be32(8 + 255 * 4) as usize
+    }
+
+    /// The object `id`, if this pack holds it whole.
+    pub fn find(&self, id: &[u8; 20]) -> Option<(Kind, Vec<u8>)> {
+        let n = self.count();
+        let first = usize::from(id[0]);
+        let mut lo = if first == 0 {
+            0
+        } else {
+            self.be32(8 + (first - 1) * 4) as usize
+        };
+        let mut hi = (self.be32(8 + first * 4) as usize).min(n);
+        let ids = 8 + 1024;
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.idx[ids + mid * 20..ids + mid * 20 + 20].cmp(id) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return self.entry(mid, n, id),
+            }
+        }
+        None
+    }
+
+    fn entry(&self, i: usize, n: usize, id: &[u8; 20]) -> Option<(Kind, Vec<u8>)> {
+        let offset = self.be32(8 + 1024 + n * 24 + i * 4);
+        if offset & 0x8000_0000 != 0 {
+            return None;
+        }
+        let mut at = offset as usize;
+        let mut byte = *self.pack.get(at)?;
+        let kind = match (byte >> 4) & 7 {
+            1 => Kind::Commit,
+            2 => Kind::Tree,
+            3 => Kind::Blob,
+            _ => return None,
+        };
+        let mut size = u64::from(byte & 0x0f);
+        let mut shift = 4;
+        while byte & 0x80 != 0 {
+            at += 1;
+            byte = *self.pack.get(at)?;
+            size |= u64::from(byte & 0x7f) << shift;
+            shift += 7;
+            if shift > 60 {
+                return None;
+            }
+        }
+        let mut data = vec![0u8; usize::try_from(size).ok()?];
+        let mut inflate = gix::zlib::Inflate::default();
+        let (status, _, written) = inflate.once(self.pack.get(at + 1..)?, &mut data).ok()?;
+        let whole = status == gix::zlib::Status::StreamEnd && written == data.len();
+        (whole && object_id(kind, &data) == *id).then_some((kind, data))
+    }
+}
+
 /// The SHA-1 object id git gives `data` stored as a `kind`.
 pub fn object_id(kind: Kind, data: &[u8]) -> [u8; 20] {
     let mut hasher = sha1_smol::Sha1::new();
@@ -67,12 +160,27 @@ impl Objects {
     }
 
     /// Writes the objects as `pack-<checksum>.{pack,idx}` into `pack_dir`
-    /// (`objects/pack`) and returns the path of the index.
-    pub fn write(&self, pack_dir: &Path) -> io::Result<PathBuf> {
+    /// (`objects/pack`) and returns the file stem, `pack-<checksum>`.
+    ///
+    /// The pack is written kept (a `.keep` file beside it, as `git
+    /// receive-pack` does for a pushed pack until its refs are updated):
+    /// until a ref reaches its objects they are unreachable, and a `git
+    /// repack -a -d` running meanwhile would drop them. The caller
+    /// [`unkeep`]s it once the ref has moved (or the move failed).
+    pub fn write(&self, pack_dir: &Path) -> io::Result<String> {
         let (pack, idx, checksum) = self.encode()?;
         let name = format!("pack-{}", hex(&checksum));
-        put(pack_dir, &format!("{name}.pack"), &pack)?;
-        put(pack_dir, &format!("{name}.idx"), &idx)
+        std::fs::write(
+            pack_dir.join(format!("{name}.keep")),
+            b"git-loopx: writeback in progress\n",
+        )?;
+        let written = put(pack_dir, &format!("{name}.pack"), &pack)
+            .and_then(|_| put(pack_dir, &format!("{name}.idx"), &idx));
+        if let Err(e) = written {
+            unkeep(pack_dir, &name);
+            return Err(e);
+        }
+        Ok(name)
     }
 
     /// The bytes of the pack, of its index, and the pack's checksum.
@@ -149,6 +257,11 @@ fn deflate_into(
             Status::Ok | Status::BufError => {}
         }
     }
+}
+
+/// Removes the `.keep` of a pack [`Objects::write`] wrote.
+pub fn unkeep(pack_dir: &Path, stem: &str) {
+    let _ = std::fs::remove_file(pack_dir.join(format!("{stem}.keep")));
 }
 
 /// An entry's header: the type and the inflated size, 4 bits then 7 a byte.
@@ -242,6 +355,22 @@ mod tests {
             hex(&object_id(Kind::Tree, b"")),
             "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
         );
+    }
+
+    #[test]
+    fn a_written_pack_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut objects = Objects::default();
+        let big: Vec<u8> = (0..20_000u32).flat_map(|i| i.to_le_bytes()).collect();
+        let a = objects.add(Kind::Blob, b"hello".to_vec());
+        let b = objects.add(Kind::Tree, Vec::new());
+        let c = objects.add(Kind::Blob, big.clone());
+        let stem = objects.write(dir.path()).unwrap();
+        let loaded = Loaded::open(dir.path(), &stem).unwrap();
+        assert_eq!(loaded.find(&a), Some((Kind::Blob, b"hello".to_vec())));
+        assert_eq!(loaded.find(&b), Some((Kind::Tree, Vec::new())));
+        assert_eq!(loaded.find(&c), Some((Kind::Blob, big)));
+        assert_eq!(loaded.find(&object_id(Kind::Blob, b"absent")), None);
     }
 
     #[test]

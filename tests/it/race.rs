@@ -281,6 +281,13 @@ fn enough_writes_roll_up_the_small_packs() {
         "background repacks rolled up the writes' packs ({packs} packs after {WRITES} writes)"
     );
     assert_eq!(loose, 0, "writebacks leave no loose objects");
+    let pack_dir = repo.join(".git/objects/pack");
+    let kept: Vec<_> = std::fs::read_dir(&pack_dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".keep"))
+        .collect();
+    assert!(kept.is_empty(), "a writeback's .keep outlived it: {kept:?}");
     env.fsck(&repo, &["--strict", "--no-dangling"]);
     let todos = env
         .loopx(&repo, &["--json", "todo", "list"])

@@ -14,7 +14,7 @@ use gix::refs::Target;
 use gix::ObjectId;
 
 use crate::model::Timestamp;
-use crate::store::pack::{Kind, Loaded, Objects};
+use crate::store::pack::{Blank, Kind, Loaded, Objects};
 use crate::store::{
     CasResult, CommitInfo, Error, FileChange, Message, Oid, Snapshot, Store, STATE_REF,
 };
@@ -55,6 +55,10 @@ pub struct GixStore {
     /// `store::pack::Loaded`), and those already read.
     hinted: std::cell::RefCell<Vec<String>>,
     loaded: std::cell::RefCell<std::collections::HashMap<String, Option<std::rc::Rc<Loaded>>>>,
+    /// The cache's deltas (see `store::journal`).
+    journal: crate::store::journal::Journal,
+    /// Files created ahead for the next writeback's pack (see `pack::Blank`).
+    blanks: std::cell::RefCell<Option<(Blank, Blank)>>,
     /// The last commit this store wrote, and the pack it wrote it into.
     last_written: std::cell::RefCell<Option<(Oid, String)>>,
     /// The state of the last commit this store made (see `Store::memo_take`).
@@ -85,13 +89,16 @@ impl GixStore {
         if repo.common_dir().join("reftable").is_dir() || uses_reftable(&repo) {
             return Err(Error::UnsupportedRefStorage);
         }
+        let common_dir = repo.common_dir().to_owned();
         Ok(GixStore {
-            common_dir: repo.common_dir().to_owned(),
+            journal: crate::store::journal::Journal::new(common_dir.join("loopx").join("cache")),
+            common_dir,
             workdir: repo.workdir().map(Path::to_owned),
             repo: std::cell::RefCell::new(repo),
             hinted: Default::default(),
             loaded: Default::default(),
             last_written: Default::default(),
+            blanks: Default::default(),
             memo: std::cell::RefCell::new(None),
         })
     }
@@ -404,6 +411,19 @@ impl GixStore {
     }
 
     /// Writes a writeback's objects as one pack into `objects/pack`.
+    /// Whether writebacks go into packs: in a repository that hashes with
+    /// SHA-1 (git's default), unless `LOOPX_LOOSE_OBJECTS=1` asks for loose
+    /// objects (to compare the two).
+    fn packs_written(&self) -> bool {
+        self.repo.borrow().object_hash() == gix::hash::Kind::Sha1
+            && std::env::var_os("LOOPX_LOOSE_OBJECTS").is_none_or(|v| v != "1")
+    }
+
+    /// Where a writeback's `.keep` file waits between writebacks.
+    fn spare_keep(&self) -> PathBuf {
+        self.local_dir().join("keep.spare")
+    }
+
     /// `objects/pack` of the repository.
     fn pack_dir(&self) -> PathBuf {
         self.repo.borrow().objects.store_ref().path().join("pack")
@@ -411,13 +431,17 @@ impl GixStore {
 
     fn write_pack(&self, pack: &Objects) -> Result<String, Error> {
         let dir = self.pack_dir();
-        let written = pack.write(&dir).or_else(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => {
-                std::fs::create_dir_all(&dir)?;
-                pack.write(&dir)
-            }
-            _ => Err(e),
-        });
+        let spare = self.spare_keep();
+        let blanks = self.blanks.borrow_mut().take();
+        let written = pack
+            .write(&dir, &spare, blanks)
+            .or_else(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => {
+                    std::fs::create_dir_all(&dir)?;
+                    pack.write(&dir, &spare, None)
+                }
+                _ => Err(e),
+            });
         written.map_err(|e| git_err(&format!("writing a pack into {}", dir.display()), e))
     }
 
@@ -475,9 +499,7 @@ impl GixStore {
         // One small pack for the whole writeback (see `store::pack`), or
         // loose objects in a repository that does not hash with SHA-1, or
         // when `LOOPX_LOOSE_OBJECTS=1` asks for them (to compare the two).
-        let loose = repo.object_hash() != gix::hash::Kind::Sha1
-            || std::env::var_os("LOOPX_LOOSE_OBJECTS").is_some_and(|v| v == "1");
-        let mut pack = (!loose).then(Objects::default);
+        let mut pack = self.packs_written().then(Objects::default);
         for change in changes {
             match change {
                 FileChange::Upsert { path, bytes } => {
@@ -532,7 +554,7 @@ impl GixStore {
                 let stem = self.write_pack(pack)?;
                 let reflog = format!("loopx: {}", message.subject);
                 let moved = self.move_ref(STATE_REF, expected, &id, &reflog, now);
-                crate::store::pack::unkeep(&self.pack_dir(), &stem);
+                crate::store::pack::unkeep(&self.pack_dir(), &stem, &self.spare_keep());
                 self.pack_hint(&stem);
                 *self.last_written.borrow_mut() = Some((id.clone(), stem));
                 return Ok(if moved? {
@@ -550,6 +572,15 @@ impl GixStore {
             Ok(CasResult::Committed(id))
         } else {
             Ok(CasResult::Retry)
+        }
+    }
+}
+
+impl Drop for GixStore {
+    fn drop(&mut self) {
+        if let Some((pack, idx)) = self.blanks.get_mut().take() {
+            pack.discard();
+            idx.discard();
         }
     }
 }
@@ -593,6 +624,14 @@ impl Store for GixStore {
         if std::env::var_os("LOOPX_WRITER_LOCK").is_some_and(|v| v == "0") {
             return None;
         }
+        // Create the next pack's files first: other writers need not wait
+        // while this one finds two free inodes.
+        if self.packs_written() && self.blanks.borrow().is_none() {
+            let dir = self.pack_dir();
+            if let (Ok(pack), Ok(idx)) = (Blank::create(&dir), Blank::create(&dir)) {
+                *self.blanks.borrow_mut() = Some((pack, idx));
+            }
+        }
         let file = self.lock_file("writer.lock")?;
         file.lock().ok()?;
         Some(file)
@@ -613,10 +652,17 @@ impl Store for GixStore {
     }
 
     fn cache_read(&self, key: &str) -> Option<Vec<u8>> {
+        if key.starts_with("delta-") {
+            return self.journal.get(key);
+        }
         std::fs::read(self.local_dir().join("cache").join(key)).ok()
     }
 
     fn cache_write(&self, key: &str, bytes: &[u8]) {
+        // Deltas, one a writeback, go to the journal: no file to create.
+        if key.starts_with("delta-") {
+            return self.journal.append(key, bytes);
+        }
         let dir = self.local_dir().join("cache");
         if std::fs::create_dir_all(&dir).is_err() {
             return;

@@ -9,6 +9,7 @@
 pub mod binary;
 pub mod cache;
 pub mod gix_store;
+mod journal;
 pub mod memory;
 mod message;
 pub mod pack;

@@ -167,17 +167,29 @@ impl Objects {
     /// until a ref reaches its objects they are unreachable, and a `git
     /// repack -a -d` running meanwhile would drop them. The caller
     /// [`unkeep`]s it once the ref has moved (or the move failed).
-    pub fn write(&self, pack_dir: &Path) -> io::Result<String> {
+    ///
+    /// The `.keep` is not created afresh each time: `spare`, a file the
+    /// previous writeback left (under `.git/loopx/`), is renamed into place
+    /// and back, which costs no new inode; without one, it is created.
+    ///
+    /// `blanks`, when given, are the two files to fill (see [`Blank`]).
+    pub fn write(
+        &self,
+        pack_dir: &Path,
+        spare: &Path,
+        blanks: Option<(Blank, Blank)>,
+    ) -> io::Result<String> {
         let (pack, idx, checksum) = self.encode()?;
+        let (blank_pack, blank_idx) = blanks.map_or((None, None), |(p, i)| (Some(p), Some(i)));
         let name = format!("pack-{}", hex(&checksum));
-        std::fs::write(
-            pack_dir.join(format!("{name}.keep")),
-            b"git-loopx: writeback in progress\n",
-        )?;
-        let written = put(pack_dir, &format!("{name}.pack"), &pack)
-            .and_then(|_| put(pack_dir, &format!("{name}.idx"), &idx));
+        let keep = pack_dir.join(format!("{name}.keep"));
+        if std::fs::rename(spare, &keep).is_err() {
+            std::fs::write(&keep, b"git-loopx: writeback in progress\n")?;
+        }
+        let written = put(pack_dir, &format!("{name}.pack"), &pack, blank_pack)
+            .and_then(|_| put(pack_dir, &format!("{name}.idx"), &idx, blank_idx));
         if let Err(e) = written {
-            unkeep(pack_dir, &name);
+            unkeep(pack_dir, &name, spare);
             return Err(e);
         }
         Ok(name)
@@ -259,9 +271,12 @@ fn deflate_into(
     }
 }
 
-/// Removes the `.keep` of a pack [`Objects::write`] wrote.
-pub fn unkeep(pack_dir: &Path, stem: &str) {
-    let _ = std::fs::remove_file(pack_dir.join(format!("{stem}.keep")));
+/// Removes the `.keep` of a pack [`Objects::write`] wrote, back to `spare`.
+pub fn unkeep(pack_dir: &Path, stem: &str, spare: &Path) {
+    let keep = pack_dir.join(format!("{stem}.keep"));
+    if std::fs::rename(&keep, spare).is_err() {
+        let _ = std::fs::remove_file(keep);
+    }
 }
 
 /// An entry's header: the type and the inflated size, 4 bits then 7 a byte.
@@ -278,27 +293,54 @@ fn entry_header(out: &mut Vec<u8>, kind: Kind, size: u64) {
 
 /// Writes `bytes` beside `name` and renames it into place, read-only as git
 /// keeps its packs. A file already there has the same name, so the same bytes.
-fn put(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<PathBuf> {
+fn put(dir: &Path, name: &str, bytes: &[u8], blank: Option<Blank>) -> io::Result<PathBuf> {
     let target = dir.join(name);
-    // Not ending in `.idx`: a reader listing the directory must not take a
-    // half-written index for a pack's.
-    let tmp = dir.join(format!(
-        "tmp_loopx_{}_{}",
-        std::process::id(),
-        name.replace('.', "_")
-    ));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o444);
-    let written = options
-        .open(&tmp)
-        .and_then(|mut file| file.write_all(bytes))
+    let Blank {
+        mut file,
+        path: tmp,
+    } = match blank {
+        Some(blank) => blank,
+        None => Blank::create(dir)?,
+    };
+    let written = file
+        .write_all(bytes)
         .and_then(|()| std::fs::rename(&tmp, &target));
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     written.map(|()| target)
+}
+
+/// An empty file in `objects/pack`, created ahead of the write that fills
+/// it and renames it into place: on a busy disk creating a file (finding a
+/// free inode) is the slow step, and a writer creates its pack's two files
+/// before it takes the writer lock, so other writers need not wait for it.
+pub struct Blank {
+    file: std::fs::File,
+    path: PathBuf,
+}
+
+impl Blank {
+    /// Named so nothing takes it for a pack or an index (`tmp_…`, as git
+    /// names its own temporary files there).
+    pub fn create(dir: &Path) -> io::Result<Self> {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = dir.join(format!("tmp_loopx_{}_{n}", std::process::id()));
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o444);
+        Ok(Blank {
+            file: options.open(&path)?,
+            path,
+        })
+    }
+
+    /// Removes an unused blank.
+    pub fn discard(self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 fn sha1(bytes: &[u8]) -> [u8; 20] {
@@ -310,7 +352,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// CRC-32 (IEEE 802.3, reflected), as a pack index records per entry.
-fn crc32(bytes: &[u8]) -> u32 {
+pub(crate) fn crc32(bytes: &[u8]) -> u32 {
     const TABLE: [u32; 256] = {
         let mut table = [0u32; 256];
         let mut i = 0;
@@ -365,7 +407,15 @@ mod tests {
         let a = objects.add(Kind::Blob, b"hello".to_vec());
         let b = objects.add(Kind::Tree, Vec::new());
         let c = objects.add(Kind::Blob, big.clone());
-        let stem = objects.write(dir.path()).unwrap();
+        let spare = dir.path().join("spare");
+        let blanks = (
+            Blank::create(dir.path()).unwrap(),
+            Blank::create(dir.path()).unwrap(),
+        );
+        let stem = objects.write(dir.path(), &spare, Some(blanks)).unwrap();
+        assert!(dir.path().join(format!("{stem}.keep")).exists());
+        unkeep(dir.path(), &stem, &spare);
+        assert!(!dir.path().join(format!("{stem}.keep")).exists() && spare.exists());
         let loaded = Loaded::open(dir.path(), &stem).unwrap();
         assert_eq!(loaded.find(&a), Some((Kind::Blob, b"hello".to_vec())));
         assert_eq!(loaded.find(&b), Some((Kind::Tree, Vec::new())));

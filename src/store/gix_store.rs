@@ -276,17 +276,17 @@ impl GixStore {
     pub fn try_find_ref(&self, name: &str) -> Result<Option<Oid>, Error> {
         let repo = self.repo.borrow();
         let found = match repo.try_find_reference(name) {
-            // A direct ref names its commit: no object lookup (the object
-            // may be in a pack a concurrent repack is moving).
-            Ok(Some(r)) if r.target().try_id().is_some() => {
-                Ok(r.target().try_id().map(|id| oid(id.to_owned())))
-            }
-            Ok(Some(mut r)) => settled(|| {
-                r.peel_to_id()
-                    .map(|id| oid(id.detach()))
-                    .map_err(|e| git_err(&format!("peeling {name}"), e))
-            })
-            .map(Some),
+            Ok(Some(mut r)) => match r.target().try_id().map(ToOwned::to_owned) {
+                // A direct ref names its commit: no object lookup (the object
+                // may be in a pack a concurrent repack is moving).
+                Some(id) => Ok(Some(oid(id))),
+                None => settled(|| {
+                    r.peel_to_id()
+                        .map(|id| oid(id.detach()))
+                        .map_err(|e| git_err(&format!("peeling {name}"), e))
+                })
+                .map(Some),
+            },
             Ok(None) => Ok(None),
             Err(e) => Err(git_err(&format!("reading {name}"), e)),
         };
@@ -410,7 +410,6 @@ impl GixStore {
         }
     }
 
-    /// Writes a writeback's objects as one pack into `objects/pack`.
     /// Whether writebacks go into packs: in a repository that hashes with
     /// SHA-1 (git's default), unless `LOOPX_LOOSE_OBJECTS=1` asks for loose
     /// objects (to compare the two).
@@ -429,6 +428,8 @@ impl GixStore {
         self.repo.borrow().objects.store_ref().path().join("pack")
     }
 
+    /// Writes a writeback's objects as one kept pack into `objects/pack`
+    /// (into the blank files made ahead, if any); returns its file stem.
     fn write_pack(&self, pack: &Objects) -> Result<String, Error> {
         let dir = self.pack_dir();
         let spare = self.spare_keep();
@@ -547,32 +548,31 @@ impl GixStore {
             message: message.render().into(),
             extra_headers: Vec::new(),
         };
-        let id = match pack.as_mut() {
+        let (id, stem) = match pack.as_mut() {
             Some(pack) => {
                 let bytes = encoded(&commit).map_err(|e| git_err("encoding commit", e))?;
                 let id = oid(ObjectId::from(pack.add(Kind::Commit, bytes)));
-                let stem = self.write_pack(pack)?;
-                let reflog = format!("loopx: {}", message.subject);
-                let moved = self.move_ref(STATE_REF, expected, &id, &reflog, now);
-                crate::store::pack::unkeep(&self.pack_dir(), &stem, &self.spare_keep());
-                self.pack_hint(&stem);
-                *self.last_written.borrow_mut() = Some((id.clone(), stem));
-                return Ok(if moved? {
-                    CasResult::Committed(id)
-                } else {
-                    CasResult::Retry
-                });
+                (id, Some(self.write_pack(pack)?))
             }
-            None => oid(persist(|| repo.write_object(&commit))
-                .map_err(|e| git_err("writing commit", e))?
-                .detach()),
+            None => {
+                let id = persist(|| repo.write_object(&commit))
+                    .map_err(|e| git_err("writing commit", e))?;
+                (oid(id.detach()), None)
+            }
         };
         let reflog = format!("loopx: {}", message.subject);
-        if self.move_ref(STATE_REF, expected, &id, &reflog, now)? {
-            Ok(CasResult::Committed(id))
-        } else {
-            Ok(CasResult::Retry)
+        let moved = self.move_ref(STATE_REF, expected, &id, &reflog, now);
+        if let Some(stem) = stem {
+            // Reachable now, or never: either way no longer ours to keep.
+            crate::store::pack::unkeep(&self.pack_dir(), &stem, &self.spare_keep());
+            self.pack_hint(&stem);
+            *self.last_written.borrow_mut() = Some((id.clone(), stem));
         }
+        Ok(if moved? {
+            CasResult::Committed(id)
+        } else {
+            CasResult::Retry
+        })
     }
 }
 

@@ -18,7 +18,6 @@
 //! falls back to loose objects elsewhere.
 
 use std::io::{self, Write as _};
-
 use std::path::{Path, PathBuf};
 
 /// Git's object kinds, with their type codes in a pack.
@@ -147,13 +146,15 @@ pub fn object_id(kind: Kind, data: &[u8]) -> [u8; 20] {
 #[derive(Default)]
 pub struct Objects {
     entries: Vec<([u8; 20], Kind, Vec<u8>)>,
+    /// Ids added so far: a bulk write (an import, a merge) adds thousands.
+    known: std::collections::HashSet<[u8; 20]>,
 }
 
 impl Objects {
     /// Adds an object (once per id) and returns its id.
     pub fn add(&mut self, kind: Kind, data: Vec<u8>) -> [u8; 20] {
         let id = object_id(kind, &data);
-        if !self.entries.iter().any(|(known, _, _)| *known == id) {
+        if self.known.insert(id) {
             self.entries.push((id, kind, data));
         }
         id

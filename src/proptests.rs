@@ -112,6 +112,136 @@ fn todo() -> impl Strategy<Value = Todo> {
         )
 }
 
+/// A [`todo()`] with the fields selection reads varied as well.
+fn selectable_todo() -> impl Strategy<Value = Todo> {
+    use prop::collection::vec;
+    use prop::option::of;
+    (
+        todo(),
+        (0u8..2, 0u8..5, 0u8..4, 0u8..4, any::<bool>()),
+        (vec("[a-z]{1,5}", 0..3), vec("[a-z]{1,5}", 0..3)),
+        (
+            of("todo_done:todo_[0-9a-f]{12}"),
+            of("todo_[0-9a-f]{12}"),
+            of("[a-z]{1,5}"),
+        ),
+        (
+            of(of(0i64..100_000)),
+            vec("todo_[0-9a-f]{12}", 0..2),
+            of(tricky_string()),
+        ),
+    )
+        .prop_map(
+            |(mut todo, (role, class, status, decision, global), lists, links, rest)| {
+                todo.role = [Role::Agent, Role::User][role as usize];
+                todo.class = [
+                    TodoClass::AdvancementTask,
+                    TodoClass::ContinuousMonitor,
+                    TodoClass::Blocker,
+                    TodoClass::UserGate,
+                    TodoClass::UserAction,
+                ][class as usize];
+                todo.status = [
+                    TodoStatus::Open,
+                    TodoStatus::Blocked,
+                    TodoStatus::Deferred,
+                    TodoStatus::Done,
+                ][status as usize];
+                todo.decision = [
+                    None,
+                    Some(Decision::Approve),
+                    Some(Decision::Reject),
+                    Some(Decision::Cancel),
+                ][decision as usize];
+                todo.global = global;
+                (todo.requires_capabilities, todo.exclude_agents) = lists;
+                (todo.resume_when, todo.unblocks, todo.blocks_agent) = links;
+                let (monitor, successors, validate) = rest;
+                todo.monitor = monitor.map(|due| Monitor {
+                    cadence: "1h".into(),
+                    next_due_at: due.map(t),
+                    extra: Extra::new(),
+                });
+                todo.successors = successors;
+                todo.validate = validate;
+                todo
+            },
+        )
+}
+
+fn any_run() -> impl Strategy<Value = Run> {
+    use prop::option::of;
+    (
+        (0u8..4, of("[a-z]{1,5}"), 0i64..100_000, of(tricky_string())),
+        (of(0u32..100), of("run_[0-9a-f]{12}"), of(tricky_string())),
+        (
+            of(("[a-z ]{1,9}", -3i32..300)),
+            prop::collection::vec("[a-z./]{1,9}", 0..3),
+        ),
+        (extra(), "[0-9a-f]{12}"),
+    )
+        .prop_map(
+            |(
+                (kind, agent, at, turn),
+                (slots, spend, summary),
+                (validation, artifacts),
+                (extra, hex),
+            )| {
+                let kind = [
+                    RunKind::Writeback,
+                    RunKind::Spend,
+                    RunKind::Void,
+                    RunKind::Turn,
+                ][kind as usize];
+                let mut run = Run::new(format!("run_{hex}"), kind, "g", agent.as_deref(), t(at));
+                run.turn = turn;
+                run.slots = slots;
+                run.spend = spend;
+                run.summary = summary;
+                run.validation = validation.map(|(command, exit_code)| Validation {
+                    command,
+                    exit_code,
+                    extra: Extra::new(),
+                });
+                run.artifacts = artifacts;
+                run.decision = Some(serde_json::json!({"decision": "run"}));
+                run.extra = extra;
+                run
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// The facts a loaded state reads straight from an entity's bytes are
+    /// the facts of the entity those bytes decode to.
+    #[test]
+    fn facts_read_from_bytes_match_the_entity(todos in prop::collection::vec(selectable_todo(), 0..8), runs in prop::collection::vec(any_run(), 0..4)) {
+        use crate::model::tracked::Facts;
+        use crate::store::binary;
+        let mut state = State::with_goal(crate::model::Goal::new("g", "o", t(0)), t(0));
+        let gs = state.goals.get_mut("g").unwrap();
+        for todo in todos {
+            gs.todos.insert(todo.id.clone(), todo);
+        }
+        for run in runs {
+            gs.runs.insert(run.id.clone(), run);
+        }
+        state.clean();
+        let lazy = binary::decode(&binary::encode(&state)).ok_or_else(|| TestCaseError::fail("no decode"))?;
+        let (eager, lazy) = (&state.goals["g"], &lazy.goals["g"]);
+        let from_bytes: Vec<TodoFacts<'_>> = lazy.todos.all_facts().collect();
+        let decoded: Vec<TodoFacts<'_>> = eager.todos.values().map(Facts::facts).collect();
+        prop_assert_eq!(from_bytes, decoded);
+        let from_bytes: Vec<RunFacts<'_>> = lazy.runs.all_facts().collect();
+        let decoded: Vec<RunFacts<'_>> = eager.runs.values().map(Facts::facts).collect();
+        prop_assert_eq!(from_bytes, decoded);
+        prop_assert_eq!(&lazy.todos, &eager.todos);
+        prop_assert_eq!(&lazy.runs, &eager.runs);
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 

@@ -201,7 +201,7 @@ fn goal_of<'a>(state: &'a mut State, goal: &str, path: &str) -> Result<&'a mut G
         .ok_or_else(|| err(path, "no such goal"))
 }
 
-fn apply_entity<T: DeserializeOwned>(
+fn apply_entity<T: DeserializeOwned + crate::model::tracked::Facts>(
     map: &mut crate::model::Tracked<T>,
     id: &str,
     path: &str,

@@ -5,6 +5,7 @@
 
 pub mod diff;
 mod entity;
+pub mod facts;
 pub mod ids;
 pub mod leaks;
 pub mod lease;
@@ -18,6 +19,7 @@ mod time;
 pub mod tracked;
 
 pub use entity::*;
+pub use facts::{RunFacts, TodoFacts};
 pub use refusal::{Code, Refusal};
 pub use state::{GoalState, State, TodoCounts};
 pub use time::{parse_duration, Timestamp};

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::model::{GoalState, Run, RunKind, Timestamp};
+use crate::model::{GoalState, RunFacts, RunKind, Timestamp};
 
 /// Where a goal's quota stands at a moment.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -21,28 +21,28 @@ impl Usage {
 }
 
 /// Spends that were not voided, in any window.
-pub fn live_spends(gs: &GoalState) -> Vec<&Run> {
+pub fn live_spends(gs: &GoalState) -> Vec<RunFacts<'_>> {
     let voided: std::collections::BTreeSet<&str> = gs
         .runs
-        .values()
+        .all_facts()
         .filter(|r| r.kind == RunKind::Void)
-        .filter_map(|r| r.spend.as_deref())
+        .filter_map(|r| r.spend)
         .collect();
     gs.runs
-        .values()
-        .filter(|r| r.kind == RunKind::Spend && !voided.contains(r.id.as_str()))
+        .all_facts()
+        .filter(|r| r.kind == RunKind::Spend && !voided.contains(r.id))
         .collect()
 }
 
 /// Spends that count: in the window `(now - window, now]` and not voided.
-pub fn counted_spends(gs: &GoalState, now: Timestamp) -> Vec<&Run> {
+pub fn counted_spends(gs: &GoalState, now: Timestamp) -> Vec<RunFacts<'_>> {
     let window = i64::from(gs.goal.quota.window_hours) * 3600;
     let start = now.plus_seconds(-window);
-    let mut spends: Vec<&Run> = live_spends(gs)
+    let mut spends: Vec<RunFacts<'_>> = live_spends(gs)
         .into_iter()
         .filter(|r| r.at > start && r.at <= now)
         .collect();
-    spends.sort_by(|a, b| (a.at, &a.id).cmp(&(b.at, &b.id)));
+    spends.sort_by(|a, b| (a.at, a.id).cmp(&(b.at, b.id)));
     spends
 }
 

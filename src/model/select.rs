@@ -1,16 +1,27 @@
 //! Which todos an agent may work on now (SPEC §4 rules 4 and 5), as data.
 
-use crate::model::{GoalState, Timestamp, Todo, TodoClass, TodoStatus};
+use crate::model::{GoalState, Priority, Role, Timestamp, Todo, TodoClass, TodoFacts, TodoStatus};
 
 /// A todo an agent may take now.
 #[derive(Clone, Copy, Debug)]
 pub struct Candidate<'a> {
-    pub todo: &'a Todo,
+    pub id: &'a str,
     /// The agent already holds a live claim on it.
     pub mine: bool,
+    priority: Priority,
+    created_at: Timestamp,
 }
 
-/// Everything `todo next` and `should-run` need to decide.
+impl Candidate<'_> {
+    /// Own claims first, then [`TodoFacts::order_key`].
+    fn rank(&self) -> (bool, Priority, Timestamp, &str) {
+        (!self.mine, self.priority, self.created_at, self.id)
+    }
+}
+
+/// Everything `todo next` and `should-run` need to decide. It is read from
+/// the todos' facts (see [`crate::model::facts`]), so selecting decodes no
+/// todo but the open gates it returns.
 #[derive(Debug, Default)]
 pub struct Selection<'a> {
     /// Ready todos: this agent's own claims first, then unclaimed, by order.
@@ -18,7 +29,7 @@ pub struct Selection<'a> {
     /// Open gates this agent sees (global, or blocking this agent).
     pub gates: Vec<&'a Todo>,
     /// Todos held back only because an open gate `unblocks` them.
-    pub gated: Vec<&'a Todo>,
+    pub gated: Vec<&'a str>,
     /// Open agent todos held by another agent's live claim.
     pub held_by_others: usize,
     /// Non-terminal agent todos that wait (blocked, `resume_when` unmet, a
@@ -33,25 +44,22 @@ impl Selection<'_> {
 }
 
 /// Whether an open gate concerns `agent`.
-pub fn gate_visible(gate: &Todo, agent: Option<&str>) -> bool {
-    gate.global || (gate.blocks_agent.is_some() && gate.blocks_agent.as_deref() == agent)
+pub fn gate_visible(gate: &TodoFacts<'_>, agent: Option<&str>) -> bool {
+    gate.global || (gate.blocks_agent.is_some() && gate.blocks_agent == agent)
 }
 
-fn resume_satisfied(gs: &GoalState, todo: &Todo) -> bool {
-    match todo.resume_when.as_deref() {
+fn resume_satisfied(gs: &GoalState, todo: &TodoFacts<'_>) -> bool {
+    match todo.resume_when {
         None => true,
         Some(cond) => cond
             .strip_prefix("todo_done:")
-            .and_then(|id| gs.todos.get(id))
+            .and_then(|id| gs.todos.facts(id))
             .is_some_and(|t| t.status == TodoStatus::Done),
     }
 }
 
-fn monitor_due(todo: &Todo, now: Timestamp) -> bool {
-    todo.monitor
-        .as_ref()
-        .and_then(|m| m.next_due_at)
-        .is_none_or(|due| due <= now)
+fn monitor_due(todo: &TodoFacts<'_>, now: Timestamp) -> bool {
+    todo.monitor_due.flatten().is_none_or(|due| due <= now)
 }
 
 /// Selects for `agent` (with `capabilities`) at `now`.
@@ -62,51 +70,57 @@ pub fn select<'a>(
     now: Timestamp,
 ) -> Selection<'a> {
     let mut sel = Selection::default();
-    let open_gates: Vec<&Todo> = gs
-        .todos
-        .values()
-        .filter(|t| t.class == TodoClass::UserGate && t.status == TodoStatus::Open)
-        .collect();
-    sel.gates = open_gates
-        .iter()
-        .copied()
-        .filter(|g| gate_visible(g, agent))
-        .collect();
-    sel.gates.sort_by(|a, b| a.order_key().cmp(&b.order_key()));
-    for todo in gs.todos.values() {
-        if todo.role != crate::model::Role::Agent || todo.status.is_terminal() {
+    let mut open_gates: Vec<TodoFacts<'a>> = Vec::new();
+    for todo in gs.todos.all_facts() {
+        if todo.class == TodoClass::UserGate && todo.status == TodoStatus::Open {
+            open_gates.push(todo);
+            continue;
+        }
+        if todo.role != Role::Agent || todo.status.is_terminal() {
             continue;
         }
         if todo.status != TodoStatus::Open {
             sel.waiting += 1;
             continue;
         }
-        let live = todo.live_claim(now);
-        let mine = live.is_some_and(|c| Some(c.agent.as_str()) == agent);
-        if live.is_some() && !mine {
+        let holder = todo.live_holder(now);
+        let mine = holder.is_some() && holder == agent;
+        if holder.is_some() && !mine {
             sel.held_by_others += 1;
             continue;
         }
-        let excluded = agent.is_some_and(|a| todo.exclude_agents.iter().any(|x| x == a));
+        let excluded = agent.is_some_and(|a| todo.exclude_agents.contains(&a));
         let capable = todo
             .requires_capabilities
             .iter()
-            .all(|c| capabilities.contains(c));
-        let due = todo.class != TodoClass::ContinuousMonitor || monitor_due(todo, now);
-        if excluded || !capable || !due || !resume_satisfied(gs, todo) {
+            .all(|c| capabilities.iter().any(|have| have == c));
+        let due = todo.class != TodoClass::ContinuousMonitor || monitor_due(&todo, now);
+        if excluded || !capable || !due || !resume_satisfied(gs, &todo) {
             sel.waiting += 1;
             continue;
         }
-        if open_gates
-            .iter()
-            .any(|g| g.unblocks.as_deref() == Some(todo.id.as_str()))
-        {
-            sel.gated.push(todo);
-            continue;
-        }
-        sel.candidates.push(Candidate { todo, mine });
+        sel.candidates.push(Candidate {
+            id: todo.id,
+            mine,
+            priority: todo.priority,
+            created_at: todo.created_at,
+        });
     }
-    sel.candidates
-        .sort_by(|a, b| (!a.mine, a.todo.order_key()).cmp(&(!b.mine, b.todo.order_key())));
+    // A ready todo that an open gate `unblocks` waits for the gate.
+    if !open_gates.is_empty() {
+        let (gated, ready) = sel
+            .candidates
+            .into_iter()
+            .partition(|c| open_gates.iter().any(|g| g.unblocks == Some(c.id)));
+        sel.candidates = ready;
+        sel.gated = gated.into_iter().map(|c: Candidate<'a>| c.id).collect();
+    }
+    open_gates.sort_by(|a, b| a.order_key().cmp(&b.order_key()));
+    sel.gates = open_gates
+        .iter()
+        .filter(|g| gate_visible(g, agent))
+        .map(|g| &gs.todos[g.id])
+        .collect();
+    sel.candidates.sort_by(|a, b| a.rank().cmp(&b.rank()));
     sel
 }

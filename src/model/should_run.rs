@@ -184,8 +184,8 @@ pub fn decide(
         );
     }
     let selected = sel.first().map(|c| SelectedTodo {
-        id: c.todo.id.clone(),
-        text: c.todo.text.clone(),
+        id: c.id.to_owned(),
+        text: gs.todos[c.id].text.clone(),
         claimed_by_me: c.mine,
         claim_required: !c.mine,
     });

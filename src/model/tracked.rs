@@ -15,19 +15,33 @@ use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// Encoded entities shared by the entries of a lazily loaded map, and the
-/// function that decodes one. Whoever builds a lazy map must have checked
-/// the bytes first: a decode that fails afterwards is a bug, not bad data.
-pub struct Source<T> {
-    pub bytes: Arc<[u8]>,
-    pub decode: fn(&[u8]) -> Option<T>,
+/// An entity with a borrowed summary of the few fields that scans over
+/// every entry read (which todos are ready, which runs count against the
+/// quota). A summary is taken from a decoded value, or straight from the
+/// entity's encoded bytes: a scan of ten thousand entries then decodes none.
+pub trait Facts {
+    type Of<'a>
+    where
+        Self: 'a;
+    fn facts(&self) -> Self::Of<'_>;
 }
 
-impl<T> Clone for Source<T> {
+/// Encoded entities shared by the entries of a lazily loaded map, and the
+/// functions that decode one whole or read its facts. Whoever builds a lazy
+/// map must have checked the bytes first: a decode that fails afterwards is
+/// a bug, not bad data.
+pub struct Source<T: Facts> {
+    pub bytes: Arc<[u8]>,
+    pub decode: fn(&[u8]) -> Option<T>,
+    pub facts: for<'a> fn(&'a [u8]) -> Option<T::Of<'a>>,
+}
+
+impl<T: Facts> Clone for Source<T> {
     fn clone(&self) -> Self {
         Source {
             bytes: self.bytes.clone(),
             decode: self.decode,
+            facts: self.facts,
         }
     }
 }
@@ -59,13 +73,13 @@ impl<T> Slot<T> {
 /// Reads go through [`Tracked::get`], [`Tracked::values`] and friends;
 /// writes go through [`Tracked::get_mut`], [`Tracked::insert`] and
 /// [`Tracked::remove`], which mark the key dirty.
-pub struct Tracked<T> {
+pub struct Tracked<T: Facts> {
     map: BTreeMap<String, Slot<T>>,
     dirty: BTreeSet<String>,
     source: Option<Source<T>>,
 }
 
-impl<T: Clone> Clone for Tracked<T> {
+impl<T: Facts + Clone> Clone for Tracked<T> {
     fn clone(&self) -> Self {
         Tracked {
             map: self.map.clone(),
@@ -75,7 +89,7 @@ impl<T: Clone> Clone for Tracked<T> {
     }
 }
 
-impl<T> Default for Tracked<T> {
+impl<T: Facts> Default for Tracked<T> {
     fn default() -> Self {
         Tracked {
             map: BTreeMap::new(),
@@ -85,7 +99,7 @@ impl<T> Default for Tracked<T> {
     }
 }
 
-impl<T> Tracked<T> {
+impl<T: Facts> Tracked<T> {
     pub fn new() -> Self {
         Self::default()
     }
@@ -186,6 +200,26 @@ impl<T> Tracked<T> {
         self.map.values().map(|slot| self.value(slot))
     }
 
+    fn facts_of<'a>(&'a self, slot: &'a Slot<T>) -> T::Of<'a> {
+        if let Some(value) = slot.value.get() {
+            return value.facts();
+        }
+        let (at, len) = slot.raw.expect("an undecoded entry has its bytes");
+        let source = self.source.as_ref().expect("a lazy entry has a source");
+        let bytes = &source.bytes[at as usize..(at + len) as usize];
+        (source.facts)(bytes).expect("BUG: a checked source failed to decode")
+    }
+
+    /// The facts of `key`'s entity; decodes nothing.
+    pub fn facts(&self, key: &str) -> Option<T::Of<'_>> {
+        self.map.get(key).map(|slot| self.facts_of(slot))
+    }
+
+    /// The facts of every entity, in key order; decodes nothing.
+    pub fn all_facts(&self) -> impl DoubleEndedIterator<Item = T::Of<'_>> + '_ {
+        self.map.values().map(|slot| self.facts_of(slot))
+    }
+
     /// Keys written since the last [`Tracked::clean`].
     pub fn dirty(&self) -> &BTreeSet<String> {
         &self.dirty
@@ -197,7 +231,7 @@ impl<T> Tracked<T> {
     }
 }
 
-impl<T> Index<&str> for Tracked<T> {
+impl<T: Facts> Index<&str> for Tracked<T> {
     type Output = T;
 
     fn index(&self, key: &str) -> &T {
@@ -205,7 +239,7 @@ impl<T> Index<&str> for Tracked<T> {
     }
 }
 
-impl<T> Index<&String> for Tracked<T> {
+impl<T: Facts> Index<&String> for Tracked<T> {
     type Output = T;
 
     fn index(&self, key: &String) -> &T {
@@ -213,7 +247,7 @@ impl<T> Index<&String> for Tracked<T> {
     }
 }
 
-impl<T> From<BTreeMap<String, T>> for Tracked<T> {
+impl<T: Facts> From<BTreeMap<String, T>> for Tracked<T> {
     fn from(map: BTreeMap<String, T>) -> Self {
         Tracked {
             map: map.into_iter().map(|(k, v)| (k, Slot::new(v))).collect(),
@@ -223,7 +257,7 @@ impl<T> From<BTreeMap<String, T>> for Tracked<T> {
     }
 }
 
-impl<T> FromIterator<(String, T)> for Tracked<T> {
+impl<T: Facts> FromIterator<(String, T)> for Tracked<T> {
     fn from_iter<I: IntoIterator<Item = (String, T)>>(iter: I) -> Self {
         BTreeMap::from_iter(iter).into()
     }
@@ -231,31 +265,31 @@ impl<T> FromIterator<(String, T)> for Tracked<T> {
 
 /// Equality is of contents; what was written, and what is still encoded,
 /// is bookkeeping.
-impl<T: PartialEq> PartialEq for Tracked<T> {
+impl<T: Facts + PartialEq> PartialEq for Tracked<T> {
     fn eq(&self, other: &Self) -> bool {
         self.len() == other.len() && self.iter().eq(other.iter())
     }
 }
 
-impl<T: std::fmt::Debug> std::fmt::Debug for Tracked<T> {
+impl<T: Facts + std::fmt::Debug> std::fmt::Debug for Tracked<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_map().entries(self.iter()).finish()
     }
 }
 
-impl<T: Serialize> Serialize for Tracked<T> {
+impl<T: Facts + Serialize> Serialize for Tracked<T> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_map(self.iter())
     }
 }
 
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Tracked<T> {
+impl<'de, T: Facts + Deserialize<'de>> Deserialize<'de> for Tracked<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         BTreeMap::deserialize(d).map(Into::into)
     }
 }
 
-impl<'a, T> IntoIterator for &'a Tracked<T> {
+impl<'a, T: Facts> IntoIterator for &'a Tracked<T> {
     type Item = (&'a String, &'a T);
     type IntoIter = Box<dyn Iterator<Item = (&'a String, &'a T)> + 'a>;
 
@@ -281,7 +315,7 @@ impl<T> Entities<T> for BTreeMap<String, T> {
     }
 }
 
-impl<T> Entities<T> for Tracked<T> {
+impl<T: Facts> Entities<T> for Tracked<T> {
     fn entity(&self, key: &str) -> Option<&T> {
         self.get(key)
     }
@@ -295,6 +329,13 @@ impl<T> Entities<T> for Tracked<T> {
 mod tests {
     use super::*;
 
+    impl Facts for String {
+        type Of<'a> = usize;
+        fn facts(&self) -> usize {
+            self.len()
+        }
+    }
+
     fn decode(b: &[u8]) -> Option<String> {
         std::str::from_utf8(b).ok().map(str::to_owned)
     }
@@ -302,7 +343,11 @@ mod tests {
     fn lazy() -> Tracked<String> {
         let bytes: Arc<[u8]> = Arc::from(&b"onetwothree"[..]);
         Tracked::lazy(
-            Source { bytes, decode },
+            Source {
+                bytes,
+                decode,
+                facts: |b| Some(b.len()),
+            },
             [
                 ("a".to_owned(), 0..3),
                 ("b".to_owned(), 3..6),
@@ -318,12 +363,18 @@ mod tests {
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect();
         let mut l = lazy();
+        assert_eq!(l.all_facts().collect::<Vec<_>>(), [3, 3, 5]);
         assert_eq!(l.encoded("c"), Some(&b"three"[..]));
         assert_eq!(l, eager);
         assert_eq!(l["b"], "two");
         assert!(l.dirty().is_empty());
         l.get_mut("c").unwrap().push('!');
         assert_eq!(l.encoded("c"), None, "written entries are re-encoded");
+        assert_eq!(
+            l.facts("c"),
+            Some(6),
+            "facts of a written entry are its value's"
+        );
         assert_eq!(l.remove("a").as_deref(), Some("one"));
         assert_eq!(l.insert("b".into(), "2".into()).as_deref(), Some("two"));
         let dirty: Vec<&str> = l.dirty().iter().map(String::as_str).collect();

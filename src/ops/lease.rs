@@ -96,7 +96,7 @@ pub fn next(
         let sel = select::select(gs, ctx.agent(), &caps, ctx.now);
         let todo = sel
             .first()
-            .map(|c| c.todo.clone())
+            .map(|c| gs.todos[c.id].clone())
             .ok_or_else(|| nothing_ready(&sel))?;
         return Ok(ClaimReportOrTodo::Todo { todo });
     }
@@ -107,7 +107,7 @@ pub fn next(
         let sel = select::select(gs, Some(&agent), &caps, ctx.now);
         let id = sel
             .first()
-            .map(|c| c.todo.id.clone())
+            .map(|c| c.id.to_owned())
             .ok_or_else(|| nothing_ready(&sel))?;
         let todo = state
             .goals

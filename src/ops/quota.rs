@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::model::quota::{self, Usage};
-use crate::model::{ids, Code, Refusal, Run, RunKind};
+use crate::model::{ids, Code, Refusal, Run, RunFacts, RunKind};
 use crate::ops::todo::nonce;
 use crate::ops::{mutate_maybe, non_empty, Context};
 use crate::store::{Message, Oid};
@@ -63,35 +63,28 @@ pub fn spend(
             }
             None => {
                 if let Some(t) = &turn {
-                    if let Some(old) = live_spends.iter().find(|r| {
-                        r.turn.as_deref() == Some(t) && r.agent.as_deref() == Some(&agent)
-                    }) {
-                        return Ok((((*old).clone(), true), None));
+                    if let Some(old) = live_spends
+                        .iter()
+                        .find(|r| r.turn == Some(t.as_str()) && r.agent == Some(agent.as_str()))
+                    {
+                        return Ok(((gs.runs[old.id].clone(), true), None));
                     }
                 }
-                let spent: Vec<&str> = live_spends
-                    .iter()
-                    .filter_map(|r| r.writeback.as_deref())
-                    .collect();
-                let mut candidates: Vec<&Run> = gs
+                let spent: Vec<&str> = live_spends.iter().filter_map(|r| r.writeback).collect();
+                let mut candidates: Vec<RunFacts<'_>> = gs
                     .runs
-                    .values()
-                    .filter(|r| r.kind == RunKind::Writeback && r.agent.as_deref() == Some(&agent))
+                    .all_facts()
+                    .filter(|r| r.kind == RunKind::Writeback && r.agent == Some(agent.as_str()))
                     .filter(|r| {
-                        r.outcome.is_some_and(|o| o.is_accountable())
-                            && !spent.contains(&r.id.as_str())
+                        r.outcome.is_some_and(|o| o.is_accountable()) && !spent.contains(&r.id)
                     })
                     .collect();
-                candidates.sort_by(|a, b| (a.at, &a.id).cmp(&(b.at, &b.id)));
-                let preferred = turn.as_ref().and_then(|t| {
-                    candidates
-                        .iter()
-                        .rev()
-                        .find(|r| r.turn.as_ref() == Some(t))
-                        .copied()
-                });
-                match preferred.or(candidates.last().copied()) {
-                    Some(r) => r.clone(),
+                candidates.sort_by(|a, b| (a.at, a.id).cmp(&(b.at, b.id)));
+                let preferred = turn
+                    .as_deref()
+                    .and_then(|t| candidates.iter().rev().find(|r| r.turn == Some(t)));
+                match preferred.or(candidates.last()) {
+                    Some(r) => gs.runs[r.id].clone(),
                     None => {
                         return Err(Refusal::new(Code::NothingToSpend, format!("{agent} has no unspent accountable writeback"))
                             .with_hint("record work with `git loopx writeback --outcome outcome_progress …` first; quiet turns never spend")
@@ -102,9 +95,9 @@ pub fn spend(
         };
         if let Some(old) = live_spends
             .iter()
-            .find(|r| r.writeback.as_deref() == Some(&target.id))
+            .find(|r| r.writeback == Some(target.id.as_str()))
         {
-            return Ok((((*old).clone(), true), None));
+            return Ok(((gs.runs[old.id].clone(), true), None));
         }
         if !target.outcome.is_some_and(|o| o.is_accountable()) {
             return Err(Refusal::new(
@@ -253,7 +246,7 @@ pub fn show(ctx: &Context) -> Result<QuotaReport> {
         slot_minutes: gs.goal.quota.slot_minutes,
         spends: quota::counted_spends(gs, ctx.now)
             .into_iter()
-            .cloned()
+            .map(|r| gs.runs[r.id].clone())
             .collect(),
     })
 }

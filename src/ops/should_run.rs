@@ -67,12 +67,12 @@ pub fn should_run(
     let nonce = nonce();
     let done = mutate_maybe(ctx, |state, goal| {
         let gs = &state.goals[goal];
-        if let Some(old) = gs.runs.values().find(|r| {
+        if let Some(old) = gs.runs.all_facts().find(|r| {
             r.kind == RunKind::Turn
-                && r.agent.as_deref() == Some(&agent_id)
-                && r.turn.as_deref() == Some(&key)
+                && r.agent == Some(agent_id.as_str())
+                && r.turn == Some(key.as_str())
         }) {
-            return Ok(((old.clone(), true), None));
+            return Ok(((gs.runs[old.id].clone(), true), None));
         }
         let decision = should_run::decide(state, gs, Some(&agent_id), capabilities, ctx.now);
         let run_id = ids::derive_id(

@@ -137,7 +137,7 @@ pub fn status(ctx: &Context) -> Result<StatusReport> {
         .candidates
         .iter()
         .take(NEXT_TODOS)
-        .map(|c| line(c.todo, now))
+        .map(|c| line(&gs.todos[c.id], now))
         .collect();
     let open = todos
         .iter()

@@ -69,12 +69,12 @@ pub fn writeback(ctx: &Context, args: &WritebackArgs) -> Result<WritebackReport>
         let gs = state.goals.get_mut(goal).expect("goal exists");
         let todo_id = resolve_todo(gs, &args.todo)?;
         if let Some(t) = &turn {
-            if let Some(old) = gs.runs.values().find(|r| {
+            if let Some(old) = gs.runs.all_facts().find(|r| {
                 r.kind == RunKind::Writeback
-                    && r.agent.as_deref() == Some(&agent)
-                    && r.turn.as_deref() == Some(t)
+                    && r.agent == Some(agent.as_str())
+                    && r.turn == Some(t.as_str())
             }) {
-                return Ok(((old.clone(), true), None));
+                return Ok(((gs.runs[old.id].clone(), true), None));
             }
         }
         let todo = &gs.todos[&todo_id];

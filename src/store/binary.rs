@@ -19,6 +19,7 @@ use serde::Serialize;
 
 use std::sync::Arc;
 
+use crate::model::facts::{RunFacts, TodoFacts};
 use crate::model::tracked::Source;
 use crate::model::{
     Claim, Decision, Extra, GoalState, Monitor, Note, Outcome, Priority, Role, Run, RunKind, State,
@@ -84,6 +85,7 @@ pub fn decode(bytes: &[u8]) -> Option<State> {
             Source {
                 bytes: shared.clone(),
                 decode: |b| Reader::whole(b, |r| r.todo()),
+                facts: todo_facts,
             },
             todos,
         );
@@ -92,12 +94,21 @@ pub fn decode(bytes: &[u8]) -> Option<State> {
             Source {
                 bytes: shared.clone(),
                 decode: |b| Reader::whole(b, |r| r.run()),
+                facts: run_facts,
             },
             runs,
         );
         state.goals.insert(id, gs);
     }
     (r.at == body.len()).then_some(state)
+}
+
+fn todo_facts(bytes: &[u8]) -> Option<TodoFacts<'_>> {
+    Reader::whole(bytes, Reader::todo_facts)
+}
+
+fn run_facts(bytes: &[u8]) -> Option<RunFacts<'_>> {
+    Reader::whole(bytes, Reader::run_facts)
 }
 
 /// A fast 64-bit checksum (multiply-rotate over 8-byte words): it only has
@@ -418,7 +429,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Runs `f` over all of `bytes`, which it must consume exactly.
-    fn whole<T>(bytes: &[u8], f: impl FnOnce(&mut Reader<'_>) -> Option<T>) -> Option<T> {
+    fn whole<T>(bytes: &'a [u8], f: impl FnOnce(&mut Reader<'a>) -> Option<T>) -> Option<T> {
         let mut r = Reader { b: bytes, at: 0 };
         let value = f(&mut r)?;
         (r.at == bytes.len()).then_some(value)
@@ -506,6 +517,94 @@ impl<'a> Reader<'a> {
         (0..n).map(|_| self.string()).collect()
     }
 
+    fn strs(&mut self) -> Option<Vec<&'a str>> {
+        let n = self.len()?;
+        (0..n).map(|_| self.str()).collect()
+    }
+
+    /// Passes over a length-prefixed field (a string, a JSON blob) unread.
+    fn skip(&mut self) -> Option<()> {
+        let n = self.len()?;
+        self.take(n).map(drop)
+    }
+
+    fn skip_opt(&mut self) -> Option<()> {
+        self.opt(Self::skip).map(drop)
+    }
+
+    fn skip_list(&mut self) -> Option<()> {
+        (0..self.len()?).try_for_each(|_| self.skip())
+    }
+
+    fn skip_extra(&mut self) -> Option<()> {
+        if self.b.get(self.at) == Some(&0) {
+            self.at += 1;
+            return Some(());
+        }
+        self.skip()
+    }
+
+    fn role(&mut self) -> Option<Role> {
+        Some(match self.byte()? {
+            0 => Role::Agent,
+            1 => Role::User,
+            _ => return None,
+        })
+    }
+
+    fn class(&mut self) -> Option<TodoClass> {
+        Some(match self.byte()? {
+            0 => TodoClass::AdvancementTask,
+            1 => TodoClass::ContinuousMonitor,
+            2 => TodoClass::Blocker,
+            3 => TodoClass::UserGate,
+            4 => TodoClass::UserAction,
+            _ => return None,
+        })
+    }
+
+    fn status(&mut self) -> Option<TodoStatus> {
+        Some(match self.byte()? {
+            0 => TodoStatus::Open,
+            1 => TodoStatus::Blocked,
+            2 => TodoStatus::Deferred,
+            3 => TodoStatus::Done,
+            _ => return None,
+        })
+    }
+
+    fn priority(&mut self) -> Option<Priority> {
+        Some(match self.byte()? {
+            0 => Priority::P0,
+            1 => Priority::P1,
+            2 => Priority::P2,
+            3 => Priority::P3,
+            4 => Priority::P4,
+            _ => return None,
+        })
+    }
+
+    fn outcome(&mut self) -> Option<Option<Outcome>> {
+        Some(match self.byte()? {
+            0 => None,
+            1 => Some(Outcome::SurfaceOnly),
+            2 => Some(Outcome::OutcomeGap),
+            3 => Some(Outcome::OutcomeProgress),
+            4 => Some(Outcome::PrimaryGoalOutcome),
+            _ => return None,
+        })
+    }
+
+    fn run_kind(&mut self) -> Option<RunKind> {
+        Some(match self.byte()? {
+            0 => RunKind::Writeback,
+            1 => RunKind::Spend,
+            2 => RunKind::Void,
+            3 => RunKind::Turn,
+            _ => return None,
+        })
+    }
+
     fn time(&mut self) -> Option<Timestamp> {
         self.i64().map(Timestamp::from_unix)
     }
@@ -528,34 +627,10 @@ impl<'a> Reader<'a> {
             id: self.string()?,
             goal: self.string()?,
             text: self.string()?,
-            role: match self.byte()? {
-                0 => Role::Agent,
-                1 => Role::User,
-                _ => return None,
-            },
-            class: match self.byte()? {
-                0 => TodoClass::AdvancementTask,
-                1 => TodoClass::ContinuousMonitor,
-                2 => TodoClass::Blocker,
-                3 => TodoClass::UserGate,
-                4 => TodoClass::UserAction,
-                _ => return None,
-            },
-            status: match self.byte()? {
-                0 => TodoStatus::Open,
-                1 => TodoStatus::Blocked,
-                2 => TodoStatus::Deferred,
-                3 => TodoStatus::Done,
-                _ => return None,
-            },
-            priority: match self.byte()? {
-                0 => Priority::P0,
-                1 => Priority::P1,
-                2 => Priority::P2,
-                3 => Priority::P3,
-                4 => Priority::P4,
-                _ => return None,
-            },
+            role: self.role()?,
+            class: self.class()?,
+            status: self.status()?,
+            priority: self.priority()?,
             created_at: self.time()?,
             created_by: self.opt_string()?,
             updated_at: self.time()?,
@@ -610,29 +685,121 @@ impl<'a> Reader<'a> {
         })
     }
 
+    /// A todo's [`TodoFacts`], borrowed from its encoding: the fields in the
+    /// order [`Reader::todo`] reads them, the rest passed over.
+    fn todo_facts(&mut self) -> Option<TodoFacts<'a>> {
+        let id = self.str()?;
+        self.skip()?; // goal
+        self.skip()?; // text
+        let (role, class, status, priority) = (
+            self.role()?,
+            self.class()?,
+            self.status()?,
+            self.priority()?,
+        );
+        let created_at = self.time()?;
+        self.skip_opt()?; // created_by
+        self.time()?; // updated_at
+        self.u64()?; // rev
+        let claim = self.opt(|r| {
+            let agent = r.str()?;
+            r.u64()?; // epoch
+            r.time()?; // acquired_at
+            let expires_at = r.time()?;
+            r.skip_extra()?;
+            Some((agent, expires_at))
+        })?;
+        self.u64()?; // last_epoch
+        let requires_capabilities = self.strs()?;
+        let exclude_agents = self.strs()?;
+        let resume_when = self.opt(Self::str)?;
+        self.skip_opt()?; // validate
+        self.skip_opt()?; // evidence
+        self.skip_list()?; // successors
+        let unblocks = self.opt(Self::str)?;
+        let blocks_agent = self.opt(Self::str)?;
+        let global = self.bool()?;
+        if self.byte()? > 3 {
+            return None; // decision
+        }
+        for _ in 0..self.len()? {
+            self.time()?;
+            self.skip_opt()?;
+            self.skip()?;
+            self.skip_extra()?;
+        } // notes
+        let monitor_due = self.opt(|r| {
+            r.skip()?; // cadence
+            let due = r.opt(Self::time)?;
+            r.skip_extra()?;
+            Some(due)
+        })?;
+        self.skip_extra()?;
+        Some(TodoFacts {
+            id,
+            role,
+            class,
+            status,
+            priority,
+            created_at,
+            claim,
+            requires_capabilities,
+            exclude_agents,
+            resume_when,
+            unblocks,
+            blocks_agent,
+            global,
+            monitor_due,
+        })
+    }
+
+    /// A run's [`RunFacts`], borrowed from its encoding (see [`Reader::run`]).
+    fn run_facts(&mut self) -> Option<RunFacts<'a>> {
+        let id = self.str()?;
+        let kind = self.run_kind()?;
+        self.skip()?; // goal
+        let agent = self.opt(Self::str)?;
+        let at = self.time()?;
+        self.skip_opt()?; // todo
+        self.opt(Self::u64)?; // epoch
+        let outcome = self.outcome()?;
+        self.skip_opt()?; // summary
+        self.opt(|r| {
+            r.skip()?;
+            r.i64()?;
+            r.skip_extra()
+        })?; // validation
+        self.skip_list()?; // artifacts
+        let turn = self.opt(Self::str)?;
+        let slots = self.opt(|r| u32::try_from(r.u64()?).ok())?;
+        let writeback = self.opt(Self::str)?;
+        let spend = self.opt(Self::str)?;
+        self.skip_opt()?; // reason
+        self.skip_opt()?; // decision
+        self.skip_extra()?;
+        Some(RunFacts {
+            id,
+            kind,
+            agent,
+            at,
+            outcome,
+            turn,
+            slots,
+            writeback,
+            spend,
+        })
+    }
+
     fn run(&mut self) -> Option<Run> {
         Some(Run {
             id: self.string()?,
-            kind: match self.byte()? {
-                0 => RunKind::Writeback,
-                1 => RunKind::Spend,
-                2 => RunKind::Void,
-                3 => RunKind::Turn,
-                _ => return None,
-            },
+            kind: self.run_kind()?,
             goal: self.string()?,
             agent: self.opt_string()?,
             at: self.time()?,
             todo: self.opt_string()?,
             epoch: self.opt(Self::u64)?,
-            outcome: match self.byte()? {
-                0 => None,
-                1 => Some(Outcome::SurfaceOnly),
-                2 => Some(Outcome::OutcomeGap),
-                3 => Some(Outcome::OutcomeProgress),
-                4 => Some(Outcome::PrimaryGoalOutcome),
-                _ => return None,
-            },
+            outcome: self.outcome()?,
             summary: self.opt_string()?,
             validation: self.opt(|r| {
                 Some(Validation {

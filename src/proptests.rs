@@ -229,7 +229,7 @@ proptest! {
             gs.runs.insert(run.id.clone(), run);
         }
         state.clean();
-        let lazy = binary::decode(&binary::encode(&state)).ok_or_else(|| TestCaseError::fail("no decode"))?;
+        let lazy = binary::decode(binary::encode(&state)).ok_or_else(|| TestCaseError::fail("no decode"))?;
         let (eager, lazy) = (&state.goals["g"], &lazy.goals["g"]);
         let from_bytes: Vec<TodoFacts<'_>> = lazy.todos.all_facts().collect();
         let decoded: Vec<TodoFacts<'_>> = eager.todos.values().map(Facts::facts).collect();
@@ -289,12 +289,12 @@ proptest! {
         gs.runs.insert(run.id.clone(), run);
         state.clean();
         let bytes = binary::encode(&state);
-        let back = binary::decode(&bytes).ok_or_else(|| TestCaseError::fail("no decode"))?;
+        let back = binary::decode(bytes.clone()).ok_or_else(|| TestCaseError::fail("no decode"))?;
         prop_assert_eq!(binary::encode(&back), bytes.clone(), "copied bytes re-encode identically");
         prop_assert_eq!(&back, &state);
-        let mut lazy = binary::decode(&bytes).unwrap();
+        let mut lazy = binary::decode(bytes.clone()).unwrap();
         let mut eager = state.clone();
-        let picked = eager.goals["g"].todos.keys().nth(pick).cloned();
+        let picked = eager.goals["g"].todos.keys().nth(pick).map(str::to_owned);
         if let Some(id) = picked {
             for s in [&mut lazy, &mut eager] {
                 s.goals.get_mut("g").unwrap().todos.get_mut(&id).unwrap().rev += 1;
@@ -302,7 +302,7 @@ proptest! {
             }
         }
         prop_assert_eq!(binary::encode(&lazy), binary::encode(&eager));
-        let again = binary::decode(&binary::encode(&lazy));
+        let again = binary::decode(binary::encode(&lazy));
         prop_assert_eq!(again.as_ref(), Some(&eager));
     }
 }
@@ -345,7 +345,7 @@ proptest! {
         let mut epochs: std::collections::BTreeMap<String, u64> = Default::default();
         for (n, op) in ops.iter().enumerate() {
             let gs = state.goals.get_mut("g").unwrap();
-            let ids: Vec<String> = gs.todos.keys().cloned().collect();
+            let ids: Vec<String> = gs.todos.keys().map(str::to_owned).collect();
             let pick = |i: u8| ids.get(i as usize % ids.len().max(1)).cloned();
             match op.clone() {
                 Op::Add(p) => {
@@ -444,7 +444,7 @@ mod merge_props {
     fn apply(state: &State, edits: &[Edit], at: i64) -> State {
         let mut s = state.clone();
         let gs = s.goals.get_mut("g").unwrap();
-        let ids: Vec<String> = gs.todos.keys().cloned().collect();
+        let ids: Vec<String> = gs.todos.keys().map(str::to_owned).collect();
         for e in edits {
             let mut touch = |i: u8, f: &mut dyn FnMut(&mut Todo)| {
                 let todo = gs.todos.get_mut(&ids[i as usize % ids.len()]).unwrap();

@@ -129,7 +129,7 @@ pub fn diff_goal(old: Option<&GoalState>, new: &GoalState) -> Vec<Change> {
     for (id, todo) in new.todos.iter() {
         match o.todos.get(id) {
             None => out.push(Change::TodoAdded {
-                id: id.clone(),
+                id: id.to_owned(),
                 text: todo.text.clone(),
                 class: name(&todo.class),
             }),
@@ -137,7 +137,7 @@ pub fn diff_goal(old: Option<&GoalState>, new: &GoalState) -> Vec<Change> {
                 let fields = changed_fields(prev, todo);
                 if !fields.is_empty() {
                     out.push(Change::TodoChanged {
-                        id: id.clone(),
+                        id: id.to_owned(),
                         text: todo.text.clone(),
                         summary: todo_summary(prev, todo),
                         fields,
@@ -149,7 +149,7 @@ pub fn diff_goal(old: Option<&GoalState>, new: &GoalState) -> Vec<Change> {
     for (id, todo) in o.todos.iter() {
         if !new.todos.contains_key(id) {
             out.push(Change::TodoRemoved {
-                id: id.clone(),
+                id: id.to_owned(),
                 text: todo.text.clone(),
             });
         }

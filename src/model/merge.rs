@@ -209,7 +209,7 @@ fn merge_map<T>(
 where
     T: Serialize + DeserializeOwned + PartialEq + Clone,
 {
-    let mut ids: Vec<&String> = l
+    let mut ids: Vec<&str> = l
         .entity_keys()
         .chain(r.entity_keys())
         .chain(b.into_iter().flat_map(|b| b.entity_keys()))
@@ -226,7 +226,7 @@ where
             r.entity(id),
             ctx,
         )? {
-            out.insert(id.clone(), v);
+            out.insert(id.to_owned(), v);
         }
     }
     Ok(out)

@@ -31,7 +31,7 @@ pub trait Facts {
 /// map must have checked the bytes first: a decode that fails afterwards is
 /// a bug, not bad data.
 pub struct Source<T: Facts> {
-    pub bytes: Arc<[u8]>,
+    pub bytes: Arc<Vec<u8>>,
     pub decode: fn(&[u8]) -> Option<T>,
     pub facts: for<'a> fn(&'a [u8]) -> Option<T::Of<'a>>,
 }
@@ -70,11 +70,36 @@ impl<T> Slot<T> {
     }
 }
 
+/// An entry as loaded: its key is a range of the source too, so loading
+/// ten thousand entries allocates one vector, not ten thousand keys.
+struct Loaded<T> {
+    key: (u32, u32),
+    slot: Slot<T>,
+    /// Removed since the load (the slot stays, so positions do not move).
+    gone: bool,
+}
+
+impl<T: Clone> Clone for Loaded<T> {
+    fn clone(&self) -> Self {
+        Loaded {
+            key: self.key,
+            slot: self.slot.clone(),
+            gone: self.gone,
+        }
+    }
+}
+
 /// Reads go through [`Tracked::get`], [`Tracked::values`] and friends;
 /// writes go through [`Tracked::get_mut`], [`Tracked::insert`] and
 /// [`Tracked::remove`], which mark the key dirty.
+///
+/// Entries live in one of two places: `loaded` (sorted by key, as the source
+/// listed them) or `added` (keys that were not loaded); no key is in both.
 pub struct Tracked<T: Facts> {
-    map: BTreeMap<String, Slot<T>>,
+    loaded: Vec<Loaded<T>>,
+    /// How many of `loaded` are gone.
+    gone: usize,
+    added: BTreeMap<String, Slot<T>>,
     dirty: BTreeSet<String>,
     source: Option<Source<T>>,
 }
@@ -82,7 +107,9 @@ pub struct Tracked<T: Facts> {
 impl<T: Facts + Clone> Clone for Tracked<T> {
     fn clone(&self) -> Self {
         Tracked {
-            map: self.map.clone(),
+            loaded: self.loaded.clone(),
+            gone: self.gone,
+            added: self.added.clone(),
             dirty: self.dirty.clone(),
             source: self.source.clone(),
         }
@@ -92,11 +119,19 @@ impl<T: Facts + Clone> Clone for Tracked<T> {
 impl<T: Facts> Default for Tracked<T> {
     fn default() -> Self {
         Tracked {
-            map: BTreeMap::new(),
+            loaded: Vec::new(),
+            gone: 0,
+            added: BTreeMap::new(),
             dirty: BTreeSet::new(),
             source: None,
         }
     }
+}
+
+fn span(r: Range<usize>) -> (u32, u32) {
+    let at = u32::try_from(r.start).expect("a source is under 4 GiB");
+    let len = u32::try_from(r.end - r.start).expect("a source is under 4 GiB");
+    (at, len)
 }
 
 impl<T: Facts> Tracked<T> {
@@ -104,49 +139,103 @@ impl<T: Facts> Tracked<T> {
         Self::default()
     }
 
-    /// A map whose entries stay encoded in `source` until read: `entries`
-    /// gives each key (ascending) and the byte range of its entity.
+    /// A map whose keys and entries stay encoded in `source` until read:
+    /// `entries` gives the byte ranges of each key (strictly ascending,
+    /// UTF-8) and of its entity.
     pub fn lazy(
         source: Source<T>,
-        entries: impl IntoIterator<Item = (String, Range<usize>)>,
+        entries: impl IntoIterator<Item = (Range<usize>, Range<usize>)>,
     ) -> Self {
-        let map = entries
+        let loaded: Vec<Loaded<T>> = entries
             .into_iter()
-            .map(|(key, r)| {
-                let slot = Slot {
+            .map(|(key, value)| Loaded {
+                key: span(key),
+                slot: Slot {
                     value: OnceLock::new(),
-                    raw: Some((r.start as u32, (r.end - r.start) as u32)),
-                };
-                (key, slot)
+                    raw: Some(span(value)),
+                },
+                gone: false,
             })
             .collect();
-        Tracked {
-            map,
+        let map = Tracked {
+            loaded,
+            gone: 0,
+            added: BTreeMap::new(),
             dirty: BTreeSet::new(),
             source: Some(source),
+        };
+        debug_assert!(map
+            .loaded
+            .windows(2)
+            .all(|w| map.key(&w[0]) < map.key(&w[1])));
+        map
+    }
+
+    fn bytes(&self, (at, len): (u32, u32)) -> &[u8] {
+        let source = self.source.as_ref().expect("a loaded entry has a source");
+        &source.bytes[at as usize..(at + len) as usize]
+    }
+
+    fn key(&self, entry: &Loaded<T>) -> &str {
+        std::str::from_utf8(self.bytes(entry.key)).expect("BUG: a checked source holds UTF-8 keys")
+    }
+
+    /// Where `key` is (or was) among the loaded entries.
+    fn position(&self, key: &str) -> Option<usize> {
+        self.loaded.binary_search_by(|e| self.key(e).cmp(key)).ok()
+    }
+
+    fn slot(&self, key: &str) -> Option<&Slot<T>> {
+        match self.position(key) {
+            Some(i) => Some(&self.loaded[i]).filter(|e| !e.gone).map(|e| &e.slot),
+            None => self.added.get(key),
         }
     }
 
     fn value<'a>(&'a self, slot: &'a Slot<T>) -> &'a T {
         slot.value.get_or_init(|| {
-            let (at, len) = slot.raw.expect("an undecoded entry has its bytes");
+            let raw = slot.raw.expect("an undecoded entry has its bytes");
             let source = self.source.as_ref().expect("a lazy entry has a source");
-            let bytes = &source.bytes[at as usize..(at + len) as usize];
-            Box::new((source.decode)(bytes).expect("BUG: a checked source failed to decode"))
+            Box::new(
+                (source.decode)(self.bytes(raw)).expect("BUG: a checked source failed to decode"),
+            )
+        })
+    }
+
+    /// Every entry in key order: a merge of the loaded and the added ones.
+    fn entries(&self) -> impl Iterator<Item = (&str, &Slot<T>)> + '_ {
+        let mut loaded = self
+            .loaded
+            .iter()
+            .filter(|e| !e.gone)
+            .map(|e| (self.key(e), &e.slot))
+            .peekable();
+        let mut added = self
+            .added
+            .iter()
+            .map(|(k, slot)| (k.as_str(), slot))
+            .peekable();
+        std::iter::from_fn(move || match (loaded.peek(), added.peek()) {
+            (Some(l), Some(a)) if l.0 < a.0 => loaded.next(),
+            (Some(_), None) => loaded.next(),
+            _ => added.next(),
         })
     }
 
     pub fn get(&self, key: &str) -> Option<&T> {
-        self.map.get(key).map(|slot| self.value(slot))
+        self.slot(key).map(|slot| self.value(slot))
     }
 
     pub fn get_mut(&mut self, key: &str) -> Option<&mut T> {
-        let slot = self.map.get(key)?;
+        let slot = self.slot(key)?;
         self.value(slot);
         if !self.dirty.contains(key) {
             self.dirty.insert(key.to_owned());
         }
-        let slot = self.map.get_mut(key)?;
+        let slot = match self.position(key) {
+            Some(i) => &mut self.loaded[i].slot,
+            None => self.added.get_mut(key)?,
+        };
         // The value may change now: its old bytes no longer describe it.
         slot.raw = None;
         slot.value.get_mut().map(|b| &mut **b)
@@ -155,69 +244,92 @@ impl<T: Facts> Tracked<T> {
     /// The encoded bytes of `key`'s entity as loaded, if it has not been
     /// written since (so an encoder can copy them instead of re-encoding).
     pub fn encoded(&self, key: &str) -> Option<&[u8]> {
-        let (at, len) = self.map.get(key)?.raw?;
-        let source = self.source.as_ref()?;
-        source.bytes.get(at as usize..(at + len) as usize)
+        let raw = self.slot(key)?.raw?;
+        Some(self.bytes(raw))
+    }
+
+    /// Takes the value out of a slot that is leaving the map.
+    fn take(&self, slot: Slot<T>) -> T {
+        self.value(&slot);
+        *slot.value.into_inner().expect("decoded just now")
     }
 
     pub fn insert(&mut self, key: String, value: T) -> Option<T> {
         self.dirty.insert(key.clone());
-        let old = self.map.insert(key, Slot::new(value))?;
-        self.value(&old);
-        old.value.into_inner().map(|b| *b)
+        let Some(i) = self.position(&key) else {
+            let old = self.added.insert(key, Slot::new(value))?;
+            return Some(self.take(old));
+        };
+        let old = std::mem::replace(&mut self.loaded[i].slot, Slot::new(value));
+        if std::mem::replace(&mut self.loaded[i].gone, false) {
+            self.gone -= 1;
+            return None;
+        }
+        Some(self.take(old))
     }
 
     pub fn remove(&mut self, key: &str) -> Option<T> {
         self.dirty.insert(key.to_owned());
-        let old = self.map.remove(key)?;
-        self.value(&old);
-        old.value.into_inner().map(|b| *b)
+        let Some(i) = self.position(key) else {
+            let old = self.added.remove(key)?;
+            return Some(self.take(old));
+        };
+        if self.loaded[i].gone {
+            return None;
+        }
+        self.loaded[i].gone = true;
+        self.gone += 1;
+        let empty = Slot {
+            value: OnceLock::new(),
+            raw: None,
+        };
+        let old = std::mem::replace(&mut self.loaded[i].slot, empty);
+        Some(self.take(old))
     }
 
     pub fn contains_key(&self, key: &str) -> bool {
-        self.map.contains_key(key)
+        self.slot(key).is_some()
     }
 
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.loaded.len() - self.gone + self.added.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len() == 0
     }
 
     /// Keys in ascending order; decodes nothing.
-    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &String> + '_ {
-        self.map.keys()
+    pub fn keys(&self) -> impl Iterator<Item = &str> + '_ {
+        self.entries().map(|(k, _)| k)
     }
 
     /// Entries in key order (each decoded on the way).
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&String, &T)> + '_ {
-        self.map.iter().map(|(k, slot)| (k, self.value(slot)))
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &T)> + '_ {
+        self.entries().map(|(k, slot)| (k, self.value(slot)))
     }
 
-    pub fn values(&self) -> impl DoubleEndedIterator<Item = &T> + '_ {
-        self.map.values().map(|slot| self.value(slot))
+    pub fn values(&self) -> impl Iterator<Item = &T> + '_ {
+        self.entries().map(|(_, slot)| self.value(slot))
     }
 
     fn facts_of<'a>(&'a self, slot: &'a Slot<T>) -> T::Of<'a> {
         if let Some(value) = slot.value.get() {
             return value.facts();
         }
-        let (at, len) = slot.raw.expect("an undecoded entry has its bytes");
+        let raw = slot.raw.expect("an undecoded entry has its bytes");
         let source = self.source.as_ref().expect("a lazy entry has a source");
-        let bytes = &source.bytes[at as usize..(at + len) as usize];
-        (source.facts)(bytes).expect("BUG: a checked source failed to decode")
+        (source.facts)(self.bytes(raw)).expect("BUG: a checked source failed to decode")
     }
 
     /// The facts of `key`'s entity; decodes nothing.
     pub fn facts(&self, key: &str) -> Option<T::Of<'_>> {
-        self.map.get(key).map(|slot| self.facts_of(slot))
+        self.slot(key).map(|slot| self.facts_of(slot))
     }
 
     /// The facts of every entity, in key order; decodes nothing.
-    pub fn all_facts(&self) -> impl DoubleEndedIterator<Item = T::Of<'_>> + '_ {
-        self.map.values().map(|slot| self.facts_of(slot))
+    pub fn all_facts(&self) -> impl Iterator<Item = T::Of<'_>> + '_ {
+        self.entries().map(|(_, slot)| self.facts_of(slot))
     }
 
     /// Keys written since the last [`Tracked::clean`].
@@ -250,9 +362,8 @@ impl<T: Facts> Index<&String> for Tracked<T> {
 impl<T: Facts> From<BTreeMap<String, T>> for Tracked<T> {
     fn from(map: BTreeMap<String, T>) -> Self {
         Tracked {
-            map: map.into_iter().map(|(k, v)| (k, Slot::new(v))).collect(),
-            dirty: BTreeSet::new(),
-            source: None,
+            added: map.into_iter().map(|(k, v)| (k, Slot::new(v))).collect(),
+            ..Tracked::default()
         }
     }
 }
@@ -290,8 +401,8 @@ impl<'de, T: Facts + Deserialize<'de>> Deserialize<'de> for Tracked<T> {
 }
 
 impl<'a, T: Facts> IntoIterator for &'a Tracked<T> {
-    type Item = (&'a String, &'a T);
-    type IntoIter = Box<dyn Iterator<Item = (&'a String, &'a T)> + 'a>;
+    type Item = (&'a str, &'a T);
+    type IntoIter = Box<dyn Iterator<Item = (&'a str, &'a T)> + 'a>;
 
     fn into_iter(self) -> Self::IntoIter {
         Box::new(self.iter())
@@ -302,7 +413,7 @@ impl<'a, T: Facts> IntoIterator for &'a Tracked<T> {
 /// on plain maps (agents) and tracked ones (todos, runs) alike.
 pub trait Entities<T> {
     fn entity(&self, key: &str) -> Option<&T>;
-    fn entity_keys(&self) -> Box<dyn Iterator<Item = &String> + '_>;
+    fn entity_keys(&self) -> Box<dyn Iterator<Item = &str> + '_>;
 }
 
 impl<T> Entities<T> for BTreeMap<String, T> {
@@ -310,8 +421,8 @@ impl<T> Entities<T> for BTreeMap<String, T> {
         self.get(key)
     }
 
-    fn entity_keys(&self) -> Box<dyn Iterator<Item = &String> + '_> {
-        Box::new(self.keys())
+    fn entity_keys(&self) -> Box<dyn Iterator<Item = &str> + '_> {
+        Box::new(self.keys().map(String::as_str))
     }
 }
 
@@ -320,7 +431,7 @@ impl<T: Facts> Entities<T> for Tracked<T> {
         self.get(key)
     }
 
-    fn entity_keys(&self) -> Box<dyn Iterator<Item = &String> + '_> {
+    fn entity_keys(&self) -> Box<dyn Iterator<Item = &str> + '_> {
         Box::new(self.keys())
     }
 }
@@ -341,46 +452,133 @@ mod tests {
     }
 
     fn lazy() -> Tracked<String> {
-        let bytes: Arc<[u8]> = Arc::from(&b"onetwothree"[..]);
+        // Keys "a", "c", "e"; values "one", "two", "three".
+        let bytes = Arc::new(b"aceonetwothree".to_vec());
         Tracked::lazy(
             Source {
                 bytes,
                 decode,
                 facts: |b| Some(b.len()),
             },
-            [
-                ("a".to_owned(), 0..3),
-                ("b".to_owned(), 3..6),
-                ("c".to_owned(), 6..11),
-            ],
+            [(0..1, 3..6), (1..2, 6..9), (2..3, 9..14)],
         )
+    }
+
+    fn pairs(t: &Tracked<String>) -> Vec<(&str, &str)> {
+        t.iter().map(|(k, v)| (k, v.as_str())).collect()
     }
 
     #[test]
     fn lazy_entries_read_like_decoded_ones() {
-        let eager: Tracked<String> = [("a", "one"), ("b", "two"), ("c", "three")]
+        let eager: Tracked<String> = [("a", "one"), ("c", "two"), ("e", "three")]
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect();
         let mut l = lazy();
         assert_eq!(l.all_facts().collect::<Vec<_>>(), [3, 3, 5]);
-        assert_eq!(l.encoded("c"), Some(&b"three"[..]));
+        assert_eq!(l.encoded("e"), Some(&b"three"[..]));
         assert_eq!(l, eager);
-        assert_eq!(l["b"], "two");
+        assert_eq!(l["c"], "two");
         assert!(l.dirty().is_empty());
-        l.get_mut("c").unwrap().push('!');
-        assert_eq!(l.encoded("c"), None, "written entries are re-encoded");
+        l.get_mut("e").unwrap().push('!');
+        assert_eq!(l.encoded("e"), None, "written entries are re-encoded");
         assert_eq!(
-            l.facts("c"),
+            l.facts("e"),
             Some(6),
-            "facts of a written entry are its value's"
+            "a written entry's facts are its value's"
         );
         assert_eq!(l.remove("a").as_deref(), Some("one"));
-        assert_eq!(l.insert("b".into(), "2".into()).as_deref(), Some("two"));
+        assert_eq!(l.remove("a"), None);
+        assert!(!l.contains_key("a"));
+        assert_eq!(l.insert("c".into(), "2".into()).as_deref(), Some("two"));
         let dirty: Vec<&str> = l.dirty().iter().map(String::as_str).collect();
-        assert_eq!(dirty, ["a", "b", "c"]);
-        let all: Vec<(&str, &str)> = l.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        assert_eq!(all, [("b", "2"), ("c", "three!")]);
+        assert_eq!(dirty, ["a", "c", "e"]);
+        assert_eq!(pairs(&l), [("c", "2"), ("e", "three!")]);
+        assert_eq!(l.len(), 2);
         assert_eq!(l.clone(), l);
+    }
+
+    #[test]
+    fn added_keys_merge_in_order_with_loaded_ones() {
+        let mut l = lazy();
+        assert_eq!(l.insert("d".into(), "new".into()), None);
+        assert_eq!(l.insert("0".into(), "first".into()), None);
+        assert_eq!(l.insert("z".into(), "last".into()), None);
+        l.remove("c");
+        assert_eq!(
+            l.insert("c".into(), "back".into()),
+            None,
+            "a removed key comes back"
+        );
+        assert_eq!(
+            pairs(&l),
+            [
+                ("0", "first"),
+                ("a", "one"),
+                ("c", "back"),
+                ("d", "new"),
+                ("e", "three"),
+                ("z", "last")
+            ]
+        );
+        assert_eq!(l.keys().count(), l.len());
+        assert_eq!(l.remove("d").as_deref(), Some("new"));
+        assert_eq!(l.get_mut("z").map(|v| v.len()), Some(4));
+        assert_eq!(l.len(), 5);
+        assert_eq!(l.all_facts().collect::<Vec<_>>(), [5, 3, 4, 5, 4]);
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Insert(u8, String),
+        Remove(u8),
+        Append(u8),
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever is written, a loaded map reads like a plain sorted map.
+        #[test]
+        fn a_loaded_map_behaves_like_a_btree_map(ops in proptest::collection::vec(
+            prop_oneof![
+                (0u8..8, "[a-z]{0,3}").prop_map(|(k, v)| Op::Insert(k, v)),
+                (0u8..8).prop_map(Op::Remove),
+                (0u8..8).prop_map(Op::Append),
+            ],
+            0..24,
+        )) {
+            let key = |k: u8| ["0", "a", "b", "c", "d", "e", "f", "z"][k as usize].to_owned();
+            let mut l = lazy();
+            let mut model: BTreeMap<String, String> =
+                [("a", "one"), ("c", "two"), ("e", "three")]
+                    .into_iter()
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .collect();
+            for op in ops {
+                match op {
+                    Op::Insert(k, v) => {
+                        prop_assert_eq!(l.insert(key(k), v.clone()), model.insert(key(k), v));
+                    }
+                    Op::Remove(k) => prop_assert_eq!(l.remove(&key(k)), model.remove(&key(k))),
+                    Op::Append(k) => {
+                        if let Some(v) = l.get_mut(&key(k)) {
+                            v.push('!');
+                        }
+                        if let Some(v) = model.get_mut(&key(k)) {
+                            v.push('!');
+                        }
+                    }
+                }
+                let want: Vec<(&str, &str)> =
+                    model.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                prop_assert_eq!(pairs(&l), want);
+                prop_assert_eq!(l.len(), model.len());
+                for k in 0..8 {
+                    prop_assert_eq!(l.contains_key(&key(k)), model.contains_key(&key(k)));
+                    prop_assert_eq!(l.facts(&key(k)), model.get(&key(k)).map(String::len));
+                }
+            }
+        }
     }
 }

@@ -303,7 +303,7 @@ pub fn resolve_todo(gs: &GoalState, query: &str) -> Result<String> {
         ))
         .into());
     }
-    Ok(ids::resolve_prefix("todo", query, gs.todos.keys().map(String::as_str))?.to_owned())
+    Ok(ids::resolve_prefix("todo", query, gs.todos.keys())?.to_owned())
 }
 
 /// Appends a run record to goal `goal` (the ledger is append-only).

@@ -28,7 +28,7 @@ fn resolve_run(gs: &crate::model::GoalState, query: &str) -> Result<String> {
         ))
         .into());
     }
-    Ok(ids::resolve_prefix("run", query, gs.runs.keys().map(String::as_str))?.to_owned())
+    Ok(ids::resolve_prefix("run", query, gs.runs.keys())?.to_owned())
 }
 
 /// `quota spend [--turn K | --writeback RUN] [--slots N]`.

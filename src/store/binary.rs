@@ -7,7 +7,7 @@
 //! enums are one byte, and unknown fields (`extra`) are a length-prefixed
 //! JSON blob that is empty for nearly every entity.
 //!
-//! Invariants: `decode(&encode(s)) == Some(s)` for every state (a property
+//! Invariants: `decode(encode(s)) == Some(s)` for every state (a property
 //! test holds it to that); a truncated, foreign or older blob decodes to
 //! `None`, never to a wrong state, so the caller falls back to git. The small
 //! entities (meta, agents, goals) go through JSON: there are few of them.
@@ -17,6 +17,7 @@
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use crate::model::facts::{RunFacts, TodoFacts};
@@ -64,13 +65,13 @@ pub fn encode(state: &State) -> Vec<u8> {
 /// The state in `bytes`, or `None` when they are not a whole, intact blob of
 /// this layout. Todos and runs stay encoded until read (see [`Tracked::lazy`]):
 /// the checksum vouches for their bytes, which this encoder wrote.
-pub fn decode(bytes: &[u8]) -> Option<State> {
-    let (body, sum) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
+pub fn decode(bytes: Vec<u8>) -> Option<State> {
+    let shared = Arc::new(bytes);
+    let (body, sum) = shared.split_at_checked(shared.len().checked_sub(8)?)?;
     if u64::from_le_bytes(sum.try_into().ok()?) != checksum(body) || body.len() > u32::MAX as usize
     {
         return None;
     }
-    let shared: Arc<[u8]> = Arc::from(body);
     let mut r = Reader { b: body, at: 0 };
     if r.take(MAGIC.len())? != MAGIC {
         return None;
@@ -435,23 +436,23 @@ impl<'a> Reader<'a> {
         (r.at == bytes.len()).then_some(value)
     }
 
-    /// `n` then `n` × (key, framed entity): the keys, ascending, and where
-    /// each entity's bytes lie.
-    fn frames(&mut self) -> Option<Vec<(String, std::ops::Range<usize>)>> {
+    /// `n` then `n` × (key, framed entity): where each key (UTF-8,
+    /// strictly ascending) and each entity's bytes lie.
+    fn frames(&mut self) -> Option<Vec<(Range<usize>, Range<usize>)>> {
         let n = self.len()?;
         let mut out = Vec::with_capacity(n.min(self.b.len()));
+        let mut last: Option<&str> = None;
         for _ in 0..n {
-            let key = self.string()?;
-            if out
-                .last()
-                .is_some_and(|(last, _): &(String, _)| *last >= key)
-            {
+            let key = self.str()?;
+            if last.is_some_and(|last| last >= key) {
                 return None;
             }
+            last = Some(key);
+            let key = self.at - key.len()..self.at;
             let len = self.len()?;
-            let start = self.at;
+            let value = self.at..self.at + len;
             self.take(len)?;
-            out.push((key, start..start + len));
+            out.push((key, value));
         }
         Some(out)
     }
@@ -843,13 +844,13 @@ mod tests {
         state.goals.get_mut("g").unwrap().todos.insert(id, todo);
         state.clean();
         let bytes = encode(&state);
-        assert_eq!(decode(&bytes).as_ref(), Some(&state));
+        assert_eq!(decode(bytes.clone()).as_ref(), Some(&state));
         for cut in 0..bytes.len() {
-            assert_eq!(decode(&bytes[..cut]), None, "cut at {cut}");
+            assert_eq!(decode(bytes[..cut].to_vec()), None, "cut at {cut}");
         }
-        assert_eq!(decode(b"{\"meta\":{}}"), None);
+        assert_eq!(decode(b"{\"meta\":{}}".to_vec()), None);
         let mut longer = bytes.clone();
         longer.push(0);
-        assert_eq!(decode(&longer), None);
+        assert_eq!(decode(longer), None);
     }
 }

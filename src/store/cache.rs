@@ -81,7 +81,7 @@ fn cached<S: Store + ?Sized>(store: &S, commit: &Oid, depth: usize) -> Option<(S
         return Some((state, depth));
     }
     if let Some(bytes) = store.cache_read(&cache_key(commit)) {
-        match binary::decode(&bytes) {
+        match binary::decode(bytes) {
             Some(state) => return Some((state, depth)),
             None => tracing::debug!("ignoring an unreadable state cache for {commit}"),
         }

@@ -353,6 +353,42 @@ fn classify(path: &str) -> Result<Slot<'_>, Error> {
     Ok(slot)
 }
 
+/// A todo or run decoded ahead of the checks in [`decode_state`].
+enum Parsed {
+    Todo(Todo),
+    Run(Run),
+}
+
+/// `f` over `items`, in order, split across the cores when there are enough
+/// items to pay for the threads. Todos and runs are nearly all of a state's
+/// files and parse independently: a cold load of thousands (the first read
+/// after a fetch, say) shares them out.
+fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    const WORTH_A_THREAD: usize = 256;
+    let threads = if items.len() < 2 * WORTH_A_THREAD {
+        1
+    } else {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(items.len() / WORTH_A_THREAD)
+            .min(8)
+    };
+    if threads < 2 {
+        return items.iter().map(f).collect();
+    }
+    let f = &f;
+    std::thread::scope(|s| {
+        let parts: Vec<_> = items
+            .chunks(items.len().div_ceil(threads))
+            .map(|chunk| s.spawn(move || chunk.iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|part| part.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
+}
+
 /// Decodes a whole state tree. Files outside the layout (a README, say) are
 /// ignored here and left in the tree untouched by writes.
 pub fn decode_state<'a, I>(files: I) -> Result<State, Error>
@@ -370,7 +406,12 @@ where
     let mut state = State::new(meta);
     let mut todos = Vec::new();
     let mut runs = Vec::new();
-    for (path, bytes) in &files {
+    let mut parsed = parallel_map(&files, |(path, bytes)| match classify(path) {
+        Ok(Slot::Todo { .. }) => Some(decode(path, bytes).map(Parsed::Todo)),
+        Ok(Slot::Run { .. }) => Some(decode(path, bytes).map(Parsed::Run)),
+        _ => None,
+    });
+    for ((path, bytes), parsed) in files.iter().zip(&mut parsed) {
         match classify(path)? {
             Slot::Meta | Slot::Foreign => {}
             Slot::Agent(id) => {
@@ -386,7 +427,9 @@ where
                 state.goals.insert(goal.id.clone(), GoalState::new(goal));
             }
             Slot::Todo { goal, shard, id } => {
-                let todo: Todo = decode(path, bytes)?;
+                let Some(Parsed::Todo(todo)) = parsed.take().transpose()? else {
+                    unreachable!("a todo's file parses as a todo");
+                };
                 expect_id(path, &todo.id, id)?;
                 if !ids::is_valid_todo_id(id) || ids::shard(id) != shard {
                     return Err(err(
@@ -398,7 +441,9 @@ where
                 todos.push((path, todo));
             }
             Slot::Run { goal, day, id } => {
-                let run: Run = decode(path, bytes)?;
+                let Some(Parsed::Run(run)) = parsed.take().transpose()? else {
+                    unreachable!("a run's file parses as a run");
+                };
                 expect_id(path, &run.id, id)?;
                 if !ids::is_valid_run_id(id) {
                     return Err(err(path, format!("`{id}` is not a run id")));
@@ -477,6 +522,7 @@ pub fn is_layout_path(path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Priority, Role, Timestamp, TodoClass};
 
     const GOAL: &str = "id: main\nobjective: 'yes'\nstatus: active\nquota:\n  compute: 0.5\n  window_hours: 24\n  slot_minutes: 1\n  future_knob: 3\ncreated_at: '2026-12-02T10:00:00Z'\nupdated_at: '2026-12-02T10:00:00Z'\nrev: 4\nowner:\n  name: Ada\n  teams:\n    - core\nzz_flag: true\n";
 
@@ -498,6 +544,45 @@ mod tests {
         let bad = GOAL.replace("window_hours: 24", "window_hours: lots");
         let e = decode::<Goal>("goals/main/goal.yaml", bad.as_bytes()).unwrap_err();
         assert!(e.message.contains("window_hours"), "{}", e.message);
+    }
+
+    /// Enough todos to parse on several threads: the state is the same, and
+    /// of two bad files the first in path order is the one reported.
+    #[test]
+    fn large_states_parse_alike_and_report_the_first_bad_file() {
+        let now = Timestamp::from_unix(1_800_000_000);
+        let mut state = State::with_goal(Goal::new("main", "o", now), now);
+        let gs = state.goals.get_mut("main").unwrap();
+        for i in 0..1_200u32 {
+            let id = ids::derive_id("todo_", &[&i.to_string()]);
+            let todo = Todo::new(
+                id.clone(),
+                "main",
+                &format!("task {i}"),
+                Role::Agent,
+                TodoClass::AdvancementTask,
+                Priority::P2,
+                None,
+                now,
+            );
+            gs.todos.insert(id, todo);
+        }
+        state.clean();
+        let mut files = encode_state(&state);
+        let read = |files: &BTreeMap<String, Vec<u8>>| {
+            decode_state(files.iter().map(|(p, b)| (p.as_str(), b.as_slice())))
+        };
+        assert_eq!(read(&files).unwrap(), state);
+        let todo_paths: Vec<String> = files
+            .keys()
+            .filter(|p| p.contains("/todos/"))
+            .cloned()
+            .collect();
+        let (early, late) = (&todo_paths[40], &todo_paths[1_100]);
+        for path in [late, early] {
+            files.insert(path.clone(), b"id: [not, a, todo]\n".to_vec());
+        }
+        assert_eq!(read(&files).unwrap_err().path, *early);
     }
 
     #[test]

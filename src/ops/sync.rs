@@ -13,7 +13,9 @@ use crate::git_cmd::{self, PushStatus};
 use crate::model::merge::{self, Conflict, LostClaim};
 use crate::model::{leaks, Code, Refusal, State};
 use crate::ops::Context;
-use crate::store::{transaction, CasResult, Error as StoreError, Message, Oid, Store, STATE_REF};
+use crate::store::{
+    cache, transaction, CasResult, Error as StoreError, Message, Oid, Store, STATE_REF,
+};
 use crate::{Error, Result};
 
 /// How many fetch-merge-push rounds a sync tries before giving up.
@@ -121,13 +123,20 @@ pub fn push(ctx: &Context, remote: &str, tip: &Oid, expected: Option<&Oid>) -> R
     }
 }
 
+/// A merge commit made, and what the merge had to decide.
+struct MergeCommit {
+    commit: Oid,
+    conflicts: Vec<Conflict>,
+    lost_claims: Vec<LostClaim>,
+}
+
 /// One merge of divergent tips into a two-parent commit on the local branch.
 fn merge_commit(
     ctx: &Context,
     remote: &str,
     local: &Oid,
     theirs: &Oid,
-) -> Result<Option<(Oid, merge::Merged)>> {
+) -> Result<Option<MergeCommit>> {
     let dir = git_dir(ctx);
     let base = git_cmd::merge_base(&dir, &local.0, &theirs.0).map_err(git_failed)?;
     let base_state = match &base {
@@ -167,7 +176,24 @@ fn merge_commit(
         .store
         .commit(Some(local), Some(theirs), &changes, &message, ctx.now)?
     {
-        CasResult::Committed(oid) => Ok(Some((oid, merged))),
+        CasResult::Committed(oid) => {
+            // Cached like any write, and kept in memory: the push's leak
+            // check reads this state next (it used to parse the merge
+            // commit's whole tree again).
+            let merge::Merged {
+                mut state,
+                conflicts,
+                lost_claims,
+            } = merged;
+            cache::remember_delta(&ctx.store, &oid, Some(local), &state, &changes);
+            state.clean();
+            ctx.store.memo_put(oid.clone(), state);
+            Ok(Some(MergeCommit {
+                commit: oid,
+                conflicts,
+                lost_claims,
+            }))
+        }
         CasResult::Unchanged => unreachable!("a merge commit always has two parents"),
         CasResult::Retry => Ok(None),
     }
@@ -243,11 +269,11 @@ pub fn sync(ctx: &Context, remote: Option<&str>) -> Result<SyncReport> {
                     l
                 } else {
                     match merge_commit(ctx, &remote, &l, &r)? {
-                        Some((m, merged)) => {
+                        Some(m) => {
                             merged_any = true;
-                            conflicts.extend(merged.conflicts);
-                            lost_claims.extend(merged.lost_claims);
-                            m
+                            conflicts.extend(m.conflicts);
+                            lost_claims.extend(m.lost_claims);
+                            m.commit
                         }
                         None => continue,
                     }

@@ -111,6 +111,12 @@ fn offline_edits_converge_to_the_same_union_everywhere() {
             9,
             "run records from all sides survive"
         );
+        // The state cached for a merge commit (kept by the clone that made
+        // it) is the state git holds.
+        let cached = env.loopx(d, &["--json", "status"]).success().json();
+        let _ = std::fs::remove_dir_all(d.join(".git/loopx/cache"));
+        let cold = env.loopx(d, &["--json", "status"]).success().json();
+        assert_eq!(cached, cold, "cached and cold reads agree after sync");
     }
     assert!(
         !env.git(&remote, &["rev-list", "--merges", "loopx-state"])

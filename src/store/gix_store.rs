@@ -51,10 +51,9 @@ pub struct GixStore {
     repo: std::cell::RefCell<gix::Repository>,
     common_dir: PathBuf,
     workdir: Option<PathBuf>,
-    /// Packs to look in before the object store, newest first (see
-    /// `store::pack::Loaded`), and those already read.
-    hinted: std::cell::RefCell<Vec<String>>,
-    loaded: std::cell::RefCell<std::collections::HashMap<String, Option<std::rc::Rc<Loaded>>>>,
+    /// Trees and commits this process wrote or read, and packs named by the
+    /// cache's deltas that it has not read yet (see `Seen`).
+    seen: std::cell::RefCell<Seen>,
     /// The cache's deltas (see `store::journal`).
     journal: crate::store::journal::Journal,
     /// Files created ahead for the next writeback's pack (see `pack::Blank`).
@@ -95,8 +94,7 @@ impl GixStore {
             common_dir,
             workdir: repo.workdir().map(Path::to_owned),
             repo: std::cell::RefCell::new(repo),
-            hinted: Default::default(),
-            loaded: Default::default(),
+            seen: Default::default(),
             last_written: Default::default(),
             blanks: Default::default(),
             memo: std::cell::RefCell::new(None),
@@ -562,10 +560,14 @@ impl GixStore {
         };
         let reflog = format!("loopx: {}", message.subject);
         let moved = self.move_ref(STATE_REF, expected, &id, &reflog, now);
-        if let Some(stem) = stem {
+        if let (Some(stem), Some(pack)) = (stem, &pack) {
             // Reachable now, or never: either way no longer ours to keep.
             crate::store::pack::unkeep(&self.pack_dir(), &stem, &self.spare_keep());
-            self.pack_hint(&stem);
+            let mut seen = self.seen.borrow_mut();
+            seen.read.insert(stem.clone());
+            for (id, kind, data) in pack.iter() {
+                seen.keep(*id, kind, data);
+            }
             *self.last_written.borrow_mut() = Some((id.clone(), stem));
         }
         Ok(if moved? {
@@ -645,10 +647,12 @@ impl Store for GixStore {
     }
 
     fn pack_hint(&self, stem: &str) {
-        let mut hinted = self.hinted.borrow_mut();
-        hinted.retain(|s| s != stem);
-        hinted.insert(0, stem.to_owned());
-        hinted.truncate(HINTED_PACKS);
+        let mut seen = self.seen.borrow_mut();
+        if !seen.read.contains(stem) {
+            seen.hinted.retain(|s| s != stem);
+            seen.hinted.insert(0, stem.to_owned());
+            seen.hinted.truncate(HINTED_PACKS);
+        }
     }
 
     fn cache_read(&self, key: &str) -> Option<Vec<u8>> {
@@ -717,26 +721,76 @@ impl Store for GixStore {
 /// directories it emptied, and one can vanish between gix creating it and
 /// moving the new object into it. git retries the same way. Objects are
 /// content-addressed, so writing one twice is harmless.
-/// How many hinted packs a lookup looks in before the object store.
-const HINTED_PACKS: usize = 12;
+/// How many packs named by deltas wait to be read (the newest are kept).
+const HINTED_PACKS: usize = 256;
+
+/// Past this many bytes of trees and commits, `Seen` starts over.
+const SEEN_BYTES: usize = 64 << 20;
+
+/// What a writer keeps of the object store between its writebacks. Under
+/// contention every other writer's commit is a new small pack, and the trees
+/// a writeback edits (the root, the goal's, a todo bucket) were last written
+/// by any of them: so the trees and commits this process writes, reads, or
+/// finds in a pack a delta named are kept by id (objects never change), and
+/// a hinted pack is read once, whole, the first time a lookup misses. Only
+/// what is older than the process goes to gix's object store, whose lookup
+/// misses rescan `objects/pack` (a stat of every index).
+#[derive(Default)]
+struct Seen {
+    objects: std::collections::HashMap<[u8; 20], (Kind, std::rc::Rc<[u8]>)>,
+    bytes: usize,
+    /// Packs named by replayed deltas and not read yet, newest first.
+    hinted: Vec<String>,
+    /// Packs already read (or written) by this process.
+    read: std::collections::HashSet<String>,
+}
+
+impl Seen {
+    /// Keeps a tree or a commit (blobs are never read back by a writer).
+    fn keep(&mut self, id: [u8; 20], kind: Kind, data: &[u8]) {
+        if kind == Kind::Blob || self.objects.contains_key(&id) {
+            return;
+        }
+        if self.bytes + data.len() > SEEN_BYTES {
+            self.objects.clear();
+            self.read.clear();
+            self.bytes = 0;
+        }
+        self.bytes += data.len();
+        self.objects.insert(id, (kind, data.into()));
+    }
+
+    fn get(&self, id: &[u8; 20]) -> Option<(Kind, Vec<u8>)> {
+        self.objects
+            .get(id)
+            .map(|(kind, data)| (*kind, data.to_vec()))
+    }
+}
 
 impl GixStore {
-    /// An object from one of the hinted packs, read and kept in memory.
-    fn find_hinted(&self, id: &gix::hash::oid) -> Option<(Kind, Vec<u8>)> {
+    /// A tree or commit seen before, or found in the hinted packs, which
+    /// are read newest first until it turns up.
+    fn find_seen(&self, id: &gix::hash::oid) -> Option<(Kind, Vec<u8>)> {
         let id: &[u8; 20] = id.as_bytes().try_into().ok()?;
-        let dir = self.pack_dir();
-        let hinted = self.hinted.borrow();
-        let mut loaded = self.loaded.borrow_mut();
-        if loaded.len() > 4 * HINTED_PACKS {
-            loaded.retain(|stem, _| hinted.contains(stem));
+        let mut seen = self.seen.borrow_mut();
+        if let Some(found) = seen.get(id) {
+            return Some(found);
         }
-        hinted.iter().find_map(|stem| {
-            // A pack a repack deleted is simply not looked in again.
-            let pack = loaded
-                .entry(stem.clone())
-                .or_insert_with(|| Loaded::open(&dir, stem).ok().map(std::rc::Rc::new));
-            pack.as_ref()?.find(id)
-        })
+        let dir = self.pack_dir();
+        while !seen.hinted.is_empty() {
+            let stem = seen.hinted.remove(0);
+            // A pack a repack deleted is not looked for again.
+            if let Ok(pack) = Loaded::open(&dir, &stem) {
+                for (id, kind, data) in pack.objects() {
+                    seen.keep(id, kind, &data);
+                }
+            }
+            seen.read.insert(stem);
+            if let Some(found) = seen.get(id) {
+                return Some(found);
+            }
+        }
+        None
     }
 }
 
@@ -753,7 +807,7 @@ impl gix::objs::Find for Layered<'_> {
         id: &gix::hash::oid,
         buffer: &'b mut Vec<u8>,
     ) -> gix::Result<Option<gix::objs::Data<'b>>> {
-        if let Some((kind, bytes)) = self.store.find_hinted(id) {
+        if let Some((kind, bytes)) = self.store.find_seen(id) {
             *buffer = bytes;
             let kind = match kind {
                 Kind::Commit => gix::objs::Kind::Commit,
@@ -766,7 +820,18 @@ impl gix::objs::Find for Layered<'_> {
                 gix::hash::Kind::Sha1,
             )));
         }
-        gix::objs::Find::try_find(self.odb, id, buffer)
+        let found = gix::objs::Find::try_find(self.odb, id, buffer)?;
+        if let (Some(data), Ok(key)) = (&found, <[u8; 20]>::try_from(id.as_bytes())) {
+            let kind = match data.kind {
+                gix::objs::Kind::Commit => Some(Kind::Commit),
+                gix::objs::Kind::Tree => Some(Kind::Tree),
+                _ => None,
+            };
+            if let Some(kind) = kind {
+                self.store.seen.borrow_mut().keep(key, kind, data.data);
+            }
+        }
+        Ok(found)
     }
 }
 

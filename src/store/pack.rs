@@ -99,6 +99,16 @@ impl Loaded {
         None
     }
 
+    /// Every object of the pack held whole (whose bytes hash to its id).
+    pub fn objects(&self) -> impl Iterator<Item = ([u8; 20], Kind, Vec<u8>)> + '_ {
+        let n = self.count();
+        let ids = 8 + 1024;
+        (0..n).filter_map(move |i| {
+            let id: [u8; 20] = self.idx[ids + i * 20..ids + i * 20 + 20].try_into().ok()?;
+            self.entry(i, n, &id).map(|(kind, data)| (id, kind, data))
+        })
+    }
+
     fn entry(&self, i: usize, n: usize, id: &[u8; 20]) -> Option<(Kind, Vec<u8>)> {
         let offset = self.be32(8 + 1024 + n * 24 + i * 4);
         if offset & 0x8000_0000 != 0 {
@@ -158,6 +168,13 @@ impl Objects {
             self.entries.push((id, kind, data));
         }
         id
+    }
+
+    /// The objects gathered so far, in the order they were added.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8; 20], Kind, &[u8])> {
+        self.entries
+            .iter()
+            .map(|(id, kind, data)| (id, *kind, data.as_slice()))
     }
 
     /// Writes the objects as `pack-<checksum>.{pack,idx}` into `pack_dir`
@@ -422,6 +439,9 @@ mod tests {
         assert_eq!(loaded.find(&b), Some((Kind::Tree, Vec::new())));
         assert_eq!(loaded.find(&c), Some((Kind::Blob, big)));
         assert_eq!(loaded.find(&object_id(Kind::Blob, b"absent")), None);
+        let all: Vec<_> = loaded.objects().map(|(id, kind, _)| (id, kind)).collect();
+        assert_eq!(all.len(), 3, "every object of the pack: {all:?}");
+        assert!(all.contains(&(b, Kind::Tree)));
     }
 
     #[test]

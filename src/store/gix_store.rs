@@ -15,6 +15,7 @@ use gix::ObjectId;
 
 use crate::model::Timestamp;
 use crate::store::pack::{Blank, Kind, Loaded, Objects};
+use crate::store::ref_file::{Moved, RefFile};
 use crate::store::{
     CasResult, CommitInfo, Error, FileChange, Message, Oid, Snapshot, Store, STATE_REF,
 };
@@ -58,6 +59,8 @@ pub struct GixStore {
     journal: crate::store::journal::Journal,
     /// Files created ahead for the next writeback's pack (see `pack::Blank`).
     blanks: std::cell::RefCell<Option<(Blank, Blank)>>,
+    /// And for its ref lock (see `store::ref_file`).
+    ref_blank: std::cell::RefCell<Option<Blank>>,
     /// The last commit this store wrote, and the pack it wrote it into.
     last_written: std::cell::RefCell<Option<(Oid, String)>>,
     /// The state of the last commit this store made (see `Store::memo_take`).
@@ -97,6 +100,7 @@ impl GixStore {
             seen: Default::default(),
             last_written: Default::default(),
             blanks: Default::default(),
+            ref_blank: Default::default(),
             memo: std::cell::RefCell::new(None),
         })
     }
@@ -237,6 +241,7 @@ impl GixStore {
         now: Timestamp,
     ) -> Result<bool, Error> {
         let repo = self.repo.borrow();
+        let expected_old = expected;
         let expected = match expected {
             Some(old) => PreviousValue::MustExistAndMatch(Target::Object(object_id(old)?)),
             None => PreviousValue::MustNotExist,
@@ -257,6 +262,9 @@ impl GixStore {
         let signature = self.signature(now);
         let mut time_buf = gix::date::parse::TimeBuf::default();
         let committer = signature.to_ref(&mut time_buf);
+        if let Some(moved) = self.swap_ref(name, expected_old, target, reflog, committer)? {
+            return Ok(moved);
+        }
         let fail = gix::lock::acquire::Fail::Immediately;
         let result = repo
             .refs
@@ -266,6 +274,40 @@ impl GixStore {
         match result {
             Ok(_) => Ok(true),
             Err(e) if e.is_conflict() || e.is_retryable() => Ok(false),
+            Err(e) => Err(git_err(&format!("updating {name}"), e)),
+        }
+    }
+
+    /// Moves the state ref with a lock file made ahead (see
+    /// `store::ref_file`); `None` when that does not apply and the ref must
+    /// move the ordinary way.
+    fn swap_ref(
+        &self,
+        name: &str,
+        expected: Option<&Oid>,
+        target: &Oid,
+        reflog: &str,
+        committer: gix::actor::SignatureRef<'_>,
+    ) -> Result<Option<bool>, Error> {
+        let Some(old) = expected else {
+            return Ok(None);
+        };
+        if name != STATE_REF || !ref_swap_enabled() {
+            return Ok(None);
+        }
+        let mut line = format!("{old} {target} ").into_bytes();
+        committer
+            .write_to(&mut line)
+            .map_err(|e| git_err("writing the reflog entry", e))?;
+        line.push(b'\t');
+        line.extend(reflog.bytes().map(|b| if b == b'\n' { b' ' } else { b }));
+        let line = String::from_utf8_lossy(&line);
+        let file = RefFile::new(&self.common_dir, name);
+        let mut blank = self.ref_blank.borrow_mut();
+        match file.compare_and_swap(&old.0, &target.0, &line, &mut blank) {
+            Ok(Moved::Yes) => Ok(Some(true)),
+            Ok(Moved::Lost) => Ok(Some(false)),
+            Ok(Moved::Unsupported) => Ok(None),
             Err(e) => Err(git_err(&format!("updating {name}"), e)),
         }
     }
@@ -584,6 +626,9 @@ impl Drop for GixStore {
             pack.discard();
             idx.discard();
         }
+        if let Some(blank) = self.ref_blank.get_mut().take() {
+            blank.discard();
+        }
     }
 }
 
@@ -626,13 +671,16 @@ impl Store for GixStore {
         if std::env::var_os("LOOPX_WRITER_LOCK").is_some_and(|v| v == "0") {
             return None;
         }
-        // Create the next pack's files first: other writers need not wait
-        // while this one finds two free inodes.
+        // Create the next pack's files and the ref's lock first: other
+        // writers need not wait while this one finds three free inodes.
         if self.packs_written() && self.blanks.borrow().is_none() {
             let dir = self.pack_dir();
             if let (Ok(pack), Ok(idx)) = (Blank::create(&dir), Blank::create(&dir)) {
                 *self.blanks.borrow_mut() = Some((pack, idx));
             }
+        }
+        if self.ref_blank.borrow().is_none() && ref_swap_enabled() {
+            *self.ref_blank.borrow_mut() = Blank::create_mode(&self.local_dir(), 0o666).ok();
         }
         let file = self.lock_file("writer.lock")?;
         file.lock().ok()?;
@@ -721,6 +769,12 @@ impl Store for GixStore {
 /// directories it emptied, and one can vanish between gix creating it and
 /// moving the new object into it. git retries the same way. Objects are
 /// content-addressed, so writing one twice is harmless.
+/// Whether the state ref moves through `store::ref_file`
+/// (`LOOPX_REF_FILE=0` turns it off, to compare the two).
+fn ref_swap_enabled() -> bool {
+    std::env::var_os("LOOPX_REF_FILE").is_none_or(|v| v != "0")
+}
+
 /// How many packs named by deltas wait to be read (the newest are kept).
 const HINTED_PACKS: usize = 256;
 

@@ -13,6 +13,7 @@ mod journal;
 pub mod memory;
 mod message;
 pub mod pack;
+mod ref_file;
 pub mod transaction;
 
 use std::collections::BTreeMap;

@@ -342,17 +342,45 @@ impl Blank {
     /// Named so nothing takes it for a pack or an index (`tmp_…`, as git
     /// names its own temporary files there).
     pub fn create(dir: &Path) -> io::Result<Self> {
+        Self::create_mode(dir, 0o444)
+    }
+
+    /// A blank with the given permission bits (before the umask).
+    pub fn create_mode(dir: &Path, mode: u32) -> io::Result<Self> {
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = dir.join(format!("tmp_loopx_{}_{n}", std::process::id()));
         let mut options = std::fs::OpenOptions::new();
         options.write(true).create_new(true);
         #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o444);
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
+        #[cfg(not(unix))]
+        let _ = mode;
         Ok(Blank {
             file: options.open(&path)?,
             path,
         })
+    }
+
+    /// The blank's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The open file, for writing once the blank has been renamed to where
+    /// only its owner writes.
+    pub fn file(&mut self) -> &mut std::fs::File {
+        &mut self.file
+    }
+
+    /// The open file, the blank given up (its path is the caller's to track).
+    pub fn into_file(self) -> std::fs::File {
+        self.file
+    }
+
+    /// A blank again: an empty file at `path`, open as `file`.
+    pub fn from_parts(file: std::fs::File, path: PathBuf) -> Self {
+        Blank { file, path }
     }
 
     /// Removes an unused blank.

@@ -784,14 +784,15 @@ const SEEN_BYTES: usize = 64 << 20;
 /// What a writer keeps of the object store between its writebacks. Under
 /// contention every other writer's commit is a new small pack, and the trees
 /// a writeback edits (the root, the goal's, a todo bucket) were last written
-/// by any of them: so the trees and commits this process writes, reads, or
-/// finds in a pack a delta named are kept by id (objects never change), and
-/// a hinted pack is read once, whole, the first time a lookup misses. Only
-/// what is older than the process goes to gix's object store, whose lookup
-/// misses rescan `objects/pack` (a stat of every index).
+/// by any of them: so the trees and commits this process writes or reads are
+/// kept by id (objects never change), and the packs named by the deltas it
+/// replays are read, newest first, when a lookup misses: their indexes are
+/// taken in at once, an object is inflated (and its id checked) only when
+/// asked for. Only what is older than the process goes to gix's object
+/// store, whose lookup misses rescan `objects/pack` (a stat of every index).
 #[derive(Default)]
 struct Seen {
-    objects: std::collections::HashMap<[u8; 20], (Kind, std::rc::Rc<[u8]>)>,
+    objects: std::collections::HashMap<[u8; 20], Slot>,
     bytes: usize,
     /// Packs named by replayed deltas and not read yet, newest first.
     hinted: Vec<String>,
@@ -799,25 +800,59 @@ struct Seen {
     read: std::collections::HashSet<String>,
 }
 
+enum Slot {
+    Whole(Kind, std::rc::Rc<[u8]>),
+    /// Position in a pack read whole into memory.
+    Packed(std::rc::Rc<Loaded>, u32),
+}
+
 impl Seen {
+    fn make_room(&mut self, bytes: usize) {
+        if self.bytes + bytes > SEEN_BYTES {
+            self.objects.clear();
+            self.read.clear();
+            self.bytes = 0;
+        }
+        self.bytes += bytes;
+    }
+
     /// Keeps a tree or a commit (blobs are never read back by a writer).
     fn keep(&mut self, id: [u8; 20], kind: Kind, data: &[u8]) {
         if kind == Kind::Blob || self.objects.contains_key(&id) {
             return;
         }
-        if self.bytes + data.len() > SEEN_BYTES {
-            self.objects.clear();
-            self.read.clear();
-            self.bytes = 0;
-        }
-        self.bytes += data.len();
-        self.objects.insert(id, (kind, data.into()));
+        self.make_room(data.len());
+        self.objects.insert(id, Slot::Whole(kind, data.into()));
     }
 
-    fn get(&self, id: &[u8; 20]) -> Option<(Kind, Vec<u8>)> {
-        self.objects
-            .get(id)
-            .map(|(kind, data)| (*kind, data.to_vec()))
+    /// Takes in a pack's index: its objects are found, not yet inflated.
+    fn take_in(&mut self, pack: Loaded) {
+        self.make_room(pack.bytes_held());
+        let pack = std::rc::Rc::new(pack);
+        for (i, id) in pack.ids() {
+            self.objects
+                .entry(id)
+                .or_insert_with(|| Slot::Packed(pack.clone(), i));
+        }
+    }
+
+    fn get(&mut self, id: &[u8; 20]) -> Option<(Kind, Vec<u8>)> {
+        let found = match self.objects.get(id)? {
+            Slot::Whole(kind, data) => return Some((*kind, data.to_vec())),
+            Slot::Packed(pack, i) => pack.at(*i),
+        };
+        match &found {
+            Some((kind, data)) if *kind != Kind::Blob => {
+                self.objects
+                    .insert(*id, Slot::Whole(*kind, data.as_slice().into()));
+            }
+            Some(_) => {}
+            // Not whole, or not what the index says: not looked at again.
+            None => {
+                self.objects.remove(id);
+            }
+        }
+        found
     }
 }
 
@@ -835,9 +870,7 @@ impl GixStore {
             let stem = seen.hinted.remove(0);
             // A pack a repack deleted is not looked for again.
             if let Ok(pack) = Loaded::open(&dir, &stem) {
-                for (id, kind, data) in pack.objects() {
-                    seen.keep(id, kind, &data);
-                }
+                seen.take_in(pack);
             }
             seen.read.insert(stem);
             if let Some(found) = seen.get(id) {

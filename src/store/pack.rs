@@ -99,14 +99,32 @@ impl Loaded {
         None
     }
 
-    /// Every object of the pack held whole (whose bytes hash to its id).
-    pub fn objects(&self) -> impl Iterator<Item = ([u8; 20], Kind, Vec<u8>)> + '_ {
+    /// The ids of the pack's objects, with their positions in the index.
+    pub fn ids(&self) -> impl Iterator<Item = (u32, [u8; 20])> + '_ {
         let n = self.count();
         let ids = 8 + 1024;
         (0..n).filter_map(move |i| {
             let id: [u8; 20] = self.idx[ids + i * 20..ids + i * 20 + 20].try_into().ok()?;
-            self.entry(i, n, &id).map(|(kind, data)| (id, kind, data))
+            Some((u32::try_from(i).ok()?, id))
         })
+    }
+
+    /// The object at position `i` of the index, if held whole (its bytes
+    /// hash to the id the index gives).
+    pub fn at(&self, i: u32) -> Option<(Kind, Vec<u8>)> {
+        let (n, i) = (self.count(), i as usize);
+        let ids = 8 + 1024;
+        let id: [u8; 20] = self
+            .idx
+            .get(ids + i * 20..ids + i * 20 + 20)?
+            .try_into()
+            .ok()?;
+        (i < n).then(|| self.entry(i, n, &id))?
+    }
+
+    /// The bytes the pack and its index take in memory.
+    pub fn bytes_held(&self) -> usize {
+        self.idx.len() + self.pack.len()
     }
 
     fn entry(&self, i: usize, n: usize, id: &[u8; 20]) -> Option<(Kind, Vec<u8>)> {
@@ -467,9 +485,13 @@ mod tests {
         assert_eq!(loaded.find(&b), Some((Kind::Tree, Vec::new())));
         assert_eq!(loaded.find(&c), Some((Kind::Blob, big)));
         assert_eq!(loaded.find(&object_id(Kind::Blob, b"absent")), None);
-        let all: Vec<_> = loaded.objects().map(|(id, kind, _)| (id, kind)).collect();
+        let all: Vec<_> = loaded
+            .ids()
+            .map(|(i, id)| (id, loaded.at(i).unwrap().0))
+            .collect();
         assert_eq!(all.len(), 3, "every object of the pack: {all:?}");
         assert!(all.contains(&(b, Kind::Tree)));
+        assert_eq!(loaded.at(3), None);
     }
 
     #[test]

@@ -57,6 +57,8 @@ pub struct GixStore {
     seen: std::cell::RefCell<Seen>,
     /// The cache's deltas (see `store::journal`).
     journal: crate::store::journal::Journal,
+    /// Host-local records that must not expire (see `GixStore::host_record`).
+    records: crate::store::journal::Journal,
     /// Files created ahead for the next writeback's pack (see `pack::Blank`).
     blanks: std::cell::RefCell<Option<(Blank, Blank)>>,
     /// And for its ref lock (see `store::ref_file`).
@@ -94,6 +96,9 @@ impl GixStore {
         let common_dir = repo.common_dir().to_owned();
         Ok(GixStore {
             journal: crate::store::journal::Journal::new(common_dir.join("loopx").join("cache")),
+            records: crate::store::journal::Journal::carrying(
+                common_dir.join("loopx").join("records"),
+            ),
             common_dir,
             workdir: repo.workdir().map(Path::to_owned),
             repo: std::cell::RefCell::new(repo),
@@ -103,6 +108,18 @@ impl GixStore {
             ref_blank: Default::default(),
             memo: std::cell::RefCell::new(None),
         })
+    }
+
+    /// A host-local record under `.git/loopx/records/` (never on the
+    /// branch): the value last set for `key`, `None` when unset or cleared.
+    /// Records are appended to one file, so setting one creates no file.
+    pub fn host_record(&self, key: &str) -> Option<Vec<u8>> {
+        self.records.get(key).filter(|v| !v.is_empty())
+    }
+
+    /// Sets a host-local record; an empty value clears it.
+    pub fn set_host_record(&self, key: &str, value: &[u8]) {
+        self.records.append(key, value);
     }
 
     /// The `.git` directory shared by all worktrees.

@@ -34,6 +34,9 @@ pub const ROTATE_BYTES: u64 = 256 * 1024;
 pub struct Journal {
     dir: PathBuf,
     view: RefCell<View>,
+    /// Whether live entries are carried into the new file when it starts
+    /// over (for records that must outlast two generations).
+    carry: bool,
 }
 
 #[derive(Default)]
@@ -49,6 +52,17 @@ impl Journal {
         Journal {
             dir,
             view: RefCell::default(),
+            carry: false,
+        }
+    }
+
+    /// A journal whose entries live until overwritten or emptied: when it
+    /// starts over, the writer that rotates it appends every entry it knows
+    /// with a non-empty value to the new file.
+    pub fn carrying(dir: PathBuf) -> Self {
+        Journal {
+            carry: true,
+            ..Journal::new(dir)
         }
     }
 
@@ -62,21 +76,12 @@ impl Journal {
         self.view.borrow().entries.get(key).cloned()
     }
 
-    /// Appends `key` → `value`; failures are ignored (it is a cache).
+    /// Appends `key` → `value`; failures are ignored (it is a cache, or a
+    /// record whose loss is tolerated).
     pub fn append(&self, key: &str, value: &[u8]) {
-        let (Ok(key_len), Ok(value_len)) = (u32::try_from(key.len()), u32::try_from(value.len()))
-        else {
+        let Some(record) = framed(key, value) else {
             return;
         };
-        let mut record = Vec::with_capacity(HEADER + key.len() + value.len());
-        record.extend_from_slice(MAGIC);
-        record.extend_from_slice(&key_len.to_le_bytes());
-        record.extend_from_slice(&value_len.to_le_bytes());
-        record.extend_from_slice(&[0; 4]);
-        record.extend_from_slice(key.as_bytes());
-        record.extend_from_slice(value);
-        let crc = crate::store::pack::crc32(&record[HEADER..]);
-        record[12..16].copy_from_slice(&crc.to_le_bytes());
         if std::fs::create_dir_all(&self.dir).is_err() {
             return;
         }
@@ -89,7 +94,25 @@ impl Journal {
                 file.metadata()
             });
         if appended.is_ok_and(|m| m.len() > ROTATE_BYTES) {
+            let live: Vec<Vec<u8>> = if self.carry {
+                self.refresh();
+                let view = self.view.borrow();
+                view.entries
+                    .iter()
+                    .filter(|(_, v)| !v.is_empty())
+                    .filter_map(|(k, v)| framed(k, v))
+                    .collect()
+            } else {
+                Vec::new()
+            };
             let _ = std::fs::rename(self.current(), self.dir.join("journal.old"));
+            if !live.is_empty() {
+                let _ = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(self.current())
+                    .and_then(|mut file| file.write_all(&live.concat()));
+            }
         }
     }
 
@@ -121,6 +144,22 @@ impl Journal {
             view.parsed += used as u64;
         }
     }
+}
+
+/// One framed record (see the module docs), if its lengths fit.
+fn framed(key: &str, value: &[u8]) -> Option<Vec<u8>> {
+    let key_len = u32::try_from(key.len()).ok()?;
+    let value_len = u32::try_from(value.len()).ok()?;
+    let mut record = Vec::with_capacity(HEADER + key.len() + value.len());
+    record.extend_from_slice(MAGIC);
+    record.extend_from_slice(&key_len.to_le_bytes());
+    record.extend_from_slice(&value_len.to_le_bytes());
+    record.extend_from_slice(&[0; 4]);
+    record.extend_from_slice(key.as_bytes());
+    record.extend_from_slice(value);
+    let crc = crate::store::pack::crc32(&record[HEADER..]);
+    record[12..16].copy_from_slice(&crc.to_le_bytes());
+    Some(record)
 }
 
 #[cfg(unix)]
@@ -248,5 +287,27 @@ mod tests {
         // The reader that saw the old file sees the new one too.
         journal.append("later", b"3");
         assert_eq!(fresh.get("later").as_deref(), Some(&b"3"[..]));
+    }
+
+    #[test]
+    fn a_carrying_journal_keeps_live_entries_through_rotations() {
+        let big = vec![7u8; ROTATE_BYTES as usize];
+        let run = |journal: &Journal| {
+            journal.append("live", b"1");
+            journal.append("gone", b"2");
+            journal.append("gone", b"");
+            for _ in 0..3 {
+                journal.append("pad", &big);
+                journal.append("pad", b"");
+            }
+        };
+        let (plain, carrying) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        run(&Journal::new(plain.path().to_owned()));
+        run(&Journal::carrying(carrying.path().to_owned()));
+        assert_eq!(Journal::new(plain.path().to_owned()).get("live"), None);
+        let fresh = Journal::new(carrying.path().to_owned());
+        assert_eq!(fresh.get("live").as_deref(), Some(&b"1"[..]));
+        assert!(fresh.get("gone").is_none_or(|v| v.is_empty()));
+        assert!(fresh.get("pad").is_none_or(|v| v.is_empty()));
     }
 }

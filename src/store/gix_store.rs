@@ -26,8 +26,10 @@ const LOOSE_OBJECTS_TO_PACK: usize = 1024;
 
 /// Small packs past which a write starts a background repack. A pack index
 /// below [`SMALL_PACK_INDEX_BYTES`] holds fewer than about 100 objects: one
-/// writeback's pack holds about seven.
-const SMALL_PACKS_TO_ROLL_UP: usize = 16;
+/// writeback's pack holds about seven. Each roll-up is three processes (a
+/// tenth of a contended host's CPU at 16); writers find recent objects
+/// through the packs their deltas name, not by searching every pack.
+const SMALL_PACKS_TO_ROLL_UP: usize = 32;
 const SMALL_PACK_INDEX_BYTES: u64 = 4096;
 
 /// Name and email used when git config has no identity.

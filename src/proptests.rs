@@ -307,6 +307,55 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// A cached delta (todos and runs in binary form, the rest as YAML)
+    /// replays onto the parent's state to exactly the state the commit made,
+    /// the same as applying the commit's YAML files.
+    #[test]
+    fn a_delta_replays_like_its_files(todos in prop::collection::vec(todo(), 1..8), changed in todo(), summary in tricky_string(), pick in 0usize..8, drop in any::<bool>()) {
+        use crate::store::{binary, cache, transaction, Oid};
+        let mut parent = State::with_goal(crate::model::Goal::new("g", "o", t(0)), t(0));
+        let gs = parent.goals.get_mut("g").unwrap();
+        for todo in todos {
+            gs.todos.insert(todo.id.clone(), todo);
+        }
+        parent.clean();
+        let mut child = parent.clone();
+        let gs = child.goals.get_mut("g").unwrap();
+        let picked = gs.todos.keys().nth(pick % gs.todos.len()).unwrap().to_owned();
+        if drop {
+            gs.todos.remove(&picked);
+        } else {
+            gs.todos.get_mut(&picked).unwrap().rev += 1;
+        }
+        gs.todos.insert(changed.id.clone(), changed);
+        let mut run = Run::new("run_0123456789ab".into(), RunKind::Spend, "g", None, t(5));
+        run.summary = Some(summary);
+        gs.runs.insert(run.id.clone(), run);
+        child.goals.get_mut("g").unwrap().goal.rev += 1;
+        let changes = transaction::changes(Some(&parent), &child);
+        child.clean();
+        let bytes = cache::delta_bytes(&Oid("p".into()), Some("pack-x"), &child, &changes);
+        let delta = binary::decode_delta(&bytes).ok_or_else(|| TestCaseError::fail("no decode"))?;
+        prop_assert_eq!(delta.pack.as_deref(), Some("pack-x"));
+        let mut replayed = parent.clone();
+        cache::replay(&mut replayed, delta.files).ok_or_else(|| TestCaseError::fail("no replay"))?;
+        prop_assert_eq!(&replayed, &child);
+        let mut from_yaml = parent.clone();
+        for change in &changes {
+            let (path, bytes) = match change {
+                crate::store::FileChange::Upsert { path, bytes } => (path, Some(bytes.as_slice())),
+                crate::store::FileChange::Remove { path } => (path, None),
+            };
+            crate::codec::apply_file(&mut from_yaml, path, bytes).unwrap();
+        }
+        from_yaml.clean();
+        prop_assert_eq!(&from_yaml, &child);
+    }
+}
+
 #[derive(Clone, Debug)]
 enum Op {
     Add(u8),

@@ -194,6 +194,46 @@ pub fn apply_file(state: &mut State, path: &str, bytes: Option<&[u8]>) -> Result
     Ok(())
 }
 
+/// A todo's or a run's file in the layout: its goal and its id.
+pub enum EntityFile<'a> {
+    Todo { goal: &'a str, id: &'a str },
+    Run { goal: &'a str, id: &'a str },
+}
+
+/// Which todo or run `path` holds, if it is one's file.
+pub fn entity_file(path: &str) -> Option<EntityFile<'_>> {
+    match classify(path).ok()? {
+        Slot::Todo { goal, id, .. } => Some(EntityFile::Todo { goal, id }),
+        Slot::Run { goal, id, .. } => Some(EntityFile::Run { goal, id }),
+        _ => None,
+    }
+}
+
+/// Puts an already decoded todo where its file `path` says, as
+/// [`apply_file`] would put the file's.
+pub fn place_todo(state: &mut State, path: &str, todo: Todo) -> Result<(), Error> {
+    match classify(path)? {
+        Slot::Todo { goal, id, .. } => {
+            goal_of(state, goal, path)?
+                .todos
+                .insert(id.to_owned(), todo);
+            Ok(())
+        }
+        _ => Err(err(path, "not a todo's file")),
+    }
+}
+
+/// Puts an already decoded run where its file `path` says.
+pub fn place_run(state: &mut State, path: &str, run: Run) -> Result<(), Error> {
+    match classify(path)? {
+        Slot::Run { goal, id, .. } => {
+            goal_of(state, goal, path)?.runs.insert(id.to_owned(), run);
+            Ok(())
+        }
+        _ => Err(err(path, "not a run's file")),
+    }
+}
+
 fn goal_of<'a>(state: &'a mut State, goal: &str, path: &str) -> Result<&'a mut GoalState, Error> {
     state
         .goals

@@ -104,6 +104,107 @@ pub fn decode(bytes: Vec<u8>) -> Option<State> {
     (r.at == body.len()).then_some(state)
 }
 
+/// Changes whenever the delta layout below changes.
+const DELTA_MAGIC: &[u8; 8] = b"LXDELTA1";
+
+/// One file a commit changed, as a cached delta carries it: todos and runs
+/// in this compact form (replaying them decodes no YAML), anything else as
+/// the file's bytes.
+pub enum DeltaFile {
+    Removed,
+    Yaml(Vec<u8>),
+    Todo(Box<Todo>),
+    Run(Box<Run>),
+}
+
+/// What a delta is encoded from (see [`DeltaFile`]).
+pub enum DeltaFileRef<'a> {
+    Removed,
+    Yaml(&'a [u8]),
+    Todo(&'a Todo),
+    Run(&'a Run),
+}
+
+/// A commit's cached delta (see `store::cache`): its parent, the pack
+/// holding its objects, and the files it changed.
+pub struct Delta {
+    pub parent: String,
+    pub pack: Option<String>,
+    pub files: Vec<(String, DeltaFile)>,
+}
+
+/// Encodes a delta. `files` give each changed path and what to carry.
+pub fn encode_delta(
+    parent: &str,
+    pack: Option<&str>,
+    files: &[(&str, DeltaFileRef<'_>)],
+) -> Vec<u8> {
+    let mut w = Writer(Vec::with_capacity(1024));
+    w.0.extend_from_slice(DELTA_MAGIC);
+    w.str(parent);
+    w.opt_str(pack);
+    w.len(files.len());
+    for (path, file) in files {
+        w.str(path);
+        match file {
+            DeltaFileRef::Removed => w.byte(0),
+            DeltaFileRef::Yaml(bytes) => {
+                w.byte(1);
+                w.bytes(bytes);
+            }
+            DeltaFileRef::Todo(t) => {
+                w.byte(2);
+                w.framed(|w| w.todo(t));
+            }
+            DeltaFileRef::Run(r) => {
+                w.byte(3);
+                w.framed(|w| w.run(r));
+            }
+        }
+    }
+    w.0
+}
+
+/// Decodes a delta; `None` for anything but a whole delta of this layout.
+pub fn decode_delta(bytes: &[u8]) -> Option<Delta> {
+    Reader::whole(bytes, |r| {
+        if r.take(DELTA_MAGIC.len())? != DELTA_MAGIC {
+            return None;
+        }
+        let parent = r.string()?;
+        let pack = r.opt_string()?;
+        let n = r.len()?;
+        let mut files = Vec::with_capacity(n.min(bytes.len()));
+        for _ in 0..n {
+            let path = r.string()?;
+            let file = match r.byte()? {
+                0 => DeltaFile::Removed,
+                1 => {
+                    let n = r.len()?;
+                    DeltaFile::Yaml(r.take(n)?.to_vec())
+                }
+                2 => {
+                    let n = r.len()?;
+                    let todo = Reader::whole(r.take(n)?, |r| r.todo())?;
+                    DeltaFile::Todo(Box::new(todo))
+                }
+                3 => {
+                    let n = r.len()?;
+                    let run = Reader::whole(r.take(n)?, |r| r.run())?;
+                    DeltaFile::Run(Box::new(run))
+                }
+                _ => return None,
+            };
+            files.push((path, file));
+        }
+        Some(Delta {
+            parent,
+            pack,
+            files,
+        })
+    })
+}
+
 fn todo_facts(bytes: &[u8]) -> Option<TodoFacts<'_>> {
     Reader::whole(bytes, Reader::todo_facts)
 }

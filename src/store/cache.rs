@@ -12,33 +12,27 @@
 //! and the layout's magic, so another git-loopx never reads this one's bytes.
 
 use crate::codec;
+use crate::codec::EntityFile;
 use crate::model::State;
+use crate::store::binary::{DeltaFile, DeltaFileRef};
 use crate::store::{binary, Error, FileChange, Oid, Snapshot, Store};
 
 fn cache_key(commit: &Oid) -> String {
     format!("state-{}-{}.bin", env!("CARGO_PKG_VERSION"), commit)
 }
 
-fn delta_key(commit: &Oid) -> String {
-    format!("delta-{}-{}.json", env!("CARGO_PKG_VERSION"), commit)
-}
-
 /// A commit's state as its parent's plus the files it changed: what a write
-/// caches, so it never re-serializes the whole state.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct Delta {
-    parent: Oid,
-    files: Vec<(String, Option<String>)>,
-    /// The pack holding the commit's objects (see `store::pack::Loaded`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pack: Option<String>,
+/// caches, so it never re-serializes the whole state (the form is
+/// [`binary::Delta`]: todos and runs replay without decoding YAML).
+fn delta_key(commit: &Oid) -> String {
+    format!("delta-{}-{}.bin", env!("CARGO_PKG_VERSION"), commit)
 }
 
 /// Longest chain of deltas read before a full snapshot is written again.
 const MAX_DELTAS: usize = 24;
 
-/// A delta replays YAML; one that changes more files than this is cached as
-/// a snapshot instead (a bulk import, a merge).
+/// A delta that changes more files than this is cached as a snapshot
+/// instead (a bulk import, a merge).
 const MAX_DELTA_FILES: usize = 64;
 
 /// The state at `commit`: from the parsed-state cache when this host has
@@ -89,12 +83,9 @@ fn cached<S: Store + ?Sized>(store: &S, commit: &Oid, depth: usize) -> Option<(S
     if depth > 2 * MAX_DELTAS {
         return None;
     }
-    let delta: Delta = serde_json::from_slice(&store.cache_read(&delta_key(commit))?).ok()?;
-    let (mut state, depth) = cached(store, &delta.parent, depth + 1)?;
-    for (path, bytes) in &delta.files {
-        codec::apply_file(&mut state, path, bytes.as_deref().map(str::as_bytes)).ok()?;
-    }
-    state.clean();
+    let delta = binary::decode_delta(&store.cache_read(&delta_key(commit))?)?;
+    let (mut state, depth) = cached(store, &Oid(delta.parent), depth + 1)?;
+    replay(&mut state, delta.files)?;
     // After the parent's: the newest commit's pack ends up first.
     if let Some(stem) = &delta.pack {
         store.pack_hint(stem);
@@ -119,21 +110,54 @@ pub fn remember_delta<S: Store + ?Sized>(
     let Some(parent) = parent.filter(|_| changes.len() <= MAX_DELTA_FILES) else {
         return remember(store, commit, state);
     };
-    let files = changes
+    let pack = store.written_pack(commit);
+    let bytes = delta_bytes(parent, pack.as_deref(), state, changes);
+    store.cache_write(&delta_key(commit), &bytes);
+}
+
+/// The delta of a commit with `parent` that made `changes`, giving `state`.
+pub(crate) fn delta_bytes(
+    parent: &Oid,
+    pack: Option<&str>,
+    state: &State,
+    changes: &[FileChange],
+) -> Vec<u8> {
+    let files: Vec<(&str, DeltaFileRef<'_>)> = changes
         .iter()
         .map(|c| match c {
-            FileChange::Upsert { path, bytes } => (
-                path.clone(),
-                Some(String::from_utf8_lossy(bytes).into_owned()),
-            ),
-            FileChange::Remove { path } => (path.clone(), None),
+            FileChange::Upsert { path, bytes } => {
+                let entity = match codec::entity_file(path) {
+                    Some(EntityFile::Todo { goal, id }) => state
+                        .goals
+                        .get(goal)
+                        .and_then(|gs| gs.todos.get(id))
+                        .map(DeltaFileRef::Todo),
+                    Some(EntityFile::Run { goal, id }) => state
+                        .goals
+                        .get(goal)
+                        .and_then(|gs| gs.runs.get(id))
+                        .map(DeltaFileRef::Run),
+                    None => None,
+                };
+                (path.as_str(), entity.unwrap_or(DeltaFileRef::Yaml(bytes)))
+            }
+            FileChange::Remove { path } => (path.as_str(), DeltaFileRef::Removed),
         })
         .collect();
-    if let Ok(bytes) = serde_json::to_vec(&Delta {
-        parent: parent.clone(),
-        files,
-        pack: store.written_pack(commit),
-    }) {
-        store.cache_write(&delta_key(commit), &bytes);
+    binary::encode_delta(&parent.0, pack, &files)
+}
+
+/// Replays a delta's files onto its parent's state; `None` if one does not fit.
+pub(crate) fn replay(state: &mut State, files: Vec<(String, DeltaFile)>) -> Option<()> {
+    for (path, file) in files {
+        match file {
+            DeltaFile::Removed => codec::apply_file(state, &path, None),
+            DeltaFile::Yaml(bytes) => codec::apply_file(state, &path, Some(&bytes)),
+            DeltaFile::Todo(todo) => codec::place_todo(state, &path, *todo),
+            DeltaFile::Run(run) => codec::place_run(state, &path, *run),
+        }
+        .ok()?;
     }
+    state.clean();
+    Some(())
 }

@@ -724,7 +724,7 @@ impl Store for GixStore {
 
     fn cache_read(&self, key: &str) -> Option<Vec<u8>> {
         if key.starts_with("delta-") {
-            return self.journal.get(key);
+            return self.journal.get_settled(key);
         }
         std::fs::read(self.local_dir().join("cache").join(key)).ok()
     }

@@ -76,6 +76,16 @@ impl Journal {
         self.view.borrow().entries.get(key).cloned()
     }
 
+    /// The value of a key that is never appended twice with different
+    /// values (the cache's deltas, keyed by commit): what was read before
+    /// is answered without looking at the file again.
+    pub fn get_settled(&self, key: &str) -> Option<Vec<u8>> {
+        if let Some(value) = self.view.borrow().entries.get(key) {
+            return Some(value.clone());
+        }
+        self.get(key)
+    }
+
     /// Appends `key` → `value`; failures are ignored (it is a cache, or a
     /// record whose loss is tolerated).
     pub fn append(&self, key: &str, value: &[u8]) {

@@ -321,7 +321,7 @@ impl GixStore {
         line.push(b'\t');
         line.extend(reflog.bytes().map(|b| if b == b'\n' { b' ' } else { b }));
         let line = String::from_utf8_lossy(&line);
-        let file = RefFile::new(&self.common_dir, name);
+        let file = RefFile::new(&self.common_dir, name).keeping_old_file_at(self.old_ref());
         let mut blank = self.ref_blank.borrow_mut();
         match file.compare_and_swap(&old.0, &target.0, &line, &mut blank) {
             Ok(Moved::Yes) => Ok(Some(true)),
@@ -329,6 +329,14 @@ impl GixStore {
             Ok(Moved::Unsupported) => Ok(None),
             Err(e) => Err(git_err(&format!("updating {name}"), e)),
         }
+    }
+
+    /// Where a move of the state ref leaves the ref's old file, removed by
+    /// the next `writer_lock` or when the store is dropped, so that freeing
+    /// it is not done while other writers wait.
+    fn old_ref(&self) -> PathBuf {
+        self.local_dir()
+            .join(format!("tmp_loopx_old_ref_{}", std::process::id()))
     }
 
     /// Resolves any ref name to the commit it points at.
@@ -648,6 +656,7 @@ impl Drop for GixStore {
         if let Some(blank) = self.ref_blank.get_mut().take() {
             blank.discard();
         }
+        let _ = std::fs::remove_file(self.old_ref());
     }
 }
 
@@ -694,12 +703,17 @@ impl Store for GixStore {
         // writers need not wait while this one finds three free inodes.
         if self.packs_written() && self.blanks.borrow().is_none() {
             let dir = self.pack_dir();
-            if let (Ok(pack), Ok(idx)) = (Blank::create(&dir), Blank::create(&dir)) {
+            if let (Ok(pack), Ok(idx)) = (Blank::create(&dir, 0o444), Blank::create(&dir, 0o444)) {
                 *self.blanks.borrow_mut() = Some((pack, idx));
             }
         }
+        if ref_swap_enabled() {
+            let _ = std::fs::remove_file(self.old_ref());
+        }
         if self.ref_blank.borrow().is_none() && ref_swap_enabled() {
-            *self.ref_blank.borrow_mut() = Blank::create_mode(&self.local_dir(), 0o666).ok();
+            let refs = self.common_dir.join(STATE_REF);
+            let dir = refs.parent().unwrap_or(&self.common_dir);
+            *self.ref_blank.borrow_mut() = Blank::create_in(dir, &self.local_dir(), 0o666).ok();
         }
         let file = self.lock_file("writer.lock")?;
         file.lock().ok()?;

@@ -7,6 +7,7 @@
 //! retry loop on top, and is the only way the crate writes state.
 
 pub mod binary;
+mod blank;
 pub mod cache;
 pub mod gix_store;
 mod journal;

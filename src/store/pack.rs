@@ -331,81 +331,18 @@ fn entry_header(out: &mut Vec<u8>, kind: Kind, size: u64) {
 /// keeps its packs. A file already there has the same name, so the same bytes.
 fn put(dir: &Path, name: &str, bytes: &[u8], blank: Option<Blank>) -> io::Result<PathBuf> {
     let target = dir.join(name);
-    let Blank {
-        mut file,
-        path: tmp,
-    } = match blank {
+    let mut blank = match blank {
         Some(blank) => blank,
-        None => Blank::create(dir)?,
+        None => Blank::create(dir, 0o444)?,
     };
-    let written = file
-        .write_all(bytes)
-        .and_then(|()| std::fs::rename(&tmp, &target));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    if let Err(e) = blank.file().write_all(bytes) {
+        blank.discard();
+        return Err(e);
     }
-    written.map(|()| target)
+    blank.put_at(&target).map(|()| target)
 }
 
-/// An empty file in `objects/pack`, created ahead of the write that fills
-/// it and renames it into place: on a busy disk creating a file (finding a
-/// free inode) is the slow step, and a writer creates its pack's two files
-/// before it takes the writer lock, so other writers need not wait for it.
-pub struct Blank {
-    file: std::fs::File,
-    path: PathBuf,
-}
-
-impl Blank {
-    /// Named so nothing takes it for a pack or an index (`tmp_…`, as git
-    /// names its own temporary files there).
-    pub fn create(dir: &Path) -> io::Result<Self> {
-        Self::create_mode(dir, 0o444)
-    }
-
-    /// A blank with the given permission bits (before the umask).
-    pub fn create_mode(dir: &Path, mode: u32) -> io::Result<Self> {
-        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let path = dir.join(format!("tmp_loopx_{}_{n}", std::process::id()));
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
-        #[cfg(not(unix))]
-        let _ = mode;
-        Ok(Blank {
-            file: options.open(&path)?,
-            path,
-        })
-    }
-
-    /// The blank's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The open file, for writing once the blank has been renamed to where
-    /// only its owner writes.
-    pub fn file(&mut self) -> &mut std::fs::File {
-        &mut self.file
-    }
-
-    /// The open file, the blank given up (its path is the caller's to track).
-    pub fn into_file(self) -> std::fs::File {
-        self.file
-    }
-
-    /// A blank again: an empty file at `path`, open as `file`.
-    pub fn from_parts(file: std::fs::File, path: PathBuf) -> Self {
-        Blank { file, path }
-    }
-
-    /// Removes an unused blank.
-    pub fn discard(self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
+pub use crate::store::blank::Blank;
 
 fn sha1(bytes: &[u8]) -> [u8; 20] {
     sha1_smol::Sha1::from(bytes).digest().bytes()
@@ -473,8 +410,8 @@ mod tests {
         let c = objects.add(Kind::Blob, big.clone());
         let spare = dir.path().join("spare");
         let blanks = (
-            Blank::create(dir.path()).unwrap(),
-            Blank::create(dir.path()).unwrap(),
+            Blank::create(dir.path(), 0o444).unwrap(),
+            Blank::create(dir.path(), 0o444).unwrap(),
         );
         let stem = objects.write(dir.path(), &spare, Some(blanks)).unwrap();
         assert!(dir.path().join(format!("{stem}.keep")).exists());

@@ -30,7 +30,7 @@
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 
-use crate::store::pack::Blank;
+use crate::store::blank::{is_unsupported, Blank, Named};
 
 /// What [`RefFile::compare_and_swap`] did.
 #[derive(Debug, PartialEq, Eq)]
@@ -48,12 +48,8 @@ pub struct RefFile {
     path: PathBuf,
     lock: PathBuf,
     log: PathBuf,
-}
-
-/// The lock, held, and the blank it was made from (to give it back).
-struct Held {
-    file: std::fs::File,
-    blank: Option<PathBuf>,
+    /// Where the ref's old file is linked before the lock replaces it.
+    keep_old: Option<PathBuf>,
 }
 
 impl RefFile {
@@ -66,7 +62,17 @@ impl RefFile {
             lock: lock.into(),
             log: common_dir.join("logs").join(name),
             path,
+            keep_old: None,
         }
+    }
+
+    /// Links the ref's old file at `path` before the move, so the move does
+    /// not free it: on a disk where freeing an inode is slow, the caller
+    /// removes it later, outside the writer lock. Best effort: when the link
+    /// cannot be made, the move frees the file itself, as git's does.
+    pub fn keeping_old_file_at(mut self, path: PathBuf) -> Self {
+        self.keep_old = Some(path);
+        self
     }
 
     /// Moves the ref from `old` to `new` (hex ids), appending `log_line`
@@ -85,7 +91,8 @@ impl RefFile {
         };
         let outcome = self.swap_locked(&mut held.file, old, new, log_line);
         if !matches!(outcome, Ok(Moved::Yes)) {
-            self.release(held, blank);
+            // Given up; the file, never the ref, may serve as the next blank.
+            *blank = held.give_up(&self.lock);
         }
         outcome
     }
@@ -115,38 +122,33 @@ impl RefFile {
         };
         lock.write_all(format!("{new}\n").as_bytes())?;
         log.write_all(format!("{log_line}\n").as_bytes())?;
+        if let Some(keep) = &self.keep_old {
+            let _ = std::fs::hard_link(&self.path, keep);
+        }
         std::fs::rename(&self.lock, &self.path)?;
         Ok(Moved::Yes)
     }
 
     /// Takes the lock, from the blank if there is one; `Err` is the outcome
     /// when it cannot be taken.
-    fn lock(&self, blank: &mut Option<Blank>) -> io::Result<Result<Held, Moved>> {
+    fn lock(&self, blank: &mut Option<Blank>) -> io::Result<Result<Named, Moved>> {
         if let Some(mut b) = blank.take() {
             // Dated now: a lock's age is how others tell a dead writer's.
             let _ = b.file().set_modified(std::time::SystemTime::now());
-            match rename_noreplace(b.path(), &self.lock) {
-                Ok(()) => {
-                    let path = b.path().to_owned();
-                    return Ok(Ok(Held {
-                        file: b.into_file(),
-                        blank: Some(path),
-                    }));
-                }
-                Err(e) => {
-                    let kind = e.kind();
-                    let unsupported = is_unsupported(&e);
+            match b.take_name(&self.lock) {
+                Ok(named) => return Ok(Ok(named)),
+                Err((b, e)) => {
                     *blank = Some(b);
-                    if kind == io::ErrorKind::AlreadyExists {
+                    if e.kind() == io::ErrorKind::AlreadyExists {
                         return Ok(Err(Moved::Lost));
                     }
-                    if unsupported {
+                    if is_unsupported(&e) {
                         return Ok(Err(Moved::Unsupported));
                     }
-                    if kind != io::ErrorKind::NotFound {
+                    if e.kind() != io::ErrorKind::NotFound {
                         return Err(e);
                     }
-                    // The blank is gone (someone cleaned up): create the lock.
+                    // The blank's file is gone (cleaned up): make the lock.
                     *blank = None;
                 }
             }
@@ -156,40 +158,12 @@ impl RefFile {
             .create_new(true)
             .open(&self.lock)
         {
-            Ok(file) => Ok(Ok(Held { file, blank: None })),
+            Ok(file) => Ok(Ok(Named::made(file))),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(Err(Moved::Lost)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Err(Moved::Unsupported)),
             Err(e) => Err(e),
         }
     }
-
-    /// Gives the lock up; its file, never a ref, becomes the blank again.
-    fn release(&self, held: Held, blank: &mut Option<Blank>) {
-        if let Some(path) = held.blank {
-            if held.file.set_len(0).is_ok() && rename_noreplace(&self.lock, &path).is_ok() {
-                *blank = Some(Blank::from_parts(held.file, path));
-                return;
-            }
-        }
-        let _ = std::fs::remove_file(&self.lock);
-    }
-}
-
-fn is_unsupported(e: &io::Error) -> bool {
-    // EXDEV: the blank is on another file system; EINVAL, ENOSYS,
-    // EOPNOTSUPP: no `renameat2` flags here.
-    matches!(e.raw_os_error(), Some(18 | 22 | 38 | 95))
-}
-
-#[cfg(target_os = "linux")]
-fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    use rustix::fs::{renameat_with, RenameFlags, CWD};
-    renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE).map_err(io::Error::from)
-}
-
-#[cfg(not(target_os = "linux"))]
-fn rename_noreplace(_: &Path, _: &Path) -> io::Result<()> {
-    Err(io::Error::from_raw_os_error(38))
 }
 
 #[cfg(test)]
@@ -213,26 +187,40 @@ mod tests {
     }
 
     fn blank(dir: &tempfile::TempDir) -> Option<Blank> {
-        Some(Blank::create_mode(&dir.path().join("loopx"), 0o666).unwrap())
+        let refs = dir.path().join("refs/heads");
+        Some(Blank::create_in(&refs, &dir.path().join("loopx"), 0o666).unwrap())
+    }
+
+    /// Files in `dir` other than the ref, its log and the given names.
+    fn strays(dir: &tempfile::TempDir) -> Vec<String> {
+        let mut out = Vec::new();
+        for sub in ["refs/heads", "loopx"] {
+            for e in std::fs::read_dir(dir.path().join(sub)).unwrap() {
+                let name = e.unwrap().file_name().to_string_lossy().into_owned();
+                if name != "s" {
+                    out.push(format!("{sub}/{name}"));
+                }
+            }
+        }
+        out
     }
 
     #[test]
     fn moves_compare_and_swap_from_a_blank_or_without() {
         let (dir, r) = setup();
         let mut b = blank(&dir);
-        let made = b.as_ref().unwrap().path().to_owned();
         assert_eq!(
             r.compare_and_swap(A, B, "a to b", &mut b).unwrap(),
             Moved::Yes
         );
-        assert!(b.is_none() && !made.exists(), "the blank became the ref");
+        assert!(b.is_none(), "the blank became the ref");
         assert_eq!(std::fs::read_to_string(&r.path).unwrap(), format!("{B}\n"));
         assert_eq!(
             r.compare_and_swap(B, C, "b to c", &mut None).unwrap(),
             Moved::Yes
         );
         assert_eq!(std::fs::read_to_string(&r.path).unwrap(), format!("{C}\n"));
-        assert!(!r.lock.exists());
+        assert!(strays(&dir).is_empty(), "{:?}", strays(&dir));
         assert_eq!(
             std::fs::read_to_string(dir.path().join("logs/refs/heads/s")).unwrap(),
             "a to b\nb to c\n"
@@ -240,35 +228,58 @@ mod tests {
     }
 
     #[test]
-    fn a_lost_move_writes_nothing_and_keeps_its_blank() {
+    fn the_old_file_can_be_kept_for_later_removal() {
+        let (dir, r) = setup();
+        let keep = dir.path().join("loopx/old-ref");
+        let r = r.keeping_old_file_at(keep.clone());
+        assert_eq!(
+            r.compare_and_swap(A, B, "a to b", &mut None).unwrap(),
+            Moved::Yes
+        );
+        assert_eq!(std::fs::read_to_string(&keep).unwrap(), format!("{A}\n"));
+        assert_eq!(std::fs::read_to_string(&r.path).unwrap(), format!("{B}\n"));
+        // Still there from the last move: this one frees the file itself.
+        assert_eq!(
+            r.compare_and_swap(B, C, "b to c", &mut None).unwrap(),
+            Moved::Yes
+        );
+        assert_eq!(std::fs::read_to_string(&keep).unwrap(), format!("{A}\n"));
+        assert_eq!(std::fs::read_to_string(&r.path).unwrap(), format!("{C}\n"));
+    }
+
+    #[test]
+    fn a_lost_move_writes_nothing_and_leaves_nothing() {
         let (dir, r) = setup();
         let mut b = blank(&dir);
-        let made = b.as_ref().unwrap().path().to_owned();
         assert_eq!(
             r.compare_and_swap(B, C, "stale", &mut b).unwrap(),
             Moved::Lost
         );
         assert_eq!(std::fs::read_to_string(&r.path).unwrap(), format!("{A}\n"));
         assert!(!r.lock.exists(), "the lock was given back");
-        assert!(made.exists() && b.is_some(), "as the blank");
         assert_eq!(
             std::fs::read_to_string(dir.path().join("logs/refs/heads/s")).unwrap(),
             ""
         );
         // A held lock (git's, say) loses too, and is left alone.
         std::fs::write(&r.lock, "someone else's\n").unwrap();
+        if let Some(b) = b {
+            b.discard();
+        }
+        let mut b = blank(&dir);
         assert_eq!(r.compare_and_swap(A, B, "x", &mut b).unwrap(), Moved::Lost);
         assert_eq!(
             std::fs::read_to_string(&r.lock).unwrap(),
             "someone else's\n"
         );
-        assert!(made.exists() && b.is_some());
+        assert!(b.is_some(), "the blank was not used");
         std::fs::remove_file(&r.lock).unwrap();
         assert_eq!(
             r.compare_and_swap(A, B, "a to b", &mut b).unwrap(),
             Moved::Yes
         );
         assert_eq!(std::fs::read_to_string(&r.path).unwrap(), format!("{B}\n"));
+        assert!(strays(&dir).is_empty(), "{:?}", strays(&dir));
     }
 
     #[test]
@@ -286,6 +297,10 @@ mod tests {
             r.compare_and_swap(A, B, "x", &mut b).unwrap(),
             Moved::Unsupported
         );
-        assert!(!r.path.exists() && !r.lock.exists() && b.is_some());
+        assert!(!r.path.exists() && !r.lock.exists());
+        if let Some(b) = b {
+            b.discard();
+        }
+        assert!(strays(&dir).is_empty(), "{:?}", strays(&dir));
     }
 }

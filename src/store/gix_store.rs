@@ -32,6 +32,14 @@ const LOOSE_OBJECTS_TO_PACK: usize = 1024;
 const SMALL_PACKS_TO_ROLL_UP: usize = 32;
 const SMALL_PACK_INDEX_BYTES: u64 = 4096;
 
+/// How many pack indexes gix's object store can hold. A fixed number spares
+/// every command a listing of `objects/pack` with a `stat` of each file when
+/// the repository is opened (gix sizes its table from the disk otherwise).
+/// Writebacks roll their packs up past [`SMALL_PACKS_TO_ROLL_UP`]; a
+/// repository with more packs than this reopens with the table sized from
+/// the disk (see `GixStore::reopen`).
+const INDEX_SLOTS: u16 = 1024;
+
 /// Name and email used when git config has no identity.
 const FALLBACK_NAME: &str = "git-loopx";
 const FALLBACK_EMAIL: &str = "git-loopx@localhost";
@@ -87,8 +95,11 @@ impl GixStore {
     /// Finds the repository containing `dir` (a worktree, a linked worktree,
     /// a subdirectory or a bare repository) and refuses what it cannot serve.
     pub fn discover(dir: &Path) -> Result<Self, Error> {
-        let repo = match gix::discover(dir) {
-            Ok(repo) => repo,
+        let slots = |options: gix::open::Options, _| {
+            options.object_store_slots(gix::odb::store::init::Slots::Given(INDEX_SLOTS))
+        };
+        let repo = match gix::ThreadSafeRepository::discover_opts(dir, Default::default(), slots) {
+            Ok(repo) => gix::Repository::from(repo),
             Err(_) if reftable_above(dir) => return Err(Error::UnsupportedRefStorage),
             Err(_) => return Err(Error::NotARepo(dir.to_owned())),
         };

@@ -27,8 +27,9 @@ use std::path::PathBuf;
 const MAGIC: &[u8; 4] = b"LXJ1";
 const HEADER: usize = 16;
 
-/// Size past which the journal starts over (about 250 deltas).
-pub const ROTATE_BYTES: u64 = 256 * 1024;
+/// Size past which the journal starts over (about 130 deltas: a chain is
+/// at most 48 long, and a command reads both generations whole).
+pub const ROTATE_BYTES: u64 = 64 * 1024;
 
 /// The journal under a cache directory, and what this process read of it.
 pub struct Journal {

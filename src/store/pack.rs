@@ -352,30 +352,10 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// CRC-32 (IEEE 802.3, reflected), as a pack index records per entry.
+/// CRC-32 (IEEE 802.3, reflected), as a pack index records per entry (and
+/// the journal per record; `crc32fast` uses the CPU's carry-less multiply).
 pub(crate) fn crc32(bytes: &[u8]) -> u32 {
-    const TABLE: [u32; 256] = {
-        let mut table = [0u32; 256];
-        let mut i = 0;
-        while i < 256 {
-            let mut c = i as u32;
-            let mut k = 0;
-            while k < 8 {
-                c = if c & 1 != 0 {
-                    0xedb8_8320 ^ (c >> 1)
-                } else {
-                    c >> 1
-                };
-                k += 1;
-            }
-            table[i] = c;
-            i += 1;
-        }
-        table
-    };
-    !bytes.iter().fold(!0u32, |c, &b| {
-        TABLE[((c ^ u32::from(b)) & 0xff) as usize] ^ (c >> 8)
-    })
+    crc32fast::hash(bytes)
 }
 
 #[cfg(test)]

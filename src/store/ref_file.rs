@@ -148,8 +148,11 @@ impl RefFile {
                     if e.kind() != io::ErrorKind::NotFound {
                         return Err(e);
                     }
-                    // The blank's file is gone (cleaned up): make the lock.
-                    *blank = None;
+                    // The blank's file is gone (cleaned up), or the lock's
+                    // directory is: make the lock afresh.
+                    if let Some(b) = blank.take() {
+                        b.discard();
+                    }
                 }
             }
         }

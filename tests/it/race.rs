@@ -4,6 +4,24 @@ use std::collections::BTreeSet;
 
 use crate::env::TestEnv;
 
+/// The first-parent chain from `root` to the state's tip, checked to hold
+/// exactly `writebacks` commits.
+fn one_commit_per_writeback(
+    env: &TestEnv,
+    repo: &std::path::Path,
+    root: &str,
+    writebacks: usize,
+) -> String {
+    let range = format!("{root}..loopx-state");
+    let chain = env.git(repo, &["rev-list", "--first-parent", &range]);
+    assert_eq!(
+        chain.lines().count(),
+        writebacks,
+        "exactly one commit per writeback"
+    );
+    chain
+}
+
 /// 8 processes × 50 writebacks: no lost update, a linear chain, fsck clean.
 #[test]
 fn eight_writers_fifty_writebacks_each() {
@@ -47,19 +65,7 @@ fn eight_writers(turn_lock: bool) {
         }
     });
 
-    let chain = env.git(
-        &repo,
-        &[
-            "rev-list",
-            "--first-parent",
-            &format!("{root}..loopx-state"),
-        ],
-    );
-    assert_eq!(
-        chain.lines().count(),
-        WRITERS * EACH,
-        "exactly one commit per writeback"
-    );
+    let chain = one_commit_per_writeback(&env, &repo, &root, WRITERS * EACH);
     let all = env.git(&repo, &["rev-list", &format!("{root}..loopx-state")]);
     assert_eq!(all, chain, "the history is one linear first-parent chain");
     assert_eq!(env.git(&repo, &["rev-list", "--merges", "loopx-state"]), "");
@@ -141,19 +147,7 @@ fn git_update_ref_and_writers_share_the_ref_lock() {
         git.join().unwrap()
     });
     assert!(git_moves > 0, "git moved the ref at least once");
-    let chain = env.git(
-        &repo,
-        &[
-            "rev-list",
-            "--first-parent",
-            &format!("{root}..loopx-state"),
-        ],
-    );
-    assert_eq!(
-        chain.lines().count(),
-        WRITERS * EACH,
-        "one commit per writeback"
-    );
+    one_commit_per_writeback(&env, &repo, &root, WRITERS * EACH);
     let todos = env
         .loopx(&repo, &["--json", "todo", "list"])
         .success()

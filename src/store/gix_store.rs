@@ -469,14 +469,32 @@ impl GixStore {
     /// afresh: a long-lived gix object store can lose track of objects that
     /// a repack moved while others were writing new packs, and then misses
     /// them for good; a new one lists the packs as they are now.
+    ///
+    /// A panic inside gix is taken the same way: gix-odb has been seen to
+    /// assert on its own bookkeeping when a repack replaced packs under a
+    /// first lookup (`load_index.rs`, "if the generation changed…"). The
+    /// store is reopened and the attempt made again, instead of an agent's
+    /// command dying.
     fn settled_afresh<T>(&self, mut attempt: impl FnMut() -> Result<T, Error>) -> Result<T, Error> {
         let mut tries = 0;
+        let mut panicked = false;
         settled(|| {
             tries += 1;
-            if tries > 2 {
+            if tries > 2 || std::mem::take(&mut panicked) {
                 self.reopen();
             }
-            attempt()
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut attempt)) {
+                Ok(result) => result,
+                Err(panic) => {
+                    panicked = true;
+                    let what = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_default();
+                    Err(git_err("reading the object store (gix panicked)", what))
+                }
+            }
         })
     }
 
@@ -1079,4 +1097,36 @@ fn worktree_with_state_checked_out(common_dir: &Path) -> Option<PathBuf> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_in_an_attempt_reopens_and_tries_again() {
+        let dir = tempfile::tempdir().unwrap();
+        gix::init(dir.path()).unwrap();
+        let store = GixStore::discover(dir.path()).unwrap();
+        let mut calls = 0;
+        let result = store.settled_afresh(|| {
+            calls += 1;
+            if calls == 1 {
+                panic!("the object store lost track");
+            }
+            Ok(calls)
+        });
+        assert_eq!(result.unwrap(), 2);
+        let mut calls = 0;
+        let failed: Result<(), Error> = store.settled_afresh(|| {
+            calls += 1;
+            panic!("always");
+        });
+        assert!(calls > 1, "tried again");
+        let message = failed.unwrap_err().to_string();
+        assert!(
+            message.contains("gix panicked") && message.contains("always"),
+            "{message}"
+        );
+    }
 }

@@ -22,6 +22,18 @@ use loopx::store::{transact, GixStore, Message, Write};
 
 const NOW: &str = "2026-12-02T10:00:00Z";
 
+const USAGE: &str = "\
+usage: cargo run --release --example bench -- [options]
+
+  --sizes 100,1000,10000   state sizes to measure (todos)
+  --reps N                 repetitions per figure (default 25)
+  --quick                  small sizes, few repetitions
+  --only PART              one part: sizes | contention | merge | turn
+  --setup DIR N            only build a repository of N todos under DIR, print its path
+
+With LOOPX_REF_BIN and LOOPX_REF_PATH set (scripts/install-reference.sh),
+the governed turn is also timed against the Python reference.";
+
 struct Opts {
     sizes: Vec<usize>,
     reps: usize,
@@ -64,7 +76,14 @@ fn opts() -> Opts {
                 o.contention = (4, 10);
                 o.divergent = 50;
             }
-            other => panic!("unknown option {other}"),
+            "--help" | "-h" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            other => {
+                eprintln!("bench: unknown option {other}\n\n{USAGE}");
+                std::process::exit(2);
+            }
         }
         i += 1;
     }

@@ -44,7 +44,11 @@ impl Blank {
         if let Some(file) = unnamed(dir, mode) {
             return Ok(Blank { file, path: None });
         }
-        let dir = named_dir;
+        Self::create_named(named_dir, mode)
+    }
+
+    /// A named blank in `dir`, whatever the platform allows.
+    pub fn create_named(dir: &Path, mode: u32) -> io::Result<Self> {
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = dir.join(format!("tmp_loopx_{}_{n}", std::process::id()));
@@ -141,7 +145,10 @@ pub fn is_unsupported(e: &io::Error) -> bool {
 #[cfg(target_os = "linux")]
 fn unnamed(dir: &Path, mode: u32) -> Option<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    if std::env::var_os("LOOPX_NAMED_BLANKS").is_some_and(|v| v == "1") {
+    // Naming an unnamed file goes through /proc (see `link`).
+    static LINKABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let linkable = *LINKABLE.get_or_init(|| Path::new("/proc/self/fd").is_dir());
+    if !linkable || std::env::var_os("LOOPX_NAMED_BLANKS").is_some_and(|v| v == "1") {
         return None;
     }
     let tmpfile = rustix::fs::OFlags::TMPFILE.bits() as i32;
@@ -164,20 +171,14 @@ fn link(file: &std::fs::File, target: &Path) -> io::Result<()> {
     use rustix::fs::{linkat, AtFlags, CWD};
     use std::os::fd::AsRawFd;
     let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
-    match linkat(
+    linkat(
         CWD,
         proc_path.as_str(),
         CWD,
         target,
         AtFlags::SYMLINK_FOLLOW,
-    ) {
-        Ok(()) => Ok(()),
-        // No /proc: the same by the descriptor (needs a capability).
-        Err(rustix::io::Errno::NOENT) if !Path::new("/proc/self/fd").exists() => {
-            linkat(file, "", CWD, target, AtFlags::EMPTY_PATH).map_err(io::Error::from)
-        }
-        Err(e) => Err(io::Error::from(e)),
-    }
+    )
+    .map_err(io::Error::from)
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -339,7 +339,15 @@ fn put(dir: &Path, name: &str, bytes: &[u8], blank: Option<Blank>) -> io::Result
         blank.discard();
         return Err(e);
     }
-    blank.put_at(&target).map(|()| target)
+    match blank.put_at(&target) {
+        Ok(()) => Ok(target),
+        // An unnamed file that could not be named: once more, named.
+        Err(_) => {
+            let mut named = Blank::create_named(dir, 0o444)?;
+            named.file().write_all(bytes)?;
+            named.put_at(&target).map(|()| target)
+        }
+    }
 }
 
 pub use crate::store::blank::Blank;

@@ -145,11 +145,10 @@ impl RefFile {
                     if is_unsupported(&e) {
                         return Ok(Err(Moved::Unsupported));
                     }
-                    if e.kind() != io::ErrorKind::NotFound {
-                        return Err(e);
-                    }
-                    // The blank's file is gone (cleaned up), or the lock's
-                    // directory is: make the lock afresh.
+                    // The blank's file is gone (cleaned up), the lock's
+                    // directory is, or the blank cannot be named here:
+                    // make the lock afresh, as git does.
+                    tracing::debug!("ref lock from a blank: {e}");
                     if let Some(b) = blank.take() {
                         b.discard();
                     }

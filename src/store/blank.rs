@@ -187,13 +187,13 @@ fn link(_: &std::fs::File, _: &Path) -> io::Result<()> {
 }
 
 #[cfg(target_os = "linux")]
-pub fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
     use rustix::fs::{renameat_with, RenameFlags, CWD};
     renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE).map_err(io::Error::from)
 }
 
 #[cfg(not(target_os = "linux"))]
-pub fn rename_noreplace(_: &Path, _: &Path) -> io::Result<()> {
+fn rename_noreplace(_: &Path, _: &Path) -> io::Result<()> {
     Err(io::Error::from_raw_os_error(38))
 }
 

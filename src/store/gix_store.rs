@@ -14,7 +14,8 @@ use gix::refs::Target;
 use gix::ObjectId;
 
 use crate::model::Timestamp;
-use crate::store::pack::{Blank, Kind, Loaded, Objects};
+use crate::store::blank::Blank;
+use crate::store::pack::{Kind, Loaded, Objects};
 use crate::store::ref_file::{Moved, RefFile};
 use crate::store::{
     CasResult, CommitInfo, Error, FileChange, Message, Oid, Snapshot, Store, STATE_REF,
@@ -69,7 +70,7 @@ pub struct GixStore {
     journal: crate::store::journal::Journal,
     /// Host-local records that must not expire (see `GixStore::host_record`).
     records: crate::store::journal::Journal,
-    /// Files created ahead for the next writeback's pack (see `pack::Blank`).
+    /// Files created ahead for the next writeback's pack (see `store::blank`).
     blanks: std::cell::RefCell<Option<(Blank, Blank)>>,
     /// And for its ref lock (see `store::ref_file`).
     ref_blank: std::cell::RefCell<Option<Blank>>,
@@ -738,11 +739,11 @@ impl Store for GixStore {
         }
         if ref_swap_enabled() {
             let _ = std::fs::remove_file(self.old_ref());
-        }
-        if self.ref_blank.borrow().is_none() && ref_swap_enabled() {
-            let refs = self.common_dir.join(STATE_REF);
-            let dir = refs.parent().unwrap_or(&self.common_dir);
-            *self.ref_blank.borrow_mut() = Blank::create_in(dir, &self.local_dir(), 0o666).ok();
+            if self.ref_blank.borrow().is_none() {
+                let refs = self.common_dir.join(STATE_REF);
+                let dir = refs.parent().unwrap_or(&self.common_dir);
+                *self.ref_blank.borrow_mut() = Blank::create_in(dir, &self.local_dir(), 0o666).ok();
+            }
         }
         let file = self.lock_file("writer.lock")?;
         file.lock().ok()?;
@@ -826,11 +827,6 @@ impl Store for GixStore {
     }
 }
 
-/// Writes an object, trying again when the write fails: `git prune-packed`
-/// (run by `git maintenance` or `git gc`, ours or the user's) removes fan-out
-/// directories it emptied, and one can vanish between gix creating it and
-/// moving the new object into it. git retries the same way. Objects are
-/// content-addressed, so writing one twice is harmless.
 /// Whether the state ref moves through `store::ref_file`
 /// (`LOOPX_REF_FILE=0` turns it off, to compare the two).
 fn ref_swap_enabled() -> bool {
@@ -991,6 +987,11 @@ fn encoded(object: &impl gix::objs::WriteTo) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// Writes an object, trying again when the write fails: `git prune-packed`
+/// (run by `git maintenance` or `git gc`, ours or the user's) removes fan-out
+/// directories it emptied, and one can vanish between gix creating it and
+/// moving the new object into it. git retries the same way. Objects are
+/// content-addressed, so writing one twice is harmless.
 fn persist<T, E: std::fmt::Display>(write: impl Fn() -> Result<T, E>) -> Result<T, E> {
     let mut attempt = 1;
     loop {

@@ -20,6 +20,8 @@
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 
+use crate::store::blank::Blank;
+
 /// Git's object kinds, with their type codes in a pack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -99,27 +101,22 @@ impl Loaded {
         None
     }
 
+    /// The id at position `i` of the index.
+    fn id_at(&self, i: usize) -> Option<[u8; 20]> {
+        let at = 8 + 1024 + i * 20;
+        self.idx.get(at..at + 20)?.try_into().ok()
+    }
+
     /// The ids of the pack's objects, with their positions in the index.
     pub fn ids(&self) -> impl Iterator<Item = (u32, [u8; 20])> + '_ {
-        let n = self.count();
-        let ids = 8 + 1024;
-        (0..n).filter_map(move |i| {
-            let id: [u8; 20] = self.idx[ids + i * 20..ids + i * 20 + 20].try_into().ok()?;
-            Some((u32::try_from(i).ok()?, id))
-        })
+        (0..self.count()).filter_map(|i| Some((u32::try_from(i).ok()?, self.id_at(i)?)))
     }
 
     /// The object at position `i` of the index, if held whole (its bytes
     /// hash to the id the index gives).
     pub fn at(&self, i: u32) -> Option<(Kind, Vec<u8>)> {
         let (n, i) = (self.count(), i as usize);
-        let ids = 8 + 1024;
-        let id: [u8; 20] = self
-            .idx
-            .get(ids + i * 20..ids + i * 20 + 20)?
-            .try_into()
-            .ok()?;
-        (i < n).then(|| self.entry(i, n, &id))?
+        (i < n).then(|| self.entry(i, n, &self.id_at(i)?))?
     }
 
     /// The bytes the pack and its index take in memory.
@@ -327,7 +324,7 @@ fn entry_header(out: &mut Vec<u8>, kind: Kind, size: u64) {
     out.push(byte);
 }
 
-/// Writes `bytes` beside `name` and renames it into place, read-only as git
+/// Writes `bytes` into a blank and names it `name`, read-only as git
 /// keeps its packs. A file already there has the same name, so the same bytes.
 fn put(dir: &Path, name: &str, bytes: &[u8], blank: Option<Blank>) -> io::Result<PathBuf> {
     let target = dir.join(name);
@@ -349,8 +346,6 @@ fn put(dir: &Path, name: &str, bytes: &[u8], blank: Option<Blank>) -> io::Result
         }
     }
 }
-
-pub use crate::store::blank::Blank;
 
 fn sha1(bytes: &[u8]) -> [u8; 20] {
     sha1_smol::Sha1::from(bytes).digest().bytes()

@@ -7,20 +7,23 @@
 //! ext4 without a journal skips, one by one, every inode freed in the last
 //! minute, and each move of the ref frees one — while every other writer on
 //! the host waits for the writer lock. So the lock's file is created before
-//! the writer lock is taken, as a blank (`store::pack::Blank`, under
-//! `.git/loopx/`), and the protocol goes on unchanged from there:
+//! the writer lock is taken, as a blank (`store::blank`: an unnamed file in
+//! `R`'s directory, or a named one under `.git/loopx/`), and the protocol
+//! goes on unchanged from there:
 //!
-//! 1. the blank is renamed to `R.lock` with `RENAME_NOREPLACE`, which fails
-//!    if the lock exists exactly as git's `O_CREAT|O_EXCL` does: git and
-//!    git-loopx exclude each other;
+//! 1. the blank is named `R.lock` with `linkat` (or `renameat2` with
+//!    `RENAME_NOREPLACE`), which fails if the lock exists exactly as git's
+//!    `O_CREAT|O_EXCL` does: git and git-loopx exclude each other;
 //! 2. `R` is read and compared with the expected value; the new value is
 //!    written into the lock and the reflog line appended;
-//! 3. the lock is renamed over `R`.
+//! 3. `R`'s file is linked aside if the caller asked (so that freeing it
+//!    waits until the writer lock is released), and the lock is renamed
+//!    over `R`.
 //!
-//! When the move loses (another value, a held lock) the lock's file goes
-//! back to being the blank for the next attempt. A file is never reused once
-//! it has been the ref: a reader that opened `R` just before the move may
-//! still be reading it.
+//! When the move loses (another value, a held lock) a named blank goes back
+//! to being the blank for the next attempt (an unnamed one cannot be named
+//! twice). A file is never reused once it has been the ref: a reader that
+//! opened `R` just before the move may still be reading it.
 //!
 //! Anything this does not cover — no such loose file (the ref is packed),
 //! no reflog to append to, a symbolic ref, no `renameat2` — is reported as
@@ -193,7 +196,7 @@ mod tests {
         Some(Blank::create_in(&refs, &dir.path().join("loopx"), 0o666).unwrap())
     }
 
-    /// Files in `dir` other than the ref, its log and the given names.
+    /// Files under `refs/heads` and `loopx/` other than the ref.
     fn strays(dir: &tempfile::TempDir) -> Vec<String> {
         let mut out = Vec::new();
         for sub in ["refs/heads", "loopx"] {

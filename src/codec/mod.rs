@@ -54,7 +54,35 @@ pub fn decode<T: DeserializeOwned>(path: &str, bytes: &[u8]) -> Result<T, Error>
             ),
         ));
     }
+    check_nesting(bytes).map_err(|message| err(path, message))?;
     serde_norway::from_slice(bytes).map_err(|e| err(path, e.to_string()))
+}
+
+/// The most `[`/`{` a file may leave open at once. libyaml's work grows
+/// with the square of the flow nesting (100,000 levels took ~50 s), so this
+/// is checked on the bytes before the parser sees them. Brackets are counted
+/// everywhere, quoted text included: a text with thousands of unclosed
+/// brackets is refused when written, which no real note needs.
+pub const MAX_FLOW_NESTING: usize = 1024;
+
+fn check_nesting(bytes: &[u8]) -> Result<(), String> {
+    let mut depth = 0usize;
+    for (at, &b) in bytes.iter().enumerate() {
+        match b {
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_FLOW_NESTING {
+                    let line = bytes[..at].iter().filter(|&&c| c == b'\n').count() + 1;
+                    return Err(format!(
+                        "more than {MAX_FLOW_NESTING} unclosed `[`/`{{` at line {line}: refused unparsed"
+                    ));
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 pub const META_PATH: &str = "loopx.yaml";
@@ -192,6 +220,24 @@ pub fn apply_file(state: &mut State, path: &str, bytes: Option<&[u8]>) -> Result
         (Slot::Foreign, _) | (Slot::Meta, None) | (Slot::Goal(_), None) => {}
     }
     Ok(())
+}
+
+/// Checks that `bytes` at `path` would be read back: no larger than a
+/// reader accepts, and decodable as what its place in the layout holds.
+/// Every write passes through this before its commit (SPEC §5: nothing is
+/// ever written that a reader would refuse).
+pub fn check_file(path: &str, bytes: &[u8]) -> Result<(), Error> {
+    match classify(path)? {
+        Slot::Meta => {
+            check_format(bytes)?;
+            decode::<Meta>(path, bytes).map(drop)
+        }
+        Slot::Agent(_) => decode::<Agent>(path, bytes).map(drop),
+        Slot::Goal(_) => decode::<Goal>(path, bytes).map(drop),
+        Slot::Todo { .. } => decode::<Todo>(path, bytes).map(drop),
+        Slot::Run { .. } => decode::<Run>(path, bytes).map(drop),
+        Slot::Foreign => Ok(()),
+    }
 }
 
 /// A todo's or a run's file in the layout: its goal and its id.
@@ -636,6 +682,20 @@ mod tests {
     fn deep_nesting_is_an_error_not_a_crash() {
         let deep = format!("{GOAL}deep: {}{}\n", "[".repeat(10_000), "]".repeat(10_000));
         assert!(decode::<Goal>("goals/main/goal.yaml", deep.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn hostile_nesting_is_refused_before_parsing_and_quickly() {
+        let started = std::time::Instant::now();
+        let deep = format!("{GOAL}deep: {}\n", "[".repeat(100_000));
+        let e = decode::<Goal>("goals/main/goal.yaml", deep.as_bytes()).unwrap_err();
+        assert!(e.message.contains("unclosed"), "{}", e.message);
+        // The most nesting allowed still parses (to an error) in bounded time.
+        for open in ["[", "{"] {
+            let at_limit = format!("{GOAL}deep: {}\n", open.repeat(MAX_FLOW_NESTING));
+            assert!(decode::<Goal>("goals/main/goal.yaml", at_limit.as_bytes()).is_err());
+        }
+        eprintln!("hostile nesting decoded in {:?}", started.elapsed());
     }
 
     #[test]

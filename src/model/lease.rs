@@ -70,6 +70,35 @@ pub fn check_claimable(todo: &Todo, agent: &str) -> Result<(), Refusal> {
     Ok(())
 }
 
+/// The epoch after `current`. Epochs never wrap: a todo whose epoch reached
+/// the largest one (only a hand-made or hostile state gets there) cannot be
+/// claimed again, and two holders can never share an epoch.
+fn next_epoch(todo: &Todo, current: u64) -> Result<u64, Refusal> {
+    current.checked_add(1).ok_or_else(|| {
+        Refusal::new(
+            Code::StaleEpoch,
+            format!(
+                "{} is at the largest epoch ({current}): it cannot be leased again",
+                todo.id
+            ),
+        )
+        .with_hint("add a new todo for this work (`git loopx todo add`)")
+    })
+}
+
+/// When a lease of `ttl` seconds taken at `now` ends; refused past the last
+/// time the state can hold (9999-12-31T23:59:59Z).
+fn lease_end(now: Timestamp, ttl: i64) -> Result<Timestamp, Refusal> {
+    let end = now.plus_seconds(ttl);
+    if end > Timestamp::MAX {
+        return Err(Refusal::invalid_input(format!(
+            "a lease taken at {now} for {ttl}s would end after {}, the last time the state can hold",
+            Timestamp::MAX
+        )));
+    }
+    Ok(end)
+}
+
 /// Claims `todo` for `agent` for `ttl` seconds.
 pub fn claim(
     todo: &mut Todo,
@@ -78,7 +107,7 @@ pub fn claim(
     ttl: i64,
 ) -> Result<ClaimAction, Refusal> {
     check_claimable(todo, agent)?;
-    let expires_at = now.plus_seconds(ttl);
+    let expires_at = lease_end(now, ttl)?;
     if let Some(current) = todo.live_claim(now) {
         if current.agent != agent {
             return Err(conflict(todo, current));
@@ -89,7 +118,7 @@ pub fn claim(
         }
         return Ok(ClaimAction::Renewed);
     }
-    let epoch = todo.epoch() + 1;
+    let epoch = next_epoch(todo, todo.epoch())?;
     todo.last_epoch = todo
         .last_epoch
         .max(todo.claim.as_ref().map_or(0, |c| c.epoch));
@@ -176,7 +205,7 @@ pub fn renew(
                 // Expired but not taken over: renewing is safe, the epoch is unchanged.
                 claim.acquired_at = now;
             }
-            claim.expires_at = now.plus_seconds(ttl);
+            claim.expires_at = lease_end(now, ttl)?;
             Ok(epoch)
         }
         Standing::Unclaimed => Err(Refusal::new(
@@ -197,13 +226,14 @@ pub fn release(todo: &mut Todo) {
 /// Moves the lease to `to` with a fresh epoch (a handoff).
 pub fn transfer(todo: &mut Todo, to: &str, now: Timestamp, ttl: i64) -> Result<u64, Refusal> {
     check_claimable(todo, to)?;
+    let expires_at = lease_end(now, ttl)?;
+    let epoch = next_epoch(todo, todo.epoch())?;
     release(todo);
-    let epoch = todo.last_epoch + 1;
     todo.claim = Some(Claim {
         agent: to.to_owned(),
         epoch,
         acquired_at: now,
-        expires_at: now.plus_seconds(ttl),
+        expires_at,
         extra: Extra::new(),
     });
     Ok(epoch)

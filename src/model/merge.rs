@@ -148,7 +148,7 @@ fn merge_fields(
         }
     }
     if l.contains_key("rev") || r.contains_key("rev") {
-        out.insert("rev".into(), Value::from(rl.max(rr) + 1));
+        out.insert("rev".into(), Value::from(rl.max(rr).saturating_add(1)));
     }
     let newest = [l.get("updated_at"), r.get("updated_at")]
         .into_iter()

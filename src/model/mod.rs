@@ -9,6 +9,7 @@ pub mod facts;
 pub mod ids;
 pub mod leaks;
 pub mod lease;
+pub mod limits;
 pub mod merge;
 pub mod quota;
 mod refusal;

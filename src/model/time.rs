@@ -12,6 +12,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub struct Timestamp(i64);
 
 impl Timestamp {
+    /// The last time the state holds, 9999-12-31T23:59:59Z: RFC 3339 has
+    /// four-digit years, and a later time could not be read back.
+    pub const MAX: Timestamp = Timestamp(253_402_300_799);
+
     /// Seconds since the Unix epoch.
     pub fn from_unix(seconds: i64) -> Self {
         Timestamp(seconds)

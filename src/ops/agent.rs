@@ -50,7 +50,7 @@ pub fn register(
             agent.capabilities = caps.clone();
         }
         if created || before != (agent.runtime.clone(), agent.capabilities.clone()) {
-            agent.rev += 1;
+            agent.rev = agent.rev.saturating_add(1);
             agent.updated_at = ctx.now;
         }
         let report = AgentReport {

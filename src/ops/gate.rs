@@ -114,7 +114,7 @@ pub fn resolve(
         gate.status = TodoStatus::Done;
         gate.decision = Some(decision);
         if let Some(n) = &note {
-            add_note(gate, ctx.now, agent.as_deref(), n);
+            add_note(gate, ctx.now, agent.as_deref(), n)?;
         }
         touch(gate, ctx.now);
         let gate = gate.clone();
@@ -136,7 +136,7 @@ pub fn resolve(
                                 ctx.now,
                                 agent.as_deref(),
                                 &format!("gate {} rejected", gate.id),
-                            );
+                            )?;
                         }
                         _ => {}
                     }

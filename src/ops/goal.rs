@@ -47,7 +47,7 @@ fn change_goal(
         let is_default = state.meta.default_goal == goal_id;
         let goal = &mut state.goals.get_mut(goal_id).expect("goal exists").goal;
         let changed = f(goal)?;
-        goal.rev += 1;
+        goal.rev = goal.rev.saturating_add(1);
         goal.updated_at = ctx.now;
         let message = Message::new(op, format!("{op} {goal_id}: {}", changed.join(", ")));
         Ok((

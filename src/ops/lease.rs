@@ -276,7 +276,7 @@ pub fn handoff(
             ctx.now,
             Some(&agent),
             &format!("handoff to {to}: {note}"),
-        );
+        )?;
         touch(todo, ctx.now);
         let message = Message::new(
             "todo handoff",

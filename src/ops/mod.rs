@@ -125,12 +125,14 @@ fn unknown_goal(id: &str, state: &State) -> Error {
         .into()
 }
 
-/// Text that must not be empty (a goal objective, a todo's text).
+/// Text that must not be empty (a goal objective, a todo's text), and no
+/// longer than one state file keeps ([`model::limits`]).
 pub fn non_empty(what: &str, text: &str) -> Result<String> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return Err(Refusal::invalid_input(format!("{what} is empty")).into());
     }
+    model::limits::check_text(what, trimmed)?;
     Ok(trimmed.to_owned())
 }
 
@@ -318,18 +320,26 @@ pub fn append_run(state: &mut State, goal: &str, run: &model::Run) {
 
 /// Marks an entity changed: `rev` + 1, `updated_at` = now.
 pub fn touch(todo: &mut model::Todo, now: Timestamp) {
-    todo.rev += 1;
+    todo.rev = todo.rev.saturating_add(1);
     todo.updated_at = now;
 }
 
-/// Appends a note to a todo.
-pub fn add_note(todo: &mut model::Todo, now: Timestamp, agent: Option<&str>, text: &str) {
+/// Appends a note to a todo; refused when the todo's notes are full
+/// ([`model::limits::check_note`]).
+pub fn add_note(
+    todo: &mut model::Todo,
+    now: Timestamp,
+    agent: Option<&str>,
+    text: &str,
+) -> Result<()> {
+    model::limits::check_note(todo, text)?;
     todo.notes.push(model::Note {
         at: now,
         agent: agent.map(str::to_owned),
         text: text.to_owned(),
         extra: model::Extra::new(),
     });
+    Ok(())
 }
 
 /// The optional `--epoch` a writer passes, and the agent it writes as.

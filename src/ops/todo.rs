@@ -281,7 +281,7 @@ pub fn update(ctx: &Context, query: &str, args: &UpdateArgs) -> Result<TodoRepor
             changed.push("text".to_owned());
         }
         if let Some(n) = &note {
-            super::add_note(todo, ctx.now, agent.as_deref(), n);
+            super::add_note(todo, ctx.now, agent.as_deref(), n)?;
             changed.push("note".to_owned());
         }
         super::touch(todo, ctx.now);

@@ -104,7 +104,7 @@ pub fn writeback(ctx: &Context, args: &WritebackArgs) -> Result<WritebackReport>
         gs.runs.insert(run_id.clone(), run.clone());
         if let Some(n) = &next_action {
             gs.goal.next_action = Some(n.clone());
-            gs.goal.rev += 1;
+            gs.goal.rev = gs.goal.rev.saturating_add(1);
             gs.goal.updated_at = ctx.now;
         }
         let message = Message::new(

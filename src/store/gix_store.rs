@@ -422,6 +422,7 @@ impl GixStore {
 
     fn collect(
         &self,
+        commit: &Oid,
         tree: ObjectId,
         prefix: &str,
         files: &mut std::collections::BTreeMap<String, Vec<u8>>,
@@ -439,12 +440,29 @@ impl GixStore {
                 format!("{prefix}/{name}")
             };
             if entry.mode.is_tree() {
-                self.collect(entry.oid.to_owned(), &path, files)?;
+                self.collect(commit, entry.oid.to_owned(), &path, files)?;
             } else if entry.mode.is_blob() {
                 let blob = repo
                     .find_blob(entry.oid)
                     .map_err(|e| git_err(&format!("reading {path}"), e))?;
                 files.insert(path, blob.data.clone());
+            } else {
+                // A symlink or a submodule where a file belongs: refused
+                // with its path, never skipped (a skipped todo is a lost one).
+                let what = if entry.mode.is_link() {
+                    "a symbolic link"
+                } else if entry.mode.is_commit() {
+                    "a submodule (gitlink)"
+                } else {
+                    "not a regular file"
+                };
+                return Err(Error::Corrupt {
+                    commit: commit.clone(),
+                    source: crate::codec::Error {
+                        path,
+                        message: format!("is {what}; the state holds only regular files"),
+                    },
+                });
             }
         }
         Ok(())
@@ -459,7 +477,7 @@ impl GixStore {
             .map_err(|e| git_err(&format!("reading commit {commit}"), e))?;
         let tree = c.tree_id().map_err(|e| git_err("reading commit tree", e))?;
         let mut files = std::collections::BTreeMap::new();
-        self.collect(tree.detach(), "", &mut files)?;
+        self.collect(commit, tree.detach(), "", &mut files)?;
         Ok(Snapshot {
             commit: Some(commit.clone()),
             files,

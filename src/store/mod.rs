@@ -109,6 +109,8 @@ pub enum Error {
     },
     #[error("git: {0}")]
     Git(String),
+    #[error("refused to write {}: a reader would refuse it ({})", .0.path, .0.message)]
+    Unwritable(crate::codec::Error),
 }
 
 impl Error {
@@ -122,6 +124,7 @@ impl Error {
             Error::Missing => Code::StateMissing,
             Error::Corrupt { .. } => Code::StateInvalid,
             Error::Git(_) => Code::GitFailed,
+            Error::Unwritable(_) => Code::InvalidInput,
         }
     }
 
@@ -147,6 +150,9 @@ impl Error {
                 source.path
             ),
             Error::Git(_) => return None,
+            Error::Unwritable(_) => {
+                "nothing was written; shorten the text (long output belongs in a commit named by --artifact)".into()
+            }
         })
     }
 }

@@ -98,6 +98,7 @@ where
         if changes.is_empty() {
             return Ok(done(None));
         }
+        check_readable(&changes)?;
         match store.commit(base.as_ref(), None, &changes, message, now)? {
             CasResult::Committed(oid) => {
                 remember_delta(store, &oid, base.as_ref(), new, &changes);
@@ -125,6 +126,17 @@ where
         },
     }
     .into())
+}
+
+/// Refuses changes a reader would refuse (a file too large, a time out of
+/// range): nothing is ever committed that would make the state unreadable.
+pub fn check_readable(changes: &[FileChange]) -> Result<(), Error> {
+    for change in changes {
+        if let FileChange::Upsert { path, bytes } = change {
+            codec::check_file(path, bytes).map_err(Error::Unwritable)?;
+        }
+    }
+    Ok(())
 }
 
 /// What a mutation wrote, as file changes (see [`codec::written_files`]).

@@ -181,6 +181,15 @@ impl TestEnv {
     /// Commits `content` at `path` on loopx-state by hand, with git plumbing
     /// (as a careless human or a hostile peer would), returning the commit.
     pub fn commit_state_file(&self, repo: &Path, path: &str, content: &str) -> String {
+        let blob_file = self.path("hand.blob");
+        std::fs::write(&blob_file, content).unwrap();
+        let blob = self.git(repo, &["hash-object", "-w", blob_file.to_str().unwrap()]);
+        self.commit_state_entry(repo, "100644", path, &blob)
+    }
+
+    /// Commits a tree entry of any `mode` (`120000` a symlink, `160000` a
+    /// submodule) naming `object` at `path` on loopx-state, by hand.
+    pub fn commit_state_entry(&self, repo: &Path, mode: &str, path: &str, object: &str) -> String {
         let index = self.path("hand.index");
         let _ = std::fs::remove_file(&index);
         let with_index = |args: &[&str]| {
@@ -197,15 +206,12 @@ impl TestEnv {
             );
             String::from_utf8_lossy(&out.stdout).trim().to_owned()
         };
-        let blob_file = self.path("hand.blob");
-        std::fs::write(&blob_file, content).unwrap();
-        let blob = self.git(repo, &["hash-object", "-w", blob_file.to_str().unwrap()]);
         with_index(&["read-tree", "loopx-state"]);
         with_index(&[
             "update-index",
             "--add",
             "--cacheinfo",
-            &format!("100644,{blob},{path}"),
+            &format!("{mode},{object},{path}"),
         ]);
         let tree = with_index(&["write-tree"]);
         let commit = self.git(

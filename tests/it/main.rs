@@ -3,6 +3,7 @@
 
 mod domain;
 mod env;
+mod hostile;
 mod kernel;
 mod race;
 mod sync;

@@ -1,0 +1,193 @@
+//! Hostile and unlucky input: writes a reader would refuse, hand-made trees,
+//! epochs at their limit, hostile YAML. Each test names what it reproduces.
+
+use std::path::Path;
+
+use crate::env::TestEnv;
+
+fn add_todo(env: &TestEnv, repo: &Path, text: &str) -> String {
+    let out = env
+        .loopx(repo, &["--json", "todo", "add", text])
+        .success()
+        .json();
+    out["todo"]["id"].as_str().unwrap().to_owned()
+}
+
+/// Every command still reads the state: nothing was bricked.
+#[track_caller]
+fn assert_readable(env: &TestEnv, repo: &Path) {
+    env.loopx(repo, &["status"]).success();
+    env.loopx(repo, &["todo", "list"]).success();
+}
+
+#[test]
+fn notes_that_would_outgrow_the_reader_are_refused_not_written() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let id = add_todo(&env, &repo, "a todo that collects notes");
+    // One 120 KB note (about the most one argument can carry): refused
+    // whole, nothing committed.
+    let tip = env.tip(&repo);
+    let huge = "n".repeat(120 * 1024);
+    let out = env
+        .loopx(&repo, &["--json", "todo", "update", &id, "--note", &huge])
+        .failure(2)
+        .json();
+    assert_eq!(out["error"]["code"], "invalid_input");
+    assert!(
+        out["error"]["message"].as_str().unwrap().contains("bytes"),
+        "{out}"
+    );
+    assert_eq!(env.tip(&repo), tip);
+    // Many notes of the largest size: accepted until the todo's notes are
+    // full, then refused with a way out.
+    let note = "m".repeat(16 * 1024);
+    let mut accepted = 0;
+    let refused = loop {
+        let out = env.loopx(&repo, &["todo", "update", &id, "--note", &note]);
+        if out.code != 0 {
+            break out;
+        }
+        accepted += 1;
+        assert!(accepted < 100, "notes were never bounded");
+    };
+    assert_eq!(accepted, 6, "96 KiB of notes fit: {}", refused.stderr);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("bytes of notes"),
+        "{}",
+        refused.stderr
+    );
+    assert!(refused.stderr.contains("--next"), "{}", refused.stderr);
+    assert_readable(&env, &repo);
+}
+
+#[test]
+fn a_write_that_would_pass_the_file_limit_is_refused_before_the_commit() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let id = add_todo(&env, &repo, "padded by hand");
+    let path = env.git(&repo, &["ls-tree", "-r", "--name-only", "loopx-state"]);
+    let path = path.lines().find(|p| p.contains(&id)).unwrap().to_owned();
+    let todo = env.git(&repo, &["show", &format!("loopx-state:{path}")]);
+    // A hand-made todo just under the reader's limit (an unknown field the
+    // tool must keep), then an ordinary note that would push it over.
+    let padded = format!(
+        "{todo}\npad: '{}'\n",
+        "p".repeat(256 * 1024 - todo.len() - 200)
+    );
+    let commit = env.commit_state_file(&repo, &path, &padded);
+    assert_readable(&env, &repo);
+    let out = env
+        .loopx(
+            &repo,
+            &["--json", "todo", "update", &id, "--note", &"x".repeat(1000)],
+        )
+        .failure(2)
+        .json();
+    let message = out["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&path), "names the file: {message}");
+    assert!(message.contains("more than"), "{message}");
+    assert_eq!(env.tip(&repo), commit);
+    assert_readable(&env, &repo);
+}
+
+#[test]
+fn a_lease_past_year_9999_is_refused_not_written() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let id = add_todo(&env, &repo, "far future");
+    let tip = env.tip(&repo);
+    let out = env
+        .loopx_at(
+            &repo,
+            "9999-12-31T23:59:59Z",
+            &["--json", "--agent", "a", "todo", "claim", &id],
+        )
+        .failure(2)
+        .json();
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("9999-12-31T23:59:59Z"),
+        "{out}"
+    );
+    assert_eq!(env.tip(&repo), tip);
+    assert_readable(&env, &repo);
+}
+
+fn hand_todo(id: &str, claim: &str) -> String {
+    format!(
+        "id: {id}\ngoal: main\ntext: hand made\nrole: agent\nclass: advancement_task\n\
+         status: open\npriority: P2\ncreated_at: '2026-12-01T00:00:00Z'\n\
+         updated_at: '2026-12-01T00:00:00Z'\nrev: 1\n{claim}"
+    )
+}
+
+#[test]
+fn an_epoch_at_its_maximum_is_refused_never_wrapped() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let id = "todo_ab0000000001";
+    let path = format!("goals/main/todos/ab/{id}.yaml");
+    let claim = "claim:\n  agent: old\n  epoch: 18446744073709551615\n  \
+                 acquired_at: '2026-12-01T00:00:00Z'\n  expires_at: '2026-12-01T01:00:00Z'\n";
+    let commit = env.commit_state_file(&repo, &path, &hand_todo(id, claim));
+    for args in [
+        &["--json", "--agent", "a", "todo", "claim", id][..],
+        &["--json", "--agent", "a", "todo", "next", "--claim"][..],
+    ] {
+        let out = env.loopx(&repo, args).failure(1).json();
+        assert_eq!(out["error"]["code"], "stale_epoch", "{out}");
+        assert!(
+            out["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("largest epoch"),
+            "{out}"
+        );
+    }
+    assert_eq!(env.tip(&repo), commit);
+}
+
+#[test]
+fn a_symlink_or_submodule_at_a_todo_path_is_refused_not_skipped() {
+    for (mode, what) in [("120000", "symbolic link"), ("160000", "submodule")] {
+        let env = TestEnv::new();
+        let repo = env.state_repo("r");
+        let path = "goals/main/todos/ab/todo_ab0000000002.yaml";
+        let object = if mode == "160000" {
+            env.git(&repo, &["rev-parse", "HEAD"])
+        } else {
+            let target = env.path("target");
+            std::fs::write(&target, hand_todo("todo_ab0000000002", "")).unwrap();
+            env.git(&repo, &["hash-object", "-w", target.to_str().unwrap()])
+        };
+        let commit = env.commit_state_entry(&repo, mode, path, &object);
+        let out = env.loopx(&repo, &["status"]).failure(3);
+        assert!(out.stderr.contains(path), "{mode}: {}", out.stderr);
+        assert!(out.stderr.contains(what), "{mode}: {}", out.stderr);
+        assert!(out.stderr.contains(&commit[..10]), "{mode}: {}", out.stderr);
+        env.loopx(&repo, &["todo", "add", "more"]).failure(3);
+        assert_eq!(env.tip(&repo), commit);
+    }
+}
+
+#[test]
+fn hostile_nesting_is_refused_quickly_naming_the_file() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let path = "goals/main/todos/ab/todo_ab0000000003.yaml";
+    let hostile = hand_todo(
+        "todo_ab0000000003",
+        &format!("x: {}\n", "[".repeat(200_000)),
+    );
+    let commit = env.commit_state_file(&repo, path, &hostile);
+    for _ in 0..3 {
+        let out = env.loopx(&repo, &["status"]).failure(3);
+        assert!(out.stderr.contains(path), "{}", out.stderr);
+        assert!(out.stderr.contains("unclosed"), "{}", out.stderr);
+        assert!(out.stderr.contains(&commit[..10]), "{}", out.stderr);
+    }
+}

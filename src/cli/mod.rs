@@ -20,7 +20,7 @@ use std::ffi::OsString;
 use std::io::Write as _;
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::model::Timestamp;
 use crate::ops::Context;
@@ -163,20 +163,65 @@ fn dispatch(cli: &Cli) -> Result<Output> {
     }
 }
 
+/// `--agent ""` on the command line is a usage error (an empty
+/// `LOOPX_AGENT` is taken as unset, as shells clear variables that way).
+fn empty_agent_flag(matches: &clap::ArgMatches) -> Option<clap::Error> {
+    let mut m = matches;
+    loop {
+        let given = m.value_source("agent") == Some(clap::parser::ValueSource::CommandLine);
+        if given && m.get_one::<String>("agent").is_some_and(|a| a.is_empty()) {
+            return Some(Cli::command().error(
+                clap::error::ErrorKind::InvalidValue,
+                "--agent needs an agent id, not an empty string",
+            ));
+        }
+        match m.subcommand() {
+            Some((_, sub)) => m = sub,
+            None => return None,
+        }
+    }
+}
+
 /// Runs the CLI on `args` and returns the process exit status.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
     let args: Vec<OsString> = args.into_iter().collect();
     let json = args.iter().any(|a| a == "--json");
-    let cli = match Cli::try_parse_from(&args) {
+    let parsed = Cli::command()
+        .try_get_matches_from(&args)
+        .and_then(|m| empty_agent_flag(&m).map_or(Cli::from_arg_matches(&m), Err));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
-            // --help and --version
-            let _ = e.print();
+            // --help and --version: under --json, their text in one object.
+            if json {
+                let key = match e.kind() {
+                    clap::error::ErrorKind::DisplayVersion => "version",
+                    _ => "help",
+                };
+                let text = e.render().to_string();
+                let text = match key {
+                    "version" => text
+                        .trim()
+                        .rsplit(' ')
+                        .next()
+                        .unwrap_or_default()
+                        .to_owned(),
+                    _ => text,
+                };
+                emit(
+                    &serde_json::json!({ "ok": true, key: text }).to_string(),
+                    "",
+                );
+            } else {
+                let _ = e.print();
+            }
             return 0;
         }
         Err(e) => {
             if json {
-                let err = Error::invalid_input(e.kind().to_string());
+                let rendered = e.render().to_string();
+                let first = rendered.lines().next().unwrap_or_default();
+                let err = Error::invalid_input(first.strip_prefix("error: ").unwrap_or(first));
                 emit(
                     &render::error_json(&err, Some(e.to_string())).to_string(),
                     "",
@@ -196,9 +241,9 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
                 let value = render::ok_json(out.json, out.failure.as_ref());
                 emit(&value.to_string(), "");
             } else {
-                emit(&out.text, "");
+                emit_text(&out.text, "");
                 if let Some(err) = &out.failure {
-                    emit("", &render::error_text(err));
+                    emit_text("", &render::error_text(err));
                 }
             }
             exit
@@ -208,11 +253,20 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
             if cli.global.json {
                 emit(&render::error_json(&err, None).to_string(), "");
             } else {
-                emit("", &render::error_text(&err));
+                emit_text("", &render::error_text(&err));
             }
             err.exit_code()
         }
     }
+}
+
+/// Writes human text: made terminal-safe first ([`render::terminal_safe`]),
+/// as state text comes from agents and peers and must not drive the terminal.
+fn emit_text(stdout: &str, stderr: &str) {
+    emit(
+        &render::terminal_safe(stdout),
+        &render::terminal_safe(stderr),
+    );
 }
 
 /// Writes to stdout and stderr; a closed pipe is not an error (`| head`).

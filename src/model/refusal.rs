@@ -24,6 +24,7 @@ pub enum Code {
     StateInvalid,
     NotARepo,
     UnsupportedRefStorage,
+    UnsupportedObjectFormat,
     StateCheckedOut,
     StateLocked,
     GitFailed,
@@ -49,6 +50,7 @@ impl Code {
             Code::StateInvalid => "state_invalid",
             Code::NotARepo => "not_a_repo",
             Code::UnsupportedRefStorage => "unsupported_ref_storage",
+            Code::UnsupportedObjectFormat => "unsupported_object_format",
             Code::StateCheckedOut => "state_checked_out",
             Code::StateLocked => "state_locked",
             Code::GitFailed => "git_failed",
@@ -64,6 +66,7 @@ impl Code {
             | Code::StateInvalid
             | Code::NotARepo
             | Code::UnsupportedRefStorage
+            | Code::UnsupportedObjectFormat
             | Code::StateCheckedOut
             | Code::StateLocked
             | Code::GitFailed => 3,

@@ -49,3 +49,43 @@ pub fn error_text(err: &Error) -> String {
     }
     out
 }
+
+/// `text` with every control character but newline and tab, and every
+/// invisible direction or width character, shown as an escape (`\u{1b}`):
+/// text written by agents or pulled from a peer can then neither clear the
+/// screen, set the terminal's title, rewrite a line with a carriage return,
+/// nor reorder what a reader sees. JSON output is escaped by its encoder.
+pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    fn unsafe_char(c: char) -> bool {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+    }
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn terminal_safe_escapes_controls_and_keeps_layout() {
+        let hostile = "ok\tline\n\x1b[2J\x1b]0;pwned\x07\rover\u{202e}txt";
+        assert_eq!(
+            super::terminal_safe(hostile),
+            "ok\tline\n\\u{1b}[2J\\u{1b}]0;pwned\\u{7}\\u{d}over\\u{202e}txt"
+        );
+        assert!(matches!(
+            super::terminal_safe("plain text\n"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
+}

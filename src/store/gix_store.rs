@@ -102,7 +102,7 @@ impl GixStore {
         let repo = match gix::ThreadSafeRepository::discover_opts(dir, Default::default(), slots) {
             Ok(repo) => gix::Repository::from(repo),
             Err(_) if reftable_above(dir) => return Err(Error::UnsupportedRefStorage),
-            Err(_) => return Err(Error::NotARepo(dir.to_owned())),
+            Err(e) => return Err(unopenable(dir, &e)),
         };
         if repo.common_dir().join("reftable").is_dir() || uses_reftable(&repo) {
             return Err(Error::UnsupportedRefStorage);
@@ -1089,6 +1089,26 @@ fn uses_reftable(repo: &gix::Repository) -> bool {
     repo.config_snapshot()
         .string("extensions.refStorage")
         .is_some_and(|v| v.eq_ignore_ascii_case(b"reftable"))
+}
+
+/// Why a repository could not be opened: an object format this build does
+/// not read (SHA-256) is said as such, not as "not a git repository".
+fn unopenable(dir: &Path, e: &(dyn std::error::Error + 'static)) -> Error {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if text.contains("objectFormat") || text.contains("Object format") {
+            let format = text
+                .rsplit("input=")
+                .next()
+                .filter(|f| f.len() < text.len())
+                .unwrap_or("sha256")
+                .trim_matches('"');
+            return Error::UnsupportedObjectFormat(format.to_owned());
+        }
+        cause = c.source();
+    }
+    Error::NotARepo(dir.to_owned())
 }
 
 /// gix cannot open a reftable repository at all; tell that apart from "no repository".

@@ -93,6 +93,10 @@ pub enum Error {
     NotARepo(PathBuf),
     #[error("this repository stores refs in reftable, which git-loopx cannot update safely yet")]
     UnsupportedRefStorage,
+    #[error(
+        "this repository uses {0} object ids, which git-loopx does not support yet (only sha1)"
+    )]
+    UnsupportedObjectFormat(String),
     #[error("`loopx-state` is checked out in the worktree at {}", .0.display())]
     CheckedOut(PathBuf),
     #[error("{lock} has been held for {age_seconds}s, longer than the retry budget")]
@@ -119,6 +123,7 @@ impl Error {
         match self {
             Error::NotARepo(_) => Code::NotARepo,
             Error::UnsupportedRefStorage => Code::UnsupportedRefStorage,
+            Error::UnsupportedObjectFormat(_) => Code::UnsupportedObjectFormat,
             Error::CheckedOut(_) => Code::StateCheckedOut,
             Error::Locked { .. } | Error::Contended { .. } => Code::StateLocked,
             Error::Missing => Code::StateMissing,
@@ -133,6 +138,9 @@ impl Error {
             Error::NotARepo(_) => "run inside a git repository, or pass -C <path>".into(),
             Error::UnsupportedRefStorage => {
                 "use a repository with the files ref backend (`git init --ref-format=files`)".into()
+            }
+            Error::UnsupportedObjectFormat(_) => {
+                "keep the state in a SHA-1 repository (`git init --object-format=sha1`)".into()
             }
             Error::CheckedOut(_) => {
                 "switch that worktree to another branch: git-loopx never edits a checked-out branch".into()

@@ -191,3 +191,119 @@ fn hostile_nesting_is_refused_quickly_naming_the_file() {
         assert!(out.stderr.contains(&commit[..10]), "{}", out.stderr);
     }
 }
+
+#[test]
+fn control_sequences_in_state_text_never_reach_the_terminal() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let hostile = "clear\u{1b}[2J\u{1b}]0;owned\u{7} then\rover \u{202e}txt";
+    let id = add_todo(&env, &repo, hostile);
+    env.loopx(&repo, &["--agent", "a", "todo", "claim", &id])
+        .success();
+    env.loopx(
+        &repo,
+        &[
+            "--agent",
+            "a",
+            "writeback",
+            "--todo",
+            &id,
+            "--outcome",
+            "outcome_progress",
+            "--summary",
+            hostile,
+        ],
+    )
+    .success();
+    for args in [
+        &["status"][..],
+        &["todo", "list"][..],
+        &["todo", "show", &id][..],
+        &["log"][..],
+        &["history"][..],
+        &["review"][..],
+    ] {
+        let out = env.loopx(&repo, args).success();
+        for bad in ['\u{1b}', '\u{7}', '\r', '\u{202e}'] {
+            assert!(
+                !out.stdout.contains(bad) && !out.stderr.contains(bad),
+                "{args:?} printed {bad:?} raw:\n{}",
+                out.stdout
+            );
+        }
+        assert!(out.stdout.contains("clear"), "{args:?}: {}", out.stdout);
+    }
+    // Errors carry state text too.
+    let out = env
+        .loopx(&repo, &["--agent", "b", "todo", "claim", &id])
+        .failure(1);
+    assert!(!out.stderr.contains('\u{1b}'), "{}", out.stderr);
+    // JSON keeps the exact text, escaped by JSON itself.
+    let json = env.loopx(&repo, &["--json", "todo", "show", &id]).success();
+    assert!(!json.stdout.contains('\u{1b}'));
+    assert_eq!(json.json()["todo"]["text"], hostile);
+}
+
+#[test]
+fn a_sha256_repository_is_named_as_such() {
+    let env = TestEnv::new();
+    let repo = env.path("sha256");
+    std::fs::create_dir(&repo).unwrap();
+    env.git(&repo, &["init", "-q", "--object-format=sha256"]);
+    let out = env.loopx(&repo, &["init", "--goal-text", "x"]).failure(3);
+    assert!(out.stderr.contains("sha256"), "{}", out.stderr);
+    assert!(
+        !out.stderr.contains("not a git repository"),
+        "{}",
+        out.stderr
+    );
+    let json = env.loopx(&repo, &["--json", "status"]).failure(3).json();
+    assert_eq!(json["error"]["code"], "unsupported_object_format");
+}
+
+#[test]
+fn an_empty_agent_flag_is_a_usage_error() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let id = add_todo(&env, &repo, "work");
+    let tip = env.tip(&repo);
+    for args in [
+        &["--agent", "", "todo", "claim", &id][..],
+        &["todo", "claim", &id, "--agent="][..],
+    ] {
+        let out = env.loopx(&repo, args).failure(2);
+        assert!(out.stderr.contains("--agent"), "{}", out.stderr);
+    }
+    let json = env
+        .loopx(&repo, &["--json", "--agent", "", "todo", "claim", &id])
+        .failure(2)
+        .json();
+    assert_eq!(json["error"]["code"], "invalid_input");
+    assert!(json["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("--agent"));
+    assert_eq!(env.tip(&repo), tip);
+    // An empty LOOPX_AGENT is unset, as shells clear variables.
+    let unset = env
+        .loopx_cmd(&repo)
+        .env("LOOPX_AGENT", "")
+        .args(["todo", "list"])
+        .output()
+        .unwrap();
+    assert!(unset.status.success(), "{unset:?}");
+}
+
+#[test]
+fn help_and_version_answer_in_json_under_json() {
+    let env = TestEnv::new();
+    let dir = env.path("home");
+    let version = env.loopx(&dir, &["--json", "--version"]).success().json();
+    assert_eq!(version["ok"], true);
+    assert_eq!(version["version"], env!("CARGO_PKG_VERSION"));
+    for args in [&["--json", "--help"][..], &["todo", "--help", "--json"][..]] {
+        let help = env.loopx(&dir, args).success().json();
+        assert_eq!(help["ok"], true);
+        assert!(help["help"].as_str().unwrap().contains("Usage: git loopx"));
+    }
+}

@@ -17,7 +17,7 @@ use crate::model::tracked::Entities;
 use crate::model::{ids, Agent, Goal, GoalState, Meta, Run, State, Todo, Tracked, FORMAT};
 
 /// Largest entity file we parse; anything bigger is refused as hostile.
-pub const MAX_FILE_BYTES: usize = 256 * 1024;
+pub const MAX_FILE_BYTES: usize = crate::model::limits::READER_LIMIT;
 
 /// A file of the state tree that cannot be read. `path` is relative to the tree root.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

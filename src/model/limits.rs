@@ -2,18 +2,22 @@
 //! file larger than a reader accepts (`codec::MAX_FILE_BYTES`, 256 KiB).
 //!
 //! One text (a todo's text, a note, a summary, evidence) is at most
-//! [`MAX_TEXT_BYTES`]; a todo's notes together at most [`MAX_NOTES_BYTES`].
-//! The notes budget is less than half the file limit on purpose: a sync merge
-//! unions the notes both sides added, and the union of two full todos must
-//! still be readable.
+//! [`MAX_TEXT_BYTES`]; a note is not added to a todo whose file would then
+//! pass [`MAX_NOTED_TODO_BYTES`]. That is less than half the file limit on
+//! purpose: a sync merge unions the notes both sides added, and the union of
+//! two full todos must still be readable.
 
 use crate::model::{Refusal, Todo};
+
+/// The reader's limit on one file (`codec::MAX_FILE_BYTES`, which is
+/// defined from this).
+pub const READER_LIMIT: usize = 256 * 1024;
 
 /// The longest single text: a todo's text, a note, a summary, evidence.
 pub const MAX_TEXT_BYTES: usize = 16 * 1024;
 
-/// The most note text one todo keeps.
-pub const MAX_NOTES_BYTES: usize = 96 * 1024;
+/// The largest a todo's file may grow by adding notes (encoded size).
+pub const MAX_NOTED_TODO_BYTES: usize = 120 * 1024;
 
 /// Refuses a text longer than [`MAX_TEXT_BYTES`]; `what` names the flag.
 pub fn check_text(what: &str, text: &str) -> Result<(), Refusal> {
@@ -29,15 +33,13 @@ pub fn check_text(what: &str, text: &str) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// Refuses a note that would take `todo`'s notes past [`MAX_NOTES_BYTES`].
-pub fn check_note(todo: &Todo, text: &str) -> Result<(), Refusal> {
-    check_text("the note", text)?;
-    let held: usize = todo.notes.iter().map(|n| n.text.len()).sum();
-    if held + text.len() > MAX_NOTES_BYTES {
+/// Refuses a note that would make `todo`'s file `encoded_len` bytes, past
+/// [`MAX_NOTED_TODO_BYTES`].
+pub fn check_noted_size(todo: &Todo, encoded_len: usize) -> Result<(), Refusal> {
+    if encoded_len > MAX_NOTED_TODO_BYTES {
         return Err(Refusal::invalid_input(format!(
-            "{} already holds {held} bytes of notes; {} more would pass the {MAX_NOTES_BYTES} a todo keeps",
+            "{} is full of notes: with this one its file would be {encoded_len} bytes, more than the {MAX_NOTED_TODO_BYTES} a todo keeps",
             todo.id,
-            text.len()
         ))
         .with_hint(
             "finish this todo with a follow-up (`git loopx todo done <id> --evidence … --next …`) and note there",
@@ -52,11 +54,10 @@ mod tests {
     use crate::model::{Priority, Role, Timestamp, TodoClass};
 
     #[test]
-    fn texts_and_notes_are_bounded() {
+    fn texts_and_noted_todos_are_bounded() {
         assert!(check_text("--note", &"x".repeat(MAX_TEXT_BYTES)).is_ok());
         assert!(check_text("--note", &"x".repeat(MAX_TEXT_BYTES + 1)).is_err());
-        let now = Timestamp::from_unix(0);
-        let mut todo = Todo::new(
+        let todo = Todo::new(
             "todo_000000000000".into(),
             "g",
             "t",
@@ -64,23 +65,16 @@ mod tests {
             TodoClass::AdvancementTask,
             Priority::P2,
             None,
-            now,
+            Timestamp::from_unix(0),
         );
-        let note = "n".repeat(MAX_TEXT_BYTES);
-        for _ in 0..MAX_NOTES_BYTES / MAX_TEXT_BYTES {
-            check_note(&todo, &note).unwrap();
-            todo.notes.push(crate::model::Note {
-                at: now,
-                agent: None,
-                text: note.clone(),
-                extra: Default::default(),
-            });
-        }
-        let refused = check_note(&todo, "one more").unwrap_err();
+        assert!(check_noted_size(&todo, MAX_NOTED_TODO_BYTES).is_ok());
+        let refused = check_noted_size(&todo, MAX_NOTED_TODO_BYTES + 1).unwrap_err();
         assert!(
-            refused.message.contains("bytes of notes"),
+            refused.message.contains("full of notes"),
             "{}",
             refused.message
         );
+        // Two full todos merged still fit the reader's limit.
+        const { assert!(2 * MAX_NOTED_TODO_BYTES < crate::model::limits::READER_LIMIT) };
     }
 }

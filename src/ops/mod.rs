@@ -324,21 +324,26 @@ pub fn touch(todo: &mut model::Todo, now: Timestamp) {
     todo.updated_at = now;
 }
 
-/// Appends a note to a todo; refused when the todo's notes are full
-/// ([`model::limits::check_note`]).
+/// Appends a note to a todo; refused when the text is too long, or when the
+/// todo's file would grow past what a todo keeps ([`model::limits`]).
 pub fn add_note(
     todo: &mut model::Todo,
     now: Timestamp,
     agent: Option<&str>,
     text: &str,
 ) -> Result<()> {
-    model::limits::check_note(todo, text)?;
+    model::limits::check_text("the note", text)?;
     todo.notes.push(model::Note {
         at: now,
         agent: agent.map(str::to_owned),
         text: text.to_owned(),
         extra: model::Extra::new(),
     });
+    let size = crate::codec::encode(todo).len();
+    if let Err(refused) = model::limits::check_noted_size(todo, size) {
+        todo.notes.pop();
+        return Err(refused.into());
+    }
     Ok(())
 }
 

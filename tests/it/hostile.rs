@@ -51,10 +51,10 @@ fn notes_that_would_outgrow_the_reader_are_refused_not_written() {
         accepted += 1;
         assert!(accepted < 100, "notes were never bounded");
     };
-    assert_eq!(accepted, 6, "96 KiB of notes fit: {}", refused.stderr);
+    assert_eq!(accepted, 7, "a todo keeps 120 KiB: {}", refused.stderr);
     assert_eq!(refused.code, 2, "{}", refused.stderr);
     assert!(
-        refused.stderr.contains("bytes of notes"),
+        refused.stderr.contains("full of notes"),
         "{}",
         refused.stderr
     );
@@ -71,7 +71,7 @@ fn a_write_that_would_pass_the_file_limit_is_refused_before_the_commit() {
     let path = path.lines().find(|p| p.contains(&id)).unwrap().to_owned();
     let todo = env.git(&repo, &["show", &format!("loopx-state:{path}")]);
     // A hand-made todo just under the reader's limit (an unknown field the
-    // tool must keep), then an ordinary note that would push it over.
+    // tool must keep), then an ordinary edit that would push it over.
     let padded = format!(
         "{todo}\npad: '{}'\n",
         "p".repeat(256 * 1024 - todo.len() - 200)
@@ -81,7 +81,7 @@ fn a_write_that_would_pass_the_file_limit_is_refused_before_the_commit() {
     let out = env
         .loopx(
             &repo,
-            &["--json", "todo", "update", &id, "--note", &"x".repeat(1000)],
+            &["--json", "todo", "update", &id, "--text", &"x".repeat(1000)],
         )
         .failure(2)
         .json();

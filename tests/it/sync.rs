@@ -366,3 +366,64 @@ fn sync_refuses_to_push_a_credential() {
     );
     assert_eq!(env.git(&remote, &["rev-parse", "loopx-state"]), before);
 }
+
+/// Issue 13.3: notes added to the same todo on two clones all survive the
+/// merge (before, one side's list won whole and the other's were lost).
+#[test]
+fn notes_added_on_both_sides_are_all_kept_by_the_merge() {
+    const EACH: usize = 12;
+    let env = TestEnv::new();
+    let (_remote, dirs) = env.shared_state(&["a", "b"]);
+    let (a, b) = (&dirs[0], &dirs[1]);
+    let t = add(&env, a, "shared notes");
+    env.loopx(a, &["sync"]).success();
+    env.loopx(b, &["sync"]).success();
+    for i in 0..EACH {
+        for (d, who) in [(a, "a"), (b, "b")] {
+            env.loopx(
+                d,
+                &[
+                    "--agent",
+                    &format!("agent-{who}"),
+                    "todo",
+                    "update",
+                    &t,
+                    "--note",
+                    &format!("{who} note {i}"),
+                ],
+            )
+            .success();
+        }
+    }
+    env.loopx(a, &["sync"]).success();
+    let merged = env.loopx(b, &["--json", "sync"]).success().json();
+    assert_eq!(merged["action"], "merged");
+    assert!(
+        !merged["conflicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["field"] == "notes"),
+        "a union is not a conflict: {merged}"
+    );
+    env.loopx(a, &["sync"]).success();
+    for d in [a, b] {
+        let show = env
+            .loopx(d, &["--json", "todo", "show", &t])
+            .success()
+            .json();
+        let notes: Vec<&str> = show["todo"]["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(notes.len(), 2 * EACH, "{notes:?}");
+        for i in 0..EACH {
+            for who in ["a", "b"] {
+                let want = format!("{who} note {i}");
+                assert!(notes.contains(&want.as_str()), "{want} lost: {notes:?}");
+            }
+        }
+    }
+}

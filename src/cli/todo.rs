@@ -226,7 +226,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             remote,
         } => {
             let r = if *sync {
-                lease::claim_synced(ctx, remote.as_deref(), || lease::claim(ctx, id, *ttl))?
+                lease::claim_sync(ctx, id, *ttl, remote.as_deref())?
             } else {
                 lease::claim(ctx, id, *ttl)?
             };
@@ -256,15 +256,12 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             remote,
         } => {
             let r = if *sync {
-                let claimed = lease::claim_synced(ctx, remote.as_deref(), || {
-                    match lease::next(ctx, capability, true, *ttl)? {
-                        lease::ClaimReportOrTodo::Claimed(c) => Ok(c),
-                        lease::ClaimReportOrTodo::Todo { .. } => {
-                            unreachable!("next --claim claims")
-                        }
-                    }
-                })?;
-                lease::ClaimReportOrTodo::Claimed(claimed)
+                lease::ClaimReportOrTodo::Claimed(lease::next_sync(
+                    ctx,
+                    capability,
+                    *ttl,
+                    remote.as_deref(),
+                )?)
             } else {
                 lease::next(ctx, capability, *claim, *ttl)?
             };

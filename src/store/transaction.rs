@@ -128,7 +128,7 @@ where
 }
 
 /// What a mutation wrote, as file changes (see [`codec::written_files`]).
-fn written(before: Option<&codec::Skeleton>, new: &State) -> Vec<FileChange> {
+pub fn written(before: Option<&codec::Skeleton>, new: &State) -> Vec<FileChange> {
     to_changes(codec::written_files(before, new))
 }
 

@@ -554,32 +554,40 @@ fn a_black_hole_remote_times_out_with_a_clear_error() {
     );
 }
 
-/// Issue 13.5: agents sharing one clone sync at the same time. Each writes,
-/// then syncs; every sync succeeds and the remote ends with every write.
+/// Issue 13.5: agents sharing one clone sync at the same time, each
+/// between its own writes; every sync succeeds and the remote ends with
+/// every write.
 #[test]
 fn concurrent_syncs_in_one_clone_all_succeed() {
     const AGENTS: usize = 8;
-    const ROUNDS: usize = 3;
+    const ROUNDS: usize = 6;
     let env = TestEnv::new();
     let (remote, dirs) = env.shared_state(&["a"]);
     let a = &dirs[0];
-    for round in 0..ROUNDS {
-        let results: Vec<crate::env::Run> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..AGENTS)
-                .map(|i| {
-                    let env = &env;
-                    s.spawn(move || {
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..AGENTS)
+            .map(|i| {
+                let env = &env;
+                s.spawn(move || {
+                    let mut failed = Vec::new();
+                    for round in 0..ROUNDS {
                         add(env, a, &format!("round {round} agent {i}"));
-                        env.loopx(a, &["--json", "sync"])
-                    })
+                        let r = env.loopx(a, &["--json", "sync"]);
+                        if r.code != 0 {
+                            failed.push(format!("agent {i} round {round}: {}", r.stdout));
+                        }
+                    }
+                    failed
                 })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
-        });
-        for r in results {
-            r.success();
-        }
-    }
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    assert!(failures.is_empty(), "failed syncs: {failures:#?}");
+    env.loopx(a, &["sync"]).success();
     let clone = env.clone_of(&remote, "check");
     let all = texts(&env, &clone);
     for round in 0..ROUNDS {

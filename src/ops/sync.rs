@@ -93,8 +93,13 @@ fn git_failed(e: impl Into<TransportError>) -> Error {
         } => Refusal::new(
             Code::GitFailed,
             format!(
-                "git {step} {remote} gave no answer within {} and was stopped; nothing was changed on {remote} by this step",
-                seconds(after)
+                "git {step} {remote} gave no answer within {} and was stopped{}",
+                seconds(after),
+                if step == "push" {
+                    format!("; {remote} may or may not have taken the push, the next sync finds out")
+                } else {
+                    String::new()
+                }
             ),
         )
         .with_hint(format!(

@@ -702,3 +702,72 @@ fn a_claim_the_remote_refused_leaves_nothing_to_publish() {
         .success();
     env.git(a, &["fsck", "--no-progress"]);
 }
+
+/// Issue 13.4, the network-error variant: the push of the claim fails
+/// outright (git exits without a status line). Nothing is left behind,
+/// not even a kept pack.
+#[test]
+fn a_claim_whose_push_fails_leaves_nothing_behind() {
+    let env = TestEnv::new();
+    let (remote, dirs) = env.shared_state(&["a"]);
+    let a = &dirs[0];
+    let t = add(&env, a, "wanted");
+    env.loopx(a, &["sync"]).success();
+    let real_git = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let bin = env.path("failbin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let wrapper = bin.join("git");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nif [ \"$3\" = push ]; then echo 'fatal: the network went away' >&2; exit 128; fi\nexec '{}' \"$@\"\n",
+            real_git.trim()
+        ),
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .args(["+x", wrapper.to_str().unwrap()])
+        .status()
+        .unwrap();
+    let before = env.git(a, &["rev-parse", "loopx-state"]);
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let out: crate::env::Run = env
+        .loopx_cmd(a)
+        .env("PATH", path)
+        .args(["--json", "--agent", "x", "todo", "claim", &t, "--sync"])
+        .output()
+        .unwrap()
+        .into();
+    let json = out.failure(3).json();
+    assert_eq!(json["error"]["code"], "git_failed", "{json}");
+    assert!(
+        json["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the network went away"),
+        "{json}"
+    );
+    assert_eq!(env.git(a, &["rev-parse", "loopx-state"]), before);
+    let keeps: Vec<_> = std::fs::read_dir(a.join(".git/objects/pack"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".keep"))
+        .collect();
+    assert!(keeps.is_empty(), "no pack stays kept: {keeps:?}");
+    env.loopx(a, &["sync"]).success();
+    let file = env.git(
+        &remote,
+        &[
+            "show",
+            &format!("loopx-state:{}", env.state_path_of(&remote, &t)),
+        ],
+    );
+    assert!(!file.contains("claim:"), "{file}");
+}

@@ -186,6 +186,9 @@ fn claim_synced(
                 commit: None,
             });
         };
+        // Cached like any write (the push's leak check reads it next); an
+        // entry for a commit that never lands on a ref is harmless.
+        cache::remember_delta(&ctx.store, &commit, Some(&parent), &state, &changes);
         let pushed = sync::push(ctx, &remote, &commit, Some(&synced.remote_tip));
         if !matches!(pushed, Ok(true)) {
             ctx.store.settle_detached(&commit);
@@ -199,7 +202,6 @@ fn claim_synced(
             .move_ref(STATE_REF, Some(&parent), &commit, &reflog, ctx.now);
         ctx.store.settle_detached(&commit);
         if moved? {
-            cache::remember_delta(&ctx.store, &commit, Some(&parent), &state, &changes);
             state.clean();
             ctx.store.memo_put(commit.clone(), state);
         } else if let Err(e) = sync::sync_locked(ctx, &remote, false) {

@@ -698,6 +698,18 @@ fn a_claim_the_remote_refused_leaves_nothing_to_publish() {
     let commit = json["commit"].as_str().unwrap().to_owned();
     assert_eq!(env.git(&remote, &["rev-parse", "loopx-state"]), commit);
     assert_eq!(env.git(a, &["rev-parse", "loopx-state"]), commit);
+    let cached = env
+        .loopx(a, &["--json", "todo", "show", &t])
+        .success()
+        .json();
+    let _ = std::fs::remove_dir_all(a.join(".git/loopx/cache"));
+    let cold = env
+        .loopx(a, &["--json", "todo", "show", &t])
+        .success()
+        .json();
+    assert_eq!(cached, cold, "the claim's cached state is the commit's");
+    assert_eq!(cold["todo"]["claim"]["agent"], "x");
+    // The holder can end it like any lease.
     env.loopx(a, &["--agent", "x", "todo", "release", &t])
         .success();
     env.git(a, &["fsck", "--no-progress"]);

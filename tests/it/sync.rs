@@ -599,6 +599,20 @@ fn concurrent_syncs_in_one_clone_all_succeed() {
     env.git(&remote, &["fsck", "--no-progress"]);
 }
 
+/// Whether this host's records (`.git/loopx/records/`) ever held a grant of
+/// `todo` to `agent` (keys are stored as they are).
+fn grant_recorded(dir: &Path, agent: &str, todo: &str) -> bool {
+    let key = format!("grant\0{agent}\0{todo}");
+    let Ok(entries) = std::fs::read_dir(dir.join(".git/loopx/records")) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        std::fs::read(e.path())
+            .map(|bytes| bytes.windows(key.len()).any(|w| w == key.as_bytes()))
+            .unwrap_or(false)
+    })
+}
+
 /// A bare remote whose pre-receive hook refuses every push while `gate` exists.
 fn refusing_hook(env: &TestEnv, remote: &Path) -> std::path::PathBuf {
     let gate = env.path("refuse-pushes");
@@ -662,7 +676,11 @@ fn a_claim_the_remote_refused_leaves_nothing_to_publish() {
             .json();
         assert!(show["todo"]["claim"].is_null(), "{show}");
     }
-    // No host record of a grant: a write fenced by it finds no lease.
+    assert!(
+        !grant_recorded(a, "x", &t),
+        "no grant is recorded on this host"
+    );
+    // A write by the agent finds no lease.
     let json = env
         .loopx(a, &["--json", "--agent", "x", "todo", "release", &t])
         .failure(1)
@@ -709,6 +727,7 @@ fn a_claim_the_remote_refused_leaves_nothing_to_publish() {
         .json();
     assert_eq!(cached, cold, "the claim's cached state is the commit's");
     assert_eq!(cold["todo"]["claim"]["agent"], "x");
+    assert!(grant_recorded(a, "x", &t), "a confirmed grant is recorded");
     // The holder can end it like any lease.
     env.loopx(a, &["--agent", "x", "todo", "release", &t])
         .success();
@@ -767,6 +786,10 @@ fn a_claim_whose_push_fails_leaves_nothing_behind() {
         "{json}"
     );
     assert_eq!(env.git(a, &["rev-parse", "loopx-state"]), before);
+    assert!(
+        !grant_recorded(a, "x", &t),
+        "no grant is recorded on this host"
+    );
     let keeps: Vec<_> = std::fs::read_dir(a.join(".git/objects/pack"))
         .unwrap()
         .flatten()

@@ -68,7 +68,10 @@ enum TodoCommand {
         /// Lease length: 45m by default, at most 24h (e.g. 30m, 2h, 90s).
         #[arg(long, value_parser = ttl_arg, default_value = "45m")]
         ttl: i64,
-        /// Confirm the claim on the remote (a remote compare-and-swap).
+        /// Confirm the claim on the remote (a remote compare-and-swap): the
+        /// local branch takes the claim only once the remote has it, so a
+        /// claim that fails leaves none behind. Network limit: git config
+        /// loopx.syncTimeout (default 2m).
         #[arg(long)]
         sync: bool,
         /// The remote for --sync (default: loopx.remote, else origin).
@@ -102,7 +105,7 @@ enum TodoCommand {
         capability: Vec<String>,
         #[arg(long, value_parser = ttl_arg, default_value = "45m")]
         ttl: i64,
-        /// With --claim: confirm the claim on the remote.
+        /// With --claim: confirm the claim on the remote (see `todo claim --sync`).
         #[arg(long, requires = "claim")]
         sync: bool,
         #[arg(long, value_name = "REMOTE", requires = "sync")]

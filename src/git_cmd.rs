@@ -5,6 +5,8 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// The oldest git whose `fetch --porcelain` we rely on for sync.
 pub const MIN_VERSION: (u32, u32, u32) = (2, 41, 0);
@@ -157,6 +159,179 @@ fn git(dir: &Path, args: &[&str]) -> std::io::Result<GitOutput> {
     run(dir, args)
 }
 
+/// The default limit on one network step of `sync` (a fetch, a probe, a push).
+pub const DEFAULT_NETWORK_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The network limit in milliseconds; `u64::MAX` until set, 0 for none.
+static NETWORK_TIMEOUT_MS: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// Sets how long each network step may run before git is killed (`None`:
+/// no limit). It is per process: `sync` sets it from `--timeout` or
+/// `loopx.syncTimeout` before it talks to the remote.
+pub fn set_network_timeout(limit: Option<Duration>) {
+    let ms = limit.map_or(0, |d| {
+        u64::try_from(d.as_millis()).unwrap_or(u64::MAX - 1).max(1)
+    });
+    NETWORK_TIMEOUT_MS.store(ms, Ordering::Relaxed);
+}
+
+/// The limit on one network step (default [`DEFAULT_NETWORK_TIMEOUT`]).
+pub fn network_timeout() -> Option<Duration> {
+    match NETWORK_TIMEOUT_MS.load(Ordering::Relaxed) {
+        u64::MAX => Some(DEFAULT_NETWORK_TIMEOUT),
+        0 => None,
+        ms => Some(Duration::from_millis(ms)),
+    }
+}
+
+/// Why a fetch or push did not give an answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TransportError {
+    /// git failed, or could not be run: its message.
+    Failed(String),
+    /// git ran out of time and was killed, with every process it started.
+    TimedOut {
+        /// `fetch`, `ls-remote` or `push`.
+        step: &'static str,
+        remote: String,
+        after: Duration,
+    },
+}
+
+impl From<String> for TransportError {
+    fn from(message: String) -> Self {
+        TransportError::Failed(message)
+    }
+}
+
+impl std::fmt::Display for TransportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TransportError::Failed(message) => f.write_str(message),
+            TransportError::TimedOut {
+                step,
+                remote,
+                after,
+            } => write!(
+                f,
+                "git {step} {remote} gave no answer within {}s and was stopped",
+                after.as_secs_f64()
+            ),
+        }
+    }
+}
+
+/// Runs one network step of git with the limit of [`network_timeout`].
+///
+/// Where standard input is not a terminal (agents, scripts) git runs in a
+/// process group of its own, so a timeout kills everything it started — the
+/// ssh it runs, or an `ext::` transport's command — and no pipe is left
+/// held open. At a terminal git stays in the foreground group so that it can
+/// still ask for a password; a timeout then kills git itself.
+fn network(
+    dir: &Path,
+    args: &[&str],
+    step: &'static str,
+    remote: &str,
+) -> Result<GitOutput, TransportError> {
+    use std::io::{IsTerminal, Read};
+    use std::os::unix::process::CommandExt;
+    let Some(limit) = network_timeout() else {
+        return run(dir, args)
+            .map_err(|e| TransportError::Failed(format!("could not run git {step}: {e}")));
+    };
+    let own_group = !std::io::stdin().is_terminal();
+    let mut cmd = Command::new("git");
+    cmd.arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    if own_group {
+        cmd.stdin(std::process::Stdio::null()).process_group(0);
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| TransportError::Failed(format!("could not run git {step}: {e}")))?;
+    // Read both pipes on threads, so a chatty git never blocks on a full pipe.
+    let (tx, rx) = std::sync::mpsc::channel();
+    for (which, pipe) in [
+        (
+            0,
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        ),
+        (
+            1,
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        ),
+    ] {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            let _ = tx.send((which, bytes));
+        });
+    }
+    drop(tx);
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if start.elapsed() >= limit => break None,
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => {
+                return Err(TransportError::Failed(format!(
+                    "waiting for git {step}: {e}"
+                )))
+            }
+        }
+    };
+    let Some(status) = status else {
+        kill_tree(&mut child, own_group);
+        return Err(TransportError::TimedOut {
+            step,
+            remote: remote.to_owned(),
+            after: limit,
+        });
+    };
+    // A process git left behind may still hold a pipe: do not wait for it long.
+    let mut out = [Vec::new(), Vec::new()];
+    let drain_until = Instant::now() + Duration::from_secs(2);
+    for _ in 0..2 {
+        let left = drain_until.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok((which, bytes)) => out[which] = bytes,
+            Err(_) => break,
+        }
+    }
+    let [stdout, stderr] = out;
+    Ok(GitOutput {
+        success: status.success(),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    })
+}
+
+/// Kills a git that ran out of time (with its process group when it has
+/// one of its own) and reaps it.
+fn kill_tree(child: &mut std::process::Child, own_group: bool) {
+    if own_group {
+        if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// Parses `git fetch --porcelain` lines: `<flag> <old> <new> <local-ref>`.
 pub fn parse_fetch_porcelain(stdout: &str) -> Vec<FetchUpdate> {
     stdout
@@ -198,9 +373,9 @@ pub fn parse_push_porcelain(stdout: &str, dst: &str) -> Option<PushStatus> {
 
 /// Fetches `refs/heads/<branch>` of `remote` into `refs/remotes/<remote>/<branch>`.
 /// Returns `Ok(false)` when the remote does not have the branch.
-pub fn fetch_branch(dir: &Path, remote: &str, branch: &str) -> Result<bool, String> {
+pub fn fetch_branch(dir: &Path, remote: &str, branch: &str) -> Result<bool, TransportError> {
     let refspec = format!("+refs/heads/{branch}:refs/remotes/{remote}/{branch}");
-    let out = git(
+    let out = network(
         dir,
         &[
             "fetch",
@@ -210,13 +385,14 @@ pub fn fetch_branch(dir: &Path, remote: &str, branch: &str) -> Result<bool, Stri
             remote,
             &refspec,
         ],
-    )
-    .map_err(|e| format!("could not run git fetch: {e}"))?;
+        "fetch",
+        remote,
+    )?;
     if out.success {
         return Ok(true);
     }
     // Tell "the remote has no such branch" from a real failure by asking it.
-    let probe = git(
+    let probe = network(
         dir,
         &[
             "ls-remote",
@@ -224,26 +400,34 @@ pub fn fetch_branch(dir: &Path, remote: &str, branch: &str) -> Result<bool, Stri
             remote,
             &format!("refs/heads/{branch}"),
         ],
-    )
-    .map_err(|e| format!("could not run git ls-remote: {e}"))?;
+        "ls-remote",
+        remote,
+    )?;
     if !probe.success && probe.stdout.trim().is_empty() && probe.stderr.trim().is_empty() {
         return Ok(false);
     }
-    Err(format!("git fetch {remote} failed: {}", out.stderr.trim()))
+    Err(TransportError::Failed(format!(
+        "git fetch {remote} failed: {}",
+        out.stderr.trim()
+    )))
 }
 
-/// Pushes local `refs/heads/<branch>` to `remote` only if the remote still
-/// points at `expected` (`None`: the remote must not have it yet).
+/// Pushes the commit `src` to `refs/heads/<branch>` of `remote` only if the
+/// remote still points at `expected` (`None`: the remote must not have it
+/// yet). Pushing the commit by id, not the local branch, sends exactly what
+/// the caller checked, and lets a claim be pushed before the local branch
+/// moves (see `ops::lease::claim_synced`).
 pub fn push_with_lease(
     dir: &Path,
     remote: &str,
+    src: &str,
     branch: &str,
     expected: Option<&str>,
-) -> Result<PushStatus, String> {
+) -> Result<PushStatus, TransportError> {
     let full = format!("refs/heads/{branch}");
     let lease = format!("--force-with-lease={full}:{}", expected.unwrap_or(""));
-    let refspec = format!("{full}:{full}");
-    let out = git(
+    let refspec = format!("{src}:{full}");
+    let out = network(
         dir,
         &[
             "push",
@@ -253,11 +437,15 @@ pub fn push_with_lease(
             remote,
             &refspec,
         ],
-    )
-    .map_err(|e| format!("could not run git push: {e}"))?;
+        "push",
+        remote,
+    )?;
     match parse_push_porcelain(&out.stdout, &full) {
         Some(status) => Ok(status),
-        None => Err(format!("git push {remote} failed: {}", out.stderr.trim())),
+        None => Err(TransportError::Failed(format!(
+            "git push {remote} failed: {}",
+            out.stderr.trim()
+        ))),
     }
 }
 

@@ -468,6 +468,15 @@ mod merge_props {
         ]
     }
 
+    fn note() -> impl Strategy<Value = Note> {
+        (0i64..4, prop::option::of("[ab]"), "[xyz]{1,2}").prop_map(|(at, agent, text)| Note {
+            at: t(at),
+            agent: agent.map(|a| format!("agent-{a}")),
+            text,
+            extra: Extra::new(),
+        })
+    }
+
     fn base() -> State {
         let mut s = fresh_state();
         let gs = s.goals.get_mut("g").unwrap();
@@ -582,6 +591,14 @@ mod merge_props {
                         if matches!(k.as_str(), "rev" | "updated_at") || before.as_ref().and_then(|b| b.get(k)) == Some(v) {
                             continue;
                         }
+                        if k == "notes" {
+                            // An append-only list: every element survives.
+                            let all = merged.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
+                            for n in v.as_array().unwrap() {
+                                prop_assert!(all.contains(n), "{id}: note {n} was lost");
+                            }
+                            continue;
+                        }
                         let kept = merged.get(k) == Some(v);
                         let reported = xy.conflicts.iter().any(|c| c.entity == format!("todo {id}") && c.field == *k && (&c.lost == v || &c.kept == v));
                         prop_assert!(kept || reported, "{id}.{k} = {v} was lost silently");
@@ -592,6 +609,61 @@ mod merge_props {
                 }
             }
             prop_assert!(xy.state.check().is_ok());
+        }
+
+        /// Append-only lists changed on both sides merge as a union: no
+        /// base note and no note either side added is ever lost, whichever
+        /// side is "ours", also when the claim went to the remote (issue 13.3).
+        #[test]
+        fn notes_and_artifacts_added_on_both_sides_are_never_lost(
+            base_notes in prop::collection::vec(note(), 0..6),
+            xs in prop::collection::vec(note(), 1..8),
+            ys in prop::collection::vec(note(), 1..8),
+            xa in prop::collection::vec("[a-c]{1,2}", 1..4),
+            ya in prop::collection::vec("[a-c]{1,2}", 1..4),
+            remote_claims in any::<bool>(),
+        ) {
+            let id = "todo_000000000000";
+            let mut b = base();
+            let run = Run::new("run_000000000001".into(), RunKind::Writeback, "g", Some("a"), t(0));
+            b.goals.get_mut("g").unwrap().runs.insert(run.id.clone(), run);
+            b.goals.get_mut("g").unwrap().todos.get_mut(id).unwrap().notes = base_notes.clone();
+            let side = |notes: &[Note], artifacts: &[String], rev: u64, claim: bool| {
+                let mut s = b.clone();
+                let gs = s.goals.get_mut("g").unwrap();
+                let todo = gs.todos.get_mut(id).unwrap();
+                todo.notes.extend(notes.iter().cloned());
+                todo.rev += rev;
+                if claim {
+                    todo.claim = Some(Claim { agent: "agent-r".into(), epoch: 1, acquired_at: t(1), expires_at: t(999), extra: Extra::new() });
+                }
+                gs.runs.get_mut("run_000000000001").unwrap().artifacts.extend(artifacts.iter().cloned());
+                s
+            };
+            let x = side(&xs, &xa, 1, false);
+            let y = side(&ys, &ya, 2, remote_claims);
+            let xy = merge(Some(&b), &x, &y).map_err(TestCaseError::fail)?;
+            let yx = merge(Some(&b), &y, &x).map_err(TestCaseError::fail)?;
+            if !remote_claims {
+                prop_assert_eq!(&xy.state, &yx.state, "order independent");
+            }
+            prop_assert_eq!(&merge(Some(&x), &xy.state, &x).unwrap().state, &xy.state, "merging again changes nothing");
+            for m in [&xy, &yx] {
+                let todo = &m.state.goals["g"].todos[id];
+                let run = &m.state.goals["g"].runs["run_000000000001"];
+                for n in base_notes.iter().chain(&xs).chain(&ys) {
+                    prop_assert!(todo.notes.contains(n), "note {:?} was lost: {:?}", n, todo.notes);
+                }
+                for a in xa.iter().chain(&ya) {
+                    prop_assert!(run.artifacts.contains(a), "artifact {a} was lost: {:?}", run.artifacts);
+                }
+                prop_assert!(!m.conflicts.iter().any(|c| c.field == "notes" || c.field == "artifacts"), "a union is not a conflict: {:?}", m.conflicts);
+                // Exact duplicates across sides collapse: never more than both sides had.
+                prop_assert!(todo.notes.len() <= base_notes.len() + xs.len() + ys.len());
+            }
+            if remote_claims {
+                prop_assert_eq!(&xy.state.goals["g"].todos[id].claim, &y.goals["g"].todos[id].claim);
+            }
         }
 
         #[test]

@@ -1,5 +1,7 @@
 //! `git loopx sync`
 
+use std::time::Duration;
+
 use crate::cli::Output;
 use crate::ops::{sync, Context};
 use crate::Result;
@@ -8,16 +10,38 @@ use crate::Result;
 ///
 /// Uses the git program, so your ssh config and credential helpers apply.
 /// Fields changed on both sides go to the higher rev and the overwritten
-/// value is reported; a claim on the remote always beats a local one.
+/// value is reported; notes are merged as a union; a claim on the remote
+/// always beats a local one. Syncs in one clone take turns.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The remote (default: git config loopx.remote, else origin).
     #[arg(long, value_name = "REMOTE")]
     pub remote: Option<String>,
+    /// Merge the remote's loopx-state even if it shares no history with the
+    /// local one (made by another `init`, or force-pushed); refused otherwise.
+    #[arg(long)]
+    pub allow_unrelated: bool,
+    /// Stop a fetch or push that has not finished after this long, e.g. 30s,
+    /// 10m; 0 waits forever (default: git config loopx.syncTimeout, else 2m).
+    #[arg(long, value_name = "DURATION", value_parser = timeout_arg)]
+    pub timeout: Option<Duration>,
+}
+
+/// A `--timeout` value: a duration like 90s, 10m, or 0.
+pub fn timeout_arg(text: &str) -> std::result::Result<Duration, String> {
+    crate::model::parse_duration(text)
+        .and_then(|s| u64::try_from(s).ok())
+        .map(Duration::from_secs)
+        .ok_or_else(|| format!("`{text}` is not a duration like 90s, 10m or 0"))
 }
 
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
-    let r = sync::sync(ctx, args.remote.as_deref())?;
+    let opts = sync::SyncOptions {
+        remote: args.remote.clone(),
+        allow_unrelated: args.allow_unrelated,
+        timeout: args.timeout,
+    };
+    let r = sync::sync(ctx, &opts)?;
     let mut text = format!(
         "{}: {} with {} at {}\n",
         crate::ops::snake(&r.action),

@@ -68,7 +68,10 @@ enum TodoCommand {
         /// Lease length: 45m by default, at most 24h (e.g. 30m, 2h, 90s).
         #[arg(long, value_parser = ttl_arg, default_value = "45m")]
         ttl: i64,
-        /// Confirm the claim on the remote (a remote compare-and-swap).
+        /// Confirm the claim on the remote (a remote compare-and-swap): the
+        /// local branch takes the claim only once the remote has it, so a
+        /// claim that fails leaves none behind. Network limit: git config
+        /// loopx.syncTimeout (default 2m).
         #[arg(long)]
         sync: bool,
         /// The remote for --sync (default: loopx.remote, else origin).
@@ -102,7 +105,7 @@ enum TodoCommand {
         capability: Vec<String>,
         #[arg(long, value_parser = ttl_arg, default_value = "45m")]
         ttl: i64,
-        /// With --claim: confirm the claim on the remote.
+        /// With --claim: confirm the claim on the remote (see `todo claim --sync`).
         #[arg(long, requires = "claim")]
         sync: bool,
         #[arg(long, value_name = "REMOTE", requires = "sync")]
@@ -226,7 +229,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             remote,
         } => {
             let r = if *sync {
-                lease::claim_synced(ctx, remote.as_deref(), || lease::claim(ctx, id, *ttl))?
+                lease::claim_sync(ctx, id, *ttl, remote.as_deref())?
             } else {
                 lease::claim(ctx, id, *ttl)?
             };
@@ -256,15 +259,12 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             remote,
         } => {
             let r = if *sync {
-                let claimed = lease::claim_synced(ctx, remote.as_deref(), || {
-                    match lease::next(ctx, capability, true, *ttl)? {
-                        lease::ClaimReportOrTodo::Claimed(c) => Ok(c),
-                        lease::ClaimReportOrTodo::Todo { .. } => {
-                            unreachable!("next --claim claims")
-                        }
-                    }
-                })?;
-                lease::ClaimReportOrTodo::Claimed(claimed)
+                lease::ClaimReportOrTodo::Claimed(lease::next_sync(
+                    ctx,
+                    capability,
+                    *ttl,
+                    remote.as_deref(),
+                )?)
             } else {
                 lease::next(ctx, capability, *claim, *ttl)?
             };

@@ -5,9 +5,17 @@
 //! side is taken; a field changed on both goes to the side with the higher
 //! `rev` (ties: the greater value in canonical JSON, so the result does not
 //! depend on which side is "ours"), and the value it overwrote is reported.
-//! Run records are append-only and simply unioned. Unknown fields take part
-//! like any other. Leases are never merged: when both sides changed a todo's
-//! claim, the remote's todo wins whole and the local claimant is told.
+//! Run records are append-only and simply unioned, and so are the append-only
+//! lists inside an entity ([`APPEND_ONLY`]: a todo's `notes`, a run's
+//! `artifacts`): changed on both sides, a list becomes the union of both, in
+//! a deterministic order, so no added element is lost and nothing is reported.
+//! Unknown fields take part like any other. Leases are never merged: when both
+//! sides changed a todo's claim, the remote's todo wins whole (its append-only
+//! lists still take the union) and the local claimant is told.
+//!
+//! A todo's `evidence` is one string written by `todo done`, not a list: when
+//! both sides changed it, it is a field like any other (the higher `rev`
+//! wins, the other value is reported as a conflict).
 
 use std::collections::BTreeMap;
 
@@ -60,6 +68,95 @@ fn canonical(v: Option<&Value>) -> String {
     v.map_or_else(String::new, |v| v.to_string())
 }
 
+/// The append-only lists: (entity kind, field). Nothing removes an element
+/// from one of these, so when both sides changed one the merge keeps every
+/// element of both.
+pub const APPEND_ONLY: &[(&str, &str)] = &[("todo", "notes"), ("run", "artifacts")];
+
+fn is_append_only(entity: &str, field: &str) -> bool {
+    APPEND_ONLY
+        .iter()
+        .any(|(kind, f)| *f == field && entity.split(' ').next() == Some(kind))
+}
+
+/// How elements of the two sides interleave in a merged append-only list:
+/// by time, then author, then text (a note's `at`, `agent`, `text`; a
+/// string is its own text), then the whole element in canonical JSON — a
+/// total order, so the result does not depend on which side is "ours".
+fn element_key(v: &Value) -> (String, String, String, String) {
+    let field = |k: &str| {
+        v.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let text = v.as_str().map_or_else(|| field("text"), str::to_owned);
+    (field("at"), field("agent"), text, v.to_string())
+}
+
+/// The union of two versions of an append-only list. Every element of
+/// either side is kept, as many times as the side that has it most often
+/// (an element both sides hold collapses into one; a side's own repeats
+/// stay). The common prefix comes first; after it the two sides' elements
+/// interleave as in a merge of two sorted runs, comparing the heads by
+/// [`element_key`], so each side's own order is kept and the result is the
+/// same whichever side is "ours". `None` when both are empty.
+fn union(l: Option<&Value>, r: Option<&Value>) -> Option<Value> {
+    let empty = Vec::new();
+    let l = l.and_then(Value::as_array).unwrap_or(&empty);
+    let r = r.and_then(Value::as_array).unwrap_or(&empty);
+    let key = |v: &Value| v.to_string();
+    // How many of each element the result holds: the larger side's count.
+    let mut want: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for v in l {
+        want.entry(key(v)).or_default().0 += 1;
+    }
+    for v in r {
+        want.entry(key(v)).or_default().1 += 1;
+    }
+    let mut have: BTreeMap<String, usize> = BTreeMap::new();
+    let mut out = Vec::with_capacity(l.len().max(r.len()));
+    let mut emit = |v: &Value| {
+        let k = key(v);
+        let n = have.entry(k.clone()).or_default();
+        let (nl, nr) = want[&k];
+        if *n < nl.max(nr) {
+            *n += 1;
+            out.push(v.clone());
+        }
+    };
+    let prefix = l.iter().zip(r).take_while(|(a, b)| a == b).count();
+    l[..prefix].iter().for_each(&mut emit);
+    let (mut i, mut j) = (prefix, prefix);
+    while i < l.len() && j < r.len() {
+        if l[i] == r[j] {
+            emit(&l[i]);
+            i += 1;
+            j += 1;
+        } else if element_key(&l[i]) < element_key(&r[j]) {
+            emit(&l[i]);
+            i += 1;
+        } else {
+            emit(&r[j]);
+            j += 1;
+        }
+    }
+    l[i..].iter().chain(&r[j..]).for_each(&mut emit);
+    (!out.is_empty()).then_some(Value::Array(out))
+}
+
+/// An append-only list three-way: one side's change is taken as it is; a
+/// change on both sides is the union.
+fn merge_list(b: Option<&Value>, l: Option<&Value>, r: Option<&Value>) -> Option<Value> {
+    if l == r || r == b {
+        l.cloned()
+    } else if l == b {
+        r.cloned()
+    } else {
+        union(l, r)
+    }
+}
+
 struct Ctx<'a> {
     conflicts: &'a mut Vec<Conflict>,
     lost_claims: &'a mut Vec<LostClaim>,
@@ -84,7 +181,15 @@ fn merge_fields(
             local: l.get("claim").cloned().unwrap_or(Value::Null),
             remote: r.get("claim").cloned().unwrap_or(Value::Null),
         });
+        let mut out = r.clone();
         for key in l.keys().chain(r.keys()) {
+            if is_append_only(entity, key) {
+                match merge_list(b.get(key), l.get(key), r.get(key)) {
+                    Some(list) => out.insert(key.clone(), list),
+                    None => out.remove(key),
+                };
+                continue;
+            }
             if matches!(key.as_str(), "rev" | "updated_at")
                 || l.get(key) == r.get(key)
                 || !changed(key, l)
@@ -106,7 +211,7 @@ fn merge_fields(
                 rule: "remote_claim",
             });
         }
-        return r.clone();
+        return out;
     }
     let (rl, rr) = (rev_of(l), rev_of(r));
     let mut keys: Vec<&String> = l.keys().chain(r.keys()).chain(b.keys()).collect();
@@ -118,6 +223,12 @@ fn merge_fields(
             continue;
         }
         let (vb, vl, vr) = (b.get(key), l.get(key), r.get(key));
+        if is_append_only(entity, key) {
+            if let Some(list) = merge_list(vb, vl, vr) {
+                out.insert(key.clone(), list);
+            }
+            continue;
+        }
         let chosen = if vl == vr || vr == vb {
             vl
         } else if vl == vb {

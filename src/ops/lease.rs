@@ -2,10 +2,11 @@
 
 use serde::Serialize;
 
+use crate::codec;
 use crate::model::lease::{self, ClaimAction};
-use crate::model::{select, Claim, Code, Refusal, Todo};
+use crate::model::{select, Claim, Code, Refusal, State, Todo};
 use crate::ops::{add_note, local, mutate, non_empty, resolve_todo, touch, Context};
-use crate::store::{Message, Oid, Store};
+use crate::store::{cache, transaction, Message, Oid, Store, STATE_REF};
 use crate::Result;
 
 #[derive(Debug, Serialize)]
@@ -21,15 +22,22 @@ fn claimed(todo: &Todo) -> Claim {
     todo.claim.clone().expect("a claimed todo has a claim")
 }
 
-/// `todo claim ID [--ttl]`.
-pub fn claim(ctx: &Context, query: &str, ttl: i64) -> Result<ClaimReport> {
-    let agent = ctx.require_agent()?.to_owned();
-    let ttl = lease::check_ttl(ttl)?;
-    let done = mutate(ctx, |state, goal| {
+/// What a claim decided on a state: how it went, the todo after it, and the
+/// commit message.
+type Decision = ((ClaimAction, Todo), Message);
+
+/// The claim of `todo claim ID`, decided on whatever state it is given.
+fn claim_decision<'a>(
+    ctx: &'a Context,
+    agent: &'a str,
+    query: &'a str,
+    ttl: i64,
+) -> impl FnMut(&mut State, &str) -> Result<Decision> + 'a {
+    move |state, goal| {
         let gs = state.goals.get_mut(goal).expect("goal exists");
         let id = resolve_todo(gs, query)?;
         let todo = gs.todos.get_mut(&id).expect("resolved");
-        let action = lease::claim(todo, &agent, ctx.now, ttl)?;
+        let action = lease::claim(todo, agent, ctx.now, ttl)?;
         touch(todo, ctx.now);
         let c = claimed(todo);
         let verb = if action == ClaimAction::Renewed {
@@ -43,10 +51,53 @@ pub fn claim(ctx: &Context, query: &str, ttl: i64) -> Result<ClaimReport> {
         )
         .trailer("Loopx-Todo", id.clone());
         Ok(((action, todo.clone()), message))
-    })?;
+    }
+}
+
+/// The claim of `todo next --claim`: the todo `should-run` would select.
+fn next_decision<'a>(
+    ctx: &'a Context,
+    agent: &'a str,
+    capabilities: &'a [String],
+    ttl: i64,
+) -> impl FnMut(&mut State, &str) -> Result<Decision> + 'a {
+    move |state, goal| {
+        let caps = agent_capabilities(state, Some(agent), capabilities);
+        let gs = state.goals.get(goal).expect("goal exists");
+        let sel = select::select(gs, Some(agent), &caps, ctx.now);
+        let id = sel
+            .first()
+            .map(|c| c.id.to_owned())
+            .ok_or_else(|| nothing_ready(&sel))?;
+        let todo = state
+            .goals
+            .get_mut(goal)
+            .expect("goal exists")
+            .todos
+            .get_mut(&id)
+            .expect("selected");
+        let action = lease::claim(todo, agent, ctx.now, ttl)?;
+        touch(todo, ctx.now);
+        let epoch = claimed(todo).epoch;
+        let message = Message::new(
+            "todo next --claim",
+            format!("todo claim {id} by {agent} (epoch {epoch}, next)"),
+        )
+        .trailer("Loopx-Todo", id.clone());
+        Ok(((action, todo.clone()), message))
+    }
+}
+
+/// A claim committed on the local branch; its grant recorded on this host.
+fn claim_locally(
+    ctx: &Context,
+    agent: &str,
+    decide: impl FnMut(&mut State, &str) -> Result<Decision>,
+) -> Result<ClaimReport> {
+    let done = mutate(ctx, decide)?;
     let (action, todo) = done.value;
     let claim = claimed(&todo);
-    local::record_grant(ctx, &agent, &todo.id, claim.epoch);
+    local::record_grant(ctx, agent, &todo.id, claim.epoch);
     Ok(ClaimReport {
         action,
         todo,
@@ -55,29 +106,121 @@ pub fn claim(ctx: &Context, query: &str, ttl: i64) -> Result<ClaimReport> {
     })
 }
 
-/// `todo claim --sync` / `todo next --claim --sync`: a remote compare-and-swap.
-/// Sync, claim locally, push with the lease; on a rejected push sync again
-/// (the remote's claim wins any merge) and decide again. The claim is
-/// confirmed only once it is on the remote.
-pub fn claim_synced(
+/// `todo claim ID [--ttl]`.
+pub fn claim(ctx: &Context, query: &str, ttl: i64) -> Result<ClaimReport> {
+    let agent = ctx.require_agent()?.to_owned();
+    let ttl = lease::check_ttl(ttl)?;
+    claim_locally(ctx, &agent, claim_decision(ctx, &agent, query, ttl))
+}
+
+/// `todo claim ID --sync`: the claim, confirmed on the remote.
+pub fn claim_sync(
     ctx: &Context,
+    query: &str,
+    ttl: i64,
     remote: Option<&str>,
-    mut claim_once: impl FnMut() -> Result<ClaimReport>,
+) -> Result<ClaimReport> {
+    let agent = ctx.require_agent()?.to_owned();
+    let ttl = lease::check_ttl(ttl)?;
+    claim_synced(ctx, &agent, remote, claim_decision(ctx, &agent, query, ttl))
+}
+
+/// `todo next --claim --sync`: the next todo's claim, confirmed on the remote.
+pub fn next_sync(
+    ctx: &Context,
+    capabilities: &[String],
+    ttl: i64,
+    remote: Option<&str>,
+) -> Result<ClaimReport> {
+    let agent = ctx.require_agent()?.to_owned();
+    let ttl = lease::check_ttl(ttl)?;
+    claim_synced(
+        ctx,
+        &agent,
+        remote,
+        next_decision(ctx, &agent, capabilities, ttl),
+    )
+}
+
+/// A remote compare-and-swap: sync, decide the claim on the synced tip, and
+/// push the claim's commit with the lease on the remote tip; on a rejected
+/// push sync again (the remote's claim wins any merge) and decide again.
+///
+/// The claim's commit is written *detached*: the local branch moves to it,
+/// and this host records the grant, only once the remote has accepted it.
+/// A claim that fails (refused through every round, a remote that rejects
+/// it, a network error, a timeout, a kill) leaves nothing that a later
+/// `sync` would publish — only unreferenced objects, which `git gc` prunes.
+/// Syncs in this clone wait meanwhile (`sync::sync_turn`).
+fn claim_synced(
+    ctx: &Context,
+    agent: &str,
+    remote: Option<&str>,
+    mut decide: impl FnMut(&mut State, &str) -> Result<Decision>,
 ) -> Result<ClaimReport> {
     use crate::ops::sync;
-    let remote = sync::remote_name(ctx, remote);
+    let remote = sync::prepare(ctx, &sync::SyncOptions::remote(remote))?;
+    let _turn = sync::sync_turn(ctx);
     for _ in 0..sync::MAX_ROUNDS {
-        let synced = sync::sync(ctx, Some(&remote))?;
-        let report = claim_once()?;
-        let tip = ctx.store.tip()?.expect("a claim leaves a tip");
-        if sync::push(ctx, &remote, &tip, Some(&synced.remote_tip))? {
-            return Ok(report);
+        let synced = sync::sync_locked(ctx, &remote, false)?;
+        let parent = synced.tip;
+        let mut state = transaction::state_at(&ctx.store, &parent)?;
+        let skeleton = codec::Skeleton::of(&state);
+        let goal = ctx.goal(&state)?.goal.id.clone();
+        let ((action, todo), message) = decide(&mut state, &goal)?;
+        let message = message
+            .trailer("Loopx-Goal", goal)
+            .trailer("Loopx-Agent", agent);
+        let changes = transaction::written(Some(&skeleton), &state);
+        let claim = claimed(&todo);
+        let Some(commit) = ctx
+            .store
+            .commit_detached(&parent, &changes, &message, ctx.now)?
+        else {
+            // Nothing to change: the remote holds this very claim already.
+            local::record_grant(ctx, agent, &todo.id, claim.epoch);
+            return Ok(ClaimReport {
+                action,
+                todo,
+                claim,
+                commit: None,
+            });
+        };
+        // Cached like any write (the push's leak check reads it next); an
+        // entry for a commit that never lands on a ref is harmless.
+        cache::remember_delta(&ctx.store, &commit, Some(&parent), &state, &changes);
+        let pushed = sync::push(ctx, &remote, &commit, Some(&synced.remote_tip));
+        if !matches!(pushed, Ok(true)) {
+            ctx.store.settle_detached(&commit);
+            pushed?;
+            continue;
         }
+        // On the remote: now the local branch may have it.
+        let reflog = format!("loopx: {} (confirmed on {remote})", message.subject);
+        let moved = ctx
+            .store
+            .move_ref(STATE_REF, Some(&parent), &commit, &reflog, ctx.now);
+        ctx.store.settle_detached(&commit);
+        if moved? {
+            state.clean();
+            ctx.store.memo_put(commit.clone(), state);
+        } else if let Err(e) = sync::sync_locked(ctx, &remote, false) {
+            // A local write landed meanwhile; the next sync merges the claim in.
+            tracing::warn!("the claim is on {remote}, but merging it here failed: {e}");
+        }
+        local::record_grant(ctx, agent, &todo.id, claim.epoch);
+        return Ok(ClaimReport {
+            action,
+            todo,
+            claim,
+            commit: Some(commit),
+        });
     }
     Err(Refusal::new(
         Code::PushRejected,
-        format!("{remote} kept moving: the claim was not confirmed"),
+        format!("{remote} refused the claim in every one of {} rounds: it was not confirmed, and nothing of it is left to publish", sync::MAX_ROUNDS),
     )
+    .with_hint(format!("run `git loopx sync --remote {remote}` to see why {remote} refuses pushes, then claim again"))
     .into())
 }
 
@@ -101,40 +244,8 @@ pub fn next(
         return Ok(ClaimReportOrTodo::Todo { todo });
     }
     let agent = ctx.require_agent()?.to_owned();
-    let done = mutate(ctx, |state, goal| {
-        let caps = agent_capabilities(state, Some(&agent), capabilities);
-        let gs = state.goals.get(goal).expect("goal exists");
-        let sel = select::select(gs, Some(&agent), &caps, ctx.now);
-        let id = sel
-            .first()
-            .map(|c| c.id.to_owned())
-            .ok_or_else(|| nothing_ready(&sel))?;
-        let todo = state
-            .goals
-            .get_mut(goal)
-            .expect("goal exists")
-            .todos
-            .get_mut(&id)
-            .expect("selected");
-        let action = lease::claim(todo, &agent, ctx.now, ttl)?;
-        touch(todo, ctx.now);
-        let epoch = claimed(todo).epoch;
-        let message = Message::new(
-            "todo next --claim",
-            format!("todo claim {id} by {agent} (epoch {epoch}, next)"),
-        )
-        .trailer("Loopx-Todo", id.clone());
-        Ok(((action, todo.clone()), message))
-    })?;
-    let (action, todo) = done.value;
-    let claim = claimed(&todo);
-    local::record_grant(ctx, &agent, &todo.id, claim.epoch);
-    Ok(ClaimReportOrTodo::Claimed(ClaimReport {
-        action,
-        todo,
-        claim,
-        commit: done.commit,
-    }))
+    let decide = next_decision(ctx, &agent, capabilities, ttl);
+    claim_locally(ctx, &agent, decide).map(ClaimReportOrTodo::Claimed)
 }
 
 /// `todo next` without `--claim` reports the todo; with it, the claim.

@@ -6,10 +6,11 @@
 //! and try again, a bounded number of times. Nothing is ever forced.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::git_cmd::{self, PushStatus};
+use crate::git_cmd::{self, PushStatus, TransportError};
 use crate::model::merge::{self, Conflict, LostClaim};
 use crate::model::{leaks, Code, Refusal, State};
 use crate::ops::Context;
@@ -44,6 +45,29 @@ pub struct SyncReport {
     pub lost_claims: Vec<LostClaim>,
 }
 
+/// How a sync runs.
+#[derive(Debug, Clone, Default)]
+pub struct SyncOptions {
+    /// `--remote`; `None`: `loopx.remote`, else `origin`.
+    pub remote: Option<String>,
+    /// `--allow-unrelated`: merge a remote state that shares no history with
+    /// the local one (refused otherwise).
+    pub allow_unrelated: bool,
+    /// `--timeout`: the limit on each network step; `None`: git config
+    /// `loopx.syncTimeout`, else [`git_cmd::DEFAULT_NETWORK_TIMEOUT`]. Zero
+    /// turns the limit off.
+    pub timeout: Option<Duration>,
+}
+
+impl SyncOptions {
+    pub fn remote(remote: Option<&str>) -> Self {
+        SyncOptions {
+            remote: remote.map(str::to_owned),
+            ..SyncOptions::default()
+        }
+    }
+}
+
 /// The remote to sync with: `--remote`, else `loopx.remote`, else `origin`.
 pub fn remote_name(ctx: &Context, remote: Option<&str>) -> String {
     remote
@@ -59,8 +83,39 @@ fn git_dir(ctx: &Context) -> PathBuf {
         .to_owned()
 }
 
-fn git_failed(message: String) -> Error {
-    StoreError::Git(message).into()
+fn git_failed(e: impl Into<TransportError>) -> Error {
+    match e.into() {
+        TransportError::Failed(message) => StoreError::Git(message).into(),
+        TransportError::TimedOut {
+            step,
+            remote,
+            after,
+        } => Refusal::new(
+            Code::GitFailed,
+            format!(
+                "git {step} {remote} gave no answer within {} and was stopped{}",
+                seconds(after),
+                if step == "push" {
+                    format!("; {remote} may or may not have taken the push, the next sync finds out")
+                } else {
+                    String::new()
+                }
+            ),
+        )
+        .with_hint(format!(
+            "check that {remote} is reachable; a slow remote needs a longer limit: `git loopx sync --timeout 10m` or `git config loopx.syncTimeout 10m` (0 turns the limit off)"
+        ))
+        .into(),
+    }
+}
+
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s}s")
+    } else {
+        format!("{s:.1}s")
+    }
 }
 
 fn check_git() -> Result<()> {
@@ -70,7 +125,9 @@ fn check_git() -> Result<()> {
             "git {}.{}.{} is too old for sync: 2.41 or newer is needed (`fetch --porcelain`)",
             v.0, v.1, v.2
         ))),
-        None => Err(git_failed("the git program was not found on PATH".into())),
+        None => Err(git_failed(String::from(
+            "the git program was not found on PATH",
+        ))),
     }
 }
 
@@ -94,9 +151,29 @@ fn remote_ref(remote: &str) -> String {
     format!("refs/remotes/{remote}/{BRANCH}")
 }
 
+/// How many times a fetch that failed is tried again before sync gives up.
+const FETCH_RETRIES: u32 = 4;
+
 /// Fetches and returns the remote's tip (`None`: the remote has no state).
+///
+/// A failed fetch is tried again a few times after a short wait: in a clone
+/// shared by several agents it can lose a race it cannot see — on the
+/// remote-tracking ref's lock with a git the user runs, or on a pack our own
+/// background repack is rolling up. A fetch that timed out is not retried.
 pub fn fetch(ctx: &Context, remote: &str) -> Result<Option<Oid>> {
-    if git_cmd::fetch_branch(&git_dir(ctx), remote, BRANCH).map_err(git_failed)? {
+    let mut jitter = transaction::Jitter::new();
+    let mut attempt = 1;
+    let fetched = loop {
+        match git_cmd::fetch_branch(&git_dir(ctx), remote, BRANCH) {
+            Err(TransportError::Failed(message)) if attempt <= FETCH_RETRIES => {
+                tracing::debug!("fetch from {remote} failed (attempt {attempt}): {message}");
+                std::thread::sleep(Duration::from_millis(50 << attempt) + jitter.backoff(attempt));
+                attempt += 1;
+            }
+            other => break other.map_err(git_failed)?,
+        }
+    };
+    if fetched {
         Ok(ctx.store.try_find_ref(&remote_ref(remote))?)
     } else {
         Ok(None)
@@ -110,6 +187,7 @@ pub fn push(ctx: &Context, remote: &str, tip: &Oid, expected: Option<&Oid>) -> R
     let status = git_cmd::push_with_lease(
         &git_dir(ctx),
         remote,
+        &tip.0,
         BRANCH,
         expected.map(|o| o.0.as_str()),
     )
@@ -131,14 +209,34 @@ struct MergeCommit {
 }
 
 /// One merge of divergent tips into a two-parent commit on the local branch.
+/// Tips that share no history are refused unless `allow_unrelated`.
 fn merge_commit(
     ctx: &Context,
     remote: &str,
     local: &Oid,
     theirs: &Oid,
+    allow_unrelated: bool,
 ) -> Result<Option<MergeCommit>> {
     let dir = git_dir(ctx);
     let base = git_cmd::merge_base(&dir, &local.0, &theirs.0).map_err(git_failed)?;
+    if base.is_none() && !allow_unrelated {
+        return Err(Refusal::new(
+            Code::UnrelatedHistories,
+            format!(
+                "the loopx-state of {remote} ({}) shares no history with the local loopx-state ({}): \
+                 it was made by another `init`, or replaced by a force-push; nothing was merged or pushed",
+                theirs.short(),
+                local.short()
+            ),
+        )
+        .with_hint(format!(
+            "compare them (`git log --oneline {} {}`); if {remote} is the wrong remote, pass --remote; \
+             to combine both states anyway, run `git loopx sync --allow-unrelated`",
+            local.short(),
+            theirs.short()
+        ))
+        .into());
+    }
     let base_state = match &base {
         Some(b) => Some(transaction::state_at(&ctx.store, &Oid(b.clone()))?),
         None => None,
@@ -199,11 +297,60 @@ fn merge_commit(
     }
 }
 
-/// `sync [--remote R]`.
-pub fn sync(ctx: &Context, remote: Option<&str>) -> Result<SyncReport> {
+/// Syncs in one clone take turns on an OS file lock (`.git/loopx/sync.lock`,
+/// released by the kernel if its holder dies): concurrent fetches into the
+/// same remote-tracking ref would fail each other ("cannot lock ref").
+/// Blocks until the lock is free; `None` when the lock cannot be had at all
+/// (an unwritable `.git`), and then syncs run without it, as before.
+pub fn sync_turn(ctx: &Context) -> Option<std::fs::File> {
+    let dir = ctx.store.local_dir();
+    std::fs::create_dir_all(&dir).ok()?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("sync.lock"))
+        .ok()?;
+    if file.try_lock().is_err() {
+        tracing::debug!("waiting for another sync in this clone");
+        file.lock().ok()?;
+    }
+    Some(file)
+}
+
+/// What every sync checks before it talks to the remote; sets the network
+/// limit and returns the remote's name.
+pub fn prepare(ctx: &Context, opts: &SyncOptions) -> Result<String> {
     check_git()?;
     ctx.store.check_not_checked_out()?;
-    let remote = remote_name(ctx, remote);
+    let timeout = match opts.timeout {
+        Some(t) => t,
+        None => match ctx.store.config_string("loopx.syncTimeout") {
+            Some(text) => crate::model::parse_duration(&text)
+                .and_then(|s| u64::try_from(s).ok())
+                .map(Duration::from_secs)
+                .ok_or_else(|| {
+                    Refusal::invalid_input(format!(
+                        "git config loopx.syncTimeout is `{text}`, not a duration like 90s, 10m or 0"
+                    ))
+                })?,
+            None => git_cmd::DEFAULT_NETWORK_TIMEOUT,
+        },
+    };
+    git_cmd::set_network_timeout((!timeout.is_zero()).then_some(timeout));
+    Ok(remote_name(ctx, opts.remote.as_deref()))
+}
+
+/// `sync [--remote R] [--allow-unrelated] [--timeout D]`.
+pub fn sync(ctx: &Context, opts: &SyncOptions) -> Result<SyncReport> {
+    let remote = prepare(ctx, opts)?;
+    let _turn = sync_turn(ctx);
+    sync_locked(ctx, &remote, opts.allow_unrelated)
+}
+
+/// A sync by a caller that holds [`sync_turn`] and ran [`prepare`].
+pub fn sync_locked(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result<SyncReport> {
+    let remote = remote.to_owned();
     let mut conflicts = Vec::new();
     let mut lost_claims = Vec::new();
     let mut merged_any = false;
@@ -268,7 +415,7 @@ pub fn sync(ctx: &Context, remote: Option<&str>) -> Result<SyncReport> {
                 let tip = if git_cmd::is_ancestor(&dir, &r.0, &l.0).map_err(git_failed)? {
                     l
                 } else {
-                    match merge_commit(ctx, &remote, &l, &r)? {
+                    match merge_commit(ctx, &remote, &l, &r, allow_unrelated)? {
                         Some(m) => {
                             merged_any = true;
                             conflicts.extend(m.conflicts);

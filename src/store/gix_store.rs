@@ -561,6 +561,33 @@ impl GixStore {
         written.map_err(|e| git_err(&format!("writing a pack into {}", dir.display()), e))
     }
 
+    /// Writes a commit of `changes` on `parent` and moves no ref: the
+    /// objects stay in a kept pack until [`GixStore::settle_detached`].
+    /// `sync` pushes such a commit before the local branch may point at it
+    /// (`ops::lease::claim_synced`). `None` when the tree did not change.
+    pub fn commit_detached(
+        &self,
+        parent: &Oid,
+        changes: &[FileChange],
+        message: &Message,
+        now: Timestamp,
+    ) -> Result<Option<Oid>, Error> {
+        let done = self
+            .settled_afresh(|| self.try_commit(Some(parent), None, changes, message, now, true))?;
+        Ok(match done {
+            CasResult::Committed(id) => Some(id),
+            CasResult::Unchanged | CasResult::Retry => None,
+        })
+    }
+
+    /// Ends the keep of a detached commit's pack once a ref holds it, or
+    /// once it is given up.
+    pub fn settle_detached(&self, commit: &Oid) {
+        if let Some(stem) = self.written_pack(commit) {
+            crate::store::pack::unkeep(&self.pack_dir(), &stem, &self.spare_keep());
+        }
+    }
+
     fn try_commit(
         &self,
         expected: Option<&Oid>,
@@ -568,6 +595,7 @@ impl GixStore {
         changes: &[FileChange],
         message: &Message,
         now: Timestamp,
+        detached: bool,
     ) -> Result<CasResult, Error> {
         let repo = self.repo.borrow();
         self.check_not_checked_out()?;
@@ -676,10 +704,16 @@ impl GixStore {
             }
         };
         let reflog = format!("loopx: {}", message.subject);
-        let moved = self.move_ref(STATE_REF, expected, &id, &reflog, now);
+        let moved = if detached {
+            Ok(true)
+        } else {
+            self.move_ref(STATE_REF, expected, &id, &reflog, now)
+        };
         if let (Some(stem), Some(pack)) = (stem, &pack) {
             // Reachable now, or never: either way no longer ours to keep.
-            crate::store::pack::unkeep(&self.pack_dir(), &stem, &self.spare_keep());
+            if !detached {
+                crate::store::pack::unkeep(&self.pack_dir(), &stem, &self.spare_keep());
+            }
             let mut seen = self.seen.borrow_mut();
             seen.read.insert(stem.clone());
             for (id, kind, data) in pack.iter() {
@@ -725,7 +759,7 @@ impl Store for GixStore {
         message: &Message,
         now: Timestamp,
     ) -> Result<CasResult, Error> {
-        self.settled_afresh(|| self.try_commit(expected, merged, changes, message, now))
+        self.settled_afresh(|| self.try_commit(expected, merged, changes, message, now, false))
     }
 
     fn memo_take(&self, commit: &Oid) -> Option<crate::model::State> {

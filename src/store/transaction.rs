@@ -140,7 +140,7 @@ pub fn check_readable(changes: &[FileChange]) -> Result<(), Error> {
 }
 
 /// What a mutation wrote, as file changes (see [`codec::written_files`]).
-fn written(before: Option<&codec::Skeleton>, new: &State) -> Vec<FileChange> {
+pub fn written(before: Option<&codec::Skeleton>, new: &State) -> Vec<FileChange> {
     to_changes(codec::written_files(before, new))
 }
 

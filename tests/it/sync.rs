@@ -366,3 +366,443 @@ fn sync_refuses_to_push_a_credential() {
     );
     assert_eq!(env.git(&remote, &["rev-parse", "loopx-state"]), before);
 }
+
+/// Issue 13.3: notes added to the same todo on two clones all survive the
+/// merge (before, one side's list won whole and the other's were lost).
+#[test]
+fn notes_added_on_both_sides_are_all_kept_by_the_merge() {
+    const EACH: usize = 12;
+    let env = TestEnv::new();
+    let (_remote, dirs) = env.shared_state(&["a", "b"]);
+    let (a, b) = (&dirs[0], &dirs[1]);
+    let t = add(&env, a, "shared notes");
+    env.loopx(a, &["sync"]).success();
+    env.loopx(b, &["sync"]).success();
+    for i in 0..EACH {
+        for (d, who) in [(a, "a"), (b, "b")] {
+            env.loopx(
+                d,
+                &[
+                    "--agent",
+                    &format!("agent-{who}"),
+                    "todo",
+                    "update",
+                    &t,
+                    "--note",
+                    &format!("{who} note {i}"),
+                ],
+            )
+            .success();
+        }
+    }
+    env.loopx(a, &["sync"]).success();
+    let merged = env.loopx(b, &["--json", "sync"]).success().json();
+    assert_eq!(merged["action"], "merged");
+    assert!(
+        !merged["conflicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["field"] == "notes"),
+        "a union is not a conflict: {merged}"
+    );
+    env.loopx(a, &["sync"]).success();
+    for d in [a, b] {
+        let show = env
+            .loopx(d, &["--json", "todo", "show", &t])
+            .success()
+            .json();
+        let notes: Vec<&str> = show["todo"]["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(notes.len(), 2 * EACH, "{notes:?}");
+        for i in 0..EACH {
+            for who in ["a", "b"] {
+                let want = format!("{who} note {i}");
+                assert!(notes.contains(&want.as_str()), "{want} lost: {notes:?}");
+            }
+        }
+    }
+}
+
+/// Issue 13.7: a remote loopx-state that shares no history with the local
+/// one (another `init`, force-pushed) is refused, not merged silently.
+#[test]
+fn an_unrelated_remote_state_is_refused_unless_allowed() {
+    let env = TestEnv::new();
+    let (remote, dirs) = env.shared_state(&["a"]);
+    let a = &dirs[0];
+    add(&env, a, "local work");
+    let stranger = env.repo("stranger");
+    env.loopx(&stranger, &["init", "--goal-text", "Someone else's goal"])
+        .success();
+    env.git(
+        &stranger,
+        &[
+            "push",
+            "-q",
+            "--force",
+            remote.to_str().unwrap(),
+            "loopx-state:loopx-state",
+        ],
+    );
+    let theirs = env.git(&remote, &["rev-parse", "loopx-state"]);
+    let ours = env.git(a, &["rev-parse", "loopx-state"]);
+    let json = env.loopx(a, &["--json", "sync"]).failure(1).json();
+    assert_eq!(json["error"]["code"], "unrelated_histories", "{json}");
+    let message = json["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("origin")
+            && message.contains(&theirs[..10])
+            && message.contains(&ours[..10]),
+        "names the remote and both tips: {json}"
+    );
+    assert!(
+        json["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("--allow-unrelated"),
+        "{json}"
+    );
+    assert_eq!(env.git(&remote, &["rev-parse", "loopx-state"]), theirs);
+    assert_eq!(env.git(a, &["rev-parse", "loopx-state"]), ours);
+    // Asked for, the two states are merged (both parents kept).
+    let merged = env
+        .loopx(a, &["--json", "sync", "--allow-unrelated"])
+        .success()
+        .json();
+    assert_eq!(merged["action"], "merged", "{merged}");
+    let tip = env.git(&remote, &["rev-parse", "loopx-state"]);
+    env.git(&remote, &["merge-base", "--is-ancestor", &theirs, &tip]);
+    env.git(&remote, &["merge-base", "--is-ancestor", &ours, &tip]);
+}
+
+/// Issue 13.8: a remote that never answers. The `ext::` transport runs
+/// `sleep` as the "server"; sync must stop it and say what happened.
+#[test]
+fn a_black_hole_remote_times_out_with_a_clear_error() {
+    let env = TestEnv::new();
+    let (_remote, dirs) = env.shared_state(&["a"]);
+    let a = &dirs[0];
+    env.git(a, &["config", "protocol.ext.allow", "always"]);
+    env.git(a, &["remote", "add", "hole", "ext::sh -c sleep% 1000"]);
+    let run = |args: &[&str]| -> crate::env::Run {
+        let mut child = env
+            .loopx_cmd(a)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A watchdog, not a timing assertion: without a limit sync would
+        // wait for `sleep 1000`.
+        let start = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed() > std::time::Duration::from_secs(100) {
+                let _ = child.kill();
+                panic!("sync {args:?} never returned");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        child.wait_with_output().unwrap().into()
+    };
+    // The limit from git config.
+    env.git(a, &["config", "loopx.syncTimeout", "2s"]);
+    let json = run(&["--json", "sync", "--remote", "hole"])
+        .failure(3)
+        .json();
+    assert_eq!(json["error"]["code"], "git_failed", "{json}");
+    let message = json["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("git fetch hole") && message.contains("2s"),
+        "names the step, the remote and the limit: {json}"
+    );
+    let hint = json["error"]["hint"].as_str().unwrap();
+    assert!(
+        hint.contains("--timeout") && hint.contains("loopx.syncTimeout"),
+        "says how to raise it: {json}"
+    );
+    // The flag wins over the config, and applies to claims too.
+    let json = run(&["--json", "sync", "--remote", "hole", "--timeout", "1"])
+        .failure(3)
+        .json();
+    assert!(
+        json["error"]["message"].as_str().unwrap().contains("1s"),
+        "{json}"
+    );
+    let t = add(&env, a, "claimed over a black hole");
+    let json = run(&[
+        "--json", "--agent", "x", "todo", "claim", &t, "--sync", "--remote", "hole",
+    ])
+    .failure(3)
+    .json();
+    assert_eq!(json["error"]["code"], "git_failed", "{json}");
+    // A bad config value is named.
+    env.git(a, &["config", "loopx.syncTimeout", "soon"]);
+    let json = run(&["--json", "sync", "--remote", "hole"])
+        .failure(2)
+        .json();
+    assert!(
+        json["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("loopx.syncTimeout"),
+        "{json}"
+    );
+}
+
+/// Issue 13.5: agents sharing one clone sync at the same time, each
+/// between its own writes; every sync succeeds and the remote ends with
+/// every write.
+#[test]
+fn concurrent_syncs_in_one_clone_all_succeed() {
+    const AGENTS: usize = 8;
+    const ROUNDS: usize = 6;
+    let env = TestEnv::new();
+    let (remote, dirs) = env.shared_state(&["a"]);
+    let a = &dirs[0];
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..AGENTS)
+            .map(|i| {
+                let env = &env;
+                s.spawn(move || {
+                    let mut failed = Vec::new();
+                    for round in 0..ROUNDS {
+                        add(env, a, &format!("round {round} agent {i}"));
+                        let r = env.loopx(a, &["--json", "sync"]);
+                        if r.code != 0 {
+                            failed.push(format!("agent {i} round {round}: {}", r.stdout));
+                        }
+                    }
+                    failed
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    assert!(failures.is_empty(), "failed syncs: {failures:#?}");
+    env.loopx(a, &["sync"]).success();
+    let clone = env.clone_of(&remote, "check");
+    let all = texts(&env, &clone);
+    for round in 0..ROUNDS {
+        for i in 0..AGENTS {
+            let want = format!("round {round} agent {i}");
+            assert!(all.contains(&want), "{want} missing: {all:?}");
+        }
+    }
+    env.git(&remote, &["fsck", "--no-progress"]);
+}
+
+/// Whether this host's records (`.git/loopx/records/`) ever held a grant of
+/// `todo` to `agent` (keys are stored as they are).
+fn grant_recorded(dir: &Path, agent: &str, todo: &str) -> bool {
+    let key = format!("grant\0{agent}\0{todo}");
+    let Ok(entries) = std::fs::read_dir(dir.join(".git/loopx/records")) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        std::fs::read(e.path())
+            .map(|bytes| bytes.windows(key.len()).any(|w| w == key.as_bytes()))
+            .unwrap_or(false)
+    })
+}
+
+/// A bare remote whose pre-receive hook refuses every push while `gate` exists.
+fn refusing_hook(env: &TestEnv, remote: &Path) -> std::path::PathBuf {
+    let gate = env.path("refuse-pushes");
+    std::fs::write(&gate, "").unwrap();
+    let hook = remote.join("hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\nif [ -e '{}' ]; then echo 'refused by policy' >&2; exit 1; fi\nexit 0\n",
+            gate.display()
+        ),
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .args(["+x", hook.to_str().unwrap()])
+        .status()
+        .unwrap();
+    gate
+}
+
+/// Issue 13.4: a claim the remote refused leaves no claim behind: not on
+/// the local branch, not in this host's record, and a later sync publishes
+/// none.
+#[test]
+fn a_claim_the_remote_refused_leaves_nothing_to_publish() {
+    let env = TestEnv::new();
+    let (remote, dirs) = env.shared_state(&["a"]);
+    let a = &dirs[0];
+    let t = add(&env, a, "wanted");
+    let u = add(&env, a, "also wanted");
+    env.loopx(a, &["sync"]).success();
+    let gate = refusing_hook(&env, &remote);
+    let before = env.git(a, &["rev-parse", "loopx-state"]);
+    let json = env
+        .loopx(
+            a,
+            &["--json", "--agent", "x", "todo", "claim", &t, "--sync"],
+        )
+        .failure(1)
+        .json();
+    assert_eq!(json["error"]["code"], "push_rejected", "{json}");
+    let json = env
+        .loopx(
+            a,
+            &[
+                "--json", "--agent", "y", "todo", "next", "--claim", "--sync",
+            ],
+        )
+        .failure(1)
+        .json();
+    assert_eq!(json["error"]["code"], "push_rejected", "{json}");
+    assert_eq!(
+        env.git(a, &["rev-parse", "loopx-state"]),
+        before,
+        "the local branch did not move"
+    );
+    for id in [&t, &u] {
+        let show = env
+            .loopx(a, &["--json", "todo", "show", id])
+            .success()
+            .json();
+        assert!(show["todo"]["claim"].is_null(), "{show}");
+    }
+    assert!(
+        !grant_recorded(a, "x", &t),
+        "no grant is recorded on this host"
+    );
+    // A write by the agent finds no lease.
+    let json = env
+        .loopx(a, &["--json", "--agent", "x", "todo", "release", &t])
+        .failure(1)
+        .json();
+    assert_eq!(json["error"]["code"], "not_claim_holder", "{json}");
+    // The remote accepts pushes again: a plain sync publishes no claim.
+    std::fs::remove_file(&gate).unwrap();
+    add(&env, a, "later work");
+    env.loopx(a, &["sync"]).success();
+    for id in [&t, &u] {
+        let file = env.git(
+            &remote,
+            &[
+                "show",
+                &format!("loopx-state:{}", env.state_path_of(&remote, id)),
+            ],
+        );
+        assert!(!file.contains("claim:"), "{file}");
+    }
+    let log = env.git(&remote, &["log", "--format=%s", "loopx-state"]);
+    assert!(
+        !log.contains("claim"),
+        "no claim commit was published:\n{log}"
+    );
+    // And a claim now goes through, on the remote and here.
+    let json = env
+        .loopx(
+            a,
+            &["--json", "--agent", "x", "todo", "claim", &t, "--sync"],
+        )
+        .success()
+        .json();
+    let commit = json["commit"].as_str().unwrap().to_owned();
+    assert_eq!(env.git(&remote, &["rev-parse", "loopx-state"]), commit);
+    assert_eq!(env.git(a, &["rev-parse", "loopx-state"]), commit);
+    let cached = env
+        .loopx(a, &["--json", "todo", "show", &t])
+        .success()
+        .json();
+    let _ = std::fs::remove_dir_all(a.join(".git/loopx/cache"));
+    let cold = env
+        .loopx(a, &["--json", "todo", "show", &t])
+        .success()
+        .json();
+    assert_eq!(cached, cold, "the claim's cached state is the commit's");
+    assert_eq!(cold["todo"]["claim"]["agent"], "x");
+    assert!(grant_recorded(a, "x", &t), "a confirmed grant is recorded");
+    // The holder can end it like any lease.
+    env.loopx(a, &["--agent", "x", "todo", "release", &t])
+        .success();
+    env.git(a, &["fsck", "--no-progress"]);
+}
+
+/// Issue 13.4, the network-error variant: the push of the claim fails
+/// outright (git exits without a status line). Nothing is left behind,
+/// not even a kept pack.
+#[test]
+fn a_claim_whose_push_fails_leaves_nothing_behind() {
+    let env = TestEnv::new();
+    let (remote, dirs) = env.shared_state(&["a"]);
+    let a = &dirs[0];
+    let t = add(&env, a, "wanted");
+    env.loopx(a, &["sync"]).success();
+    let real_git = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let bin = env.path("failbin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let wrapper = bin.join("git");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nif [ \"$3\" = push ]; then echo 'fatal: the network went away' >&2; exit 128; fi\nexec '{}' \"$@\"\n",
+            real_git.trim()
+        ),
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .args(["+x", wrapper.to_str().unwrap()])
+        .status()
+        .unwrap();
+    let before = env.git(a, &["rev-parse", "loopx-state"]);
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let out: crate::env::Run = env
+        .loopx_cmd(a)
+        .env("PATH", path)
+        .args(["--json", "--agent", "x", "todo", "claim", &t, "--sync"])
+        .output()
+        .unwrap()
+        .into();
+    let json = out.failure(3).json();
+    assert_eq!(json["error"]["code"], "git_failed", "{json}");
+    assert!(
+        json["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the network went away"),
+        "{json}"
+    );
+    assert_eq!(env.git(a, &["rev-parse", "loopx-state"]), before);
+    assert!(
+        !grant_recorded(a, "x", &t),
+        "no grant is recorded on this host"
+    );
+    let keeps: Vec<_> = std::fs::read_dir(a.join(".git/objects/pack"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".keep"))
+        .collect();
+    assert!(keeps.is_empty(), "no pack stays kept: {keeps:?}");
+    env.loopx(a, &["sync"]).success();
+    let file = env.git(
+        &remote,
+        &[
+            "show",
+            &format!("loopx-state:{}", env.state_path_of(&remote, &t)),
+        ],
+    );
+    assert!(!file.contains("claim:"), "{file}");
+}

@@ -388,28 +388,36 @@ impl Soak {
     }
 }
 
-/// A message with its numbers, object ids and scratch paths blanked, so
-/// that the same failure is counted once.
+/// A message with its object ids, pack names, numbers and scratch paths
+/// blanked, so that the same failure is counted once.
 fn normalize(message: &str) -> String {
     message
         .split(' ')
         .map(|word| {
-            let bare = word.trim_matches(|c: char| !c.is_ascii_alphanumeric());
             if word.contains('/') && word.len() > 24 {
-                "<path>".to_owned()
-            } else if bare.len() >= 7 && bare.chars().all(|c| c.is_ascii_hexdigit()) {
-                word.replace(bare, "<oid>")
-            } else {
-                let mut out = String::new();
-                for c in word.chars() {
-                    if !c.is_ascii_digit() {
-                        out.push(c);
-                    } else if !out.ends_with('#') {
-                        out.push('#');
-                    }
-                }
-                out
+                return "<path>".to_owned();
             }
+            let chars: Vec<char> = word.chars().collect();
+            let mut out = String::new();
+            let mut i = 0;
+            while i < chars.len() {
+                let hex = chars[i..]
+                    .iter()
+                    .take_while(|c| c.is_ascii_digit() || ('a'..='f').contains(c))
+                    .count();
+                let digits = chars[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+                if hex >= 7 {
+                    out.push_str("<id>");
+                    i += hex;
+                } else if digits > 0 {
+                    out.push('#');
+                    i += digits;
+                } else {
+                    out.push(chars[i]);
+                    i += 1;
+                }
+            }
+            out
         })
         .collect::<Vec<_>>()
         .join(" ")

@@ -14,7 +14,7 @@
 //! - `LOOPX_FUZZ_SEED` — the run's seed (default: from the clock, printed);
 //! - `LOOPX_FUZZ_REPLAY` — run the one case with this case seed (printed on
 //!   a failure) and nothing else;
-//! - `LOOPX_FUZZ_CASE_MS` — the most one case may take (default 5000): a
+//! - `LOOPX_FUZZ_CASE_MS` — the most one case may take (default 10000, room for a loaded machine): a
 //!   slower case fails the target with its seed, as a hang would.
 //!
 //! A failure names the target, the case seed and the input (escaped, cut
@@ -106,7 +106,7 @@ where
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_nanos() as u64)
     });
-    let cap = Duration::from_millis(env_u64("LOOPX_FUZZ_CASE_MS").unwrap_or(5_000));
+    let cap = Duration::from_millis(env_u64("LOOPX_FUZZ_CASE_MS").unwrap_or(10_000));
     let began = Instant::now();
     let deadline = began + budget();
     // (case seed, started) of the case running now.

@@ -14,8 +14,9 @@
 //! - `LOOPX_FUZZ_SEED` — the run's seed (default: from the clock, printed);
 //! - `LOOPX_FUZZ_REPLAY` — run the one case with this case seed (printed on
 //!   a failure) and nothing else;
-//! - `LOOPX_FUZZ_CASE_MS` — the most one case may take (default 10000, room for a loaded machine): a
-//!   slower case fails the target with its seed, as a hang would.
+//! - `LOOPX_FUZZ_CASE_MS` — the most one case may take (default 10000,
+//!   room for a loaded machine): a slower case fails the target with its
+//!   seed, as a hang would.
 //!
 //! A failure names the target, the case seed and the input (escaped, cut
 //! to a few KB).

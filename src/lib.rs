@@ -16,6 +16,8 @@ pub mod render;
 pub mod store;
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod proptests;
 
 pub use error::{Error, Result};

@@ -420,3 +420,57 @@ pub fn merge(base: Option<&State>, local: &State, remote: &State) -> Result<Merg
         lost_claims,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Goal, Priority, Role, Timestamp, Todo, TodoClass};
+
+    /// Found by the fuzz test: a todo changed on both sides whose `rev` is
+    /// `u64::MAX` (a hand-made or hostile commit) overflowed the merged
+    /// `rev` (a panic in a debug build, 0 in a release one).
+    #[test]
+    fn a_maximal_rev_merges_without_overflow() {
+        let now = Timestamp::from_unix(1_800_000_000);
+        let mut base = State::with_goal(Goal::new("g", "o", now), now);
+        let id = "todo_0123456789ab".to_owned();
+        let todo = Todo::new(
+            id.clone(),
+            "g",
+            "t",
+            Role::Agent,
+            TodoClass::Blocker,
+            Priority::P1,
+            None,
+            now,
+        );
+        base.goals
+            .get_mut("g")
+            .unwrap()
+            .todos
+            .insert(id.clone(), todo);
+        let (mut local, mut remote) = (base.clone(), base.clone());
+        let l = local
+            .goals
+            .get_mut("g")
+            .unwrap()
+            .todos
+            .get_mut(&id)
+            .unwrap();
+        l.text = "local".into();
+        l.rev = u64::MAX;
+        let r = remote
+            .goals
+            .get_mut("g")
+            .unwrap()
+            .todos
+            .get_mut(&id)
+            .unwrap();
+        r.priority = Priority::P0;
+        r.rev = 2;
+        let merged = merge(Some(&base), &local, &remote).expect("merges");
+        let todo = &merged.state.goals["g"].todos[&id];
+        assert_eq!((todo.text.as_str(), todo.priority), ("local", Priority::P0));
+        assert_eq!(todo.rev, u64::MAX);
+    }
+}

@@ -205,6 +205,27 @@ pub fn decode_delta(bytes: &[u8]) -> Option<Delta> {
     })
 }
 
+/// `body` with its checksum appended, as [`encode`] ends a snapshot: lets
+/// the fuzz tests reach the structure checks behind the checksum.
+#[cfg(test)]
+pub(crate) fn seal(mut body: Vec<u8>) -> Vec<u8> {
+    let sum = checksum(&body);
+    body.extend_from_slice(&sum.to_le_bytes());
+    body
+}
+
+/// The todo in a snapshot entry's bytes, if they hold a whole one.
+#[cfg(test)]
+pub(crate) fn todo_from(bytes: &[u8]) -> Option<Todo> {
+    Reader::whole(bytes, |r| r.todo())
+}
+
+/// The run in a snapshot entry's bytes, if they hold a whole one.
+#[cfg(test)]
+pub(crate) fn run_from(bytes: &[u8]) -> Option<Run> {
+    Reader::whole(bytes, |r| r.run())
+}
+
 fn todo_facts(bytes: &[u8]) -> Option<TodoFacts<'_>> {
     Reader::whole(bytes, Reader::todo_facts)
 }
@@ -551,9 +572,9 @@ impl<'a> Reader<'a> {
             last = Some(key);
             let key = self.at - key.len()..self.at;
             let len = self.len()?;
-            let value = self.at..self.at + len;
+            let start = self.at;
             self.take(len)?;
-            out.push((key, value));
+            out.push((key, start..self.at));
         }
         Some(out)
     }
@@ -953,5 +974,43 @@ mod tests {
         let mut longer = bytes.clone();
         longer.push(0);
         assert_eq!(decode(longer), None);
+    }
+
+    /// Found by the fuzz test: a snapshot whose checksum holds but whose
+    /// entity length is near `u64::MAX` overflowed `at + len` (a panic in a
+    /// debug build) instead of decoding to `None`.
+    #[test]
+    fn a_huge_entity_length_decodes_to_none() {
+        let now = Timestamp::from_unix(1_800_000_000);
+        let mut state = State::with_goal(Goal::new("g", "o", now), now);
+        let id = "todo_0123456789ab".to_owned();
+        let todo = Todo::new(
+            id.clone(),
+            "g",
+            "t",
+            Role::Agent,
+            TodoClass::Blocker,
+            Priority::P1,
+            Some("a"),
+            now,
+        );
+        state
+            .goals
+            .get_mut("g")
+            .unwrap()
+            .todos
+            .insert(id.clone(), todo);
+        let bytes = encode(&state);
+        let body = &bytes[..bytes.len() - 8];
+        // The entity's length follows its key; put u64::MAX there.
+        let key_end = body
+            .windows(id.len())
+            .position(|w| w == id.as_bytes())
+            .expect("the key is in the snapshot")
+            + id.len();
+        let mut hostile = body[..key_end].to_vec();
+        hostile.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);
+        hostile.extend_from_slice(&body[key_end + 1..]);
+        assert_eq!(decode(seal(hostile)), None);
     }
 }

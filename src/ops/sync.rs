@@ -250,6 +250,8 @@ fn merge_commit(
         )
     })?;
     let changes = transaction::changes(Some(&ours), &merged.state);
+    // Nothing a reader would refuse is committed, a merge included.
+    transaction::check_readable(&changes)?;
     let mut message = Message::new(
         "sync merge",
         format!(

@@ -9,7 +9,9 @@
 pub mod binary;
 mod blank;
 pub mod cache;
+pub mod durable;
 pub mod gix_store;
+pub mod health;
 mod journal;
 pub mod memory;
 mod message;
@@ -107,6 +109,16 @@ pub enum Error {
         #[source]
         source: crate::codec::Error,
     },
+    /// An object of the state is not in the object store (see
+    /// `GixStore::missing_object`).
+    #[error("{at}: its {kind} {id}{} is missing from the object store", .path.as_ref().map(|p| format!(" ({p})")).unwrap_or_default())]
+    ObjectMissing {
+        /// `refs/heads/loopx-state at <commit>`, or the commit that was read.
+        at: String,
+        kind: &'static str,
+        id: Oid,
+        path: Option<String>,
+    },
     #[error("git: {0}")]
     Git(String),
 }
@@ -120,7 +132,7 @@ impl Error {
             Error::CheckedOut(_) => Code::StateCheckedOut,
             Error::Locked { .. } | Error::Contended { .. } => Code::StateLocked,
             Error::Missing => Code::StateMissing,
-            Error::Corrupt { .. } => Code::StateInvalid,
+            Error::Corrupt { .. } | Error::ObjectMissing { .. } => Code::StateInvalid,
             Error::Git(_) => Code::GitFailed,
         }
     }
@@ -146,6 +158,10 @@ impl Error {
                 commit.short(),
                 source.path
             ),
+            Error::ObjectMissing { .. } => "objects are deleted this way by `git gc --prune=now` \
+                (or `git prune`) running beside a writer; `git loopx doctor --repair` moves \
+                loopx-state back to its newest intact commit and lists the writes it cannot recover"
+                .into(),
             Error::Git(_) => return None,
         })
     }

@@ -12,6 +12,9 @@
 //! is git's way of flushing many loose objects at once, and is `fsync` here
 //! (a writeback writes a handful of files).
 //!
+//! Here `pack` and `pack-metadata` are one switch (a writeback's pack and
+//! its index are synced together).
+//!
 //! A synced file is synced before it is named, and the directory it is
 //! named in after, so that a crash leaves either no file or a whole one.
 
@@ -157,7 +160,8 @@ mod tests {
         assert_eq!(parse("committed"), (true, true, true));
         assert_eq!(parse("reference"), (false, true, true));
         assert_eq!(parse("none,reference"), (false, false, true));
-        assert_eq!(parse("objects,-pack"), (true, false, false));
+        // As in git, a component named both ways stays in.
+        assert_eq!(parse("objects,-pack"), (true, true, false));
         assert_eq!(parse("-pack,-pack-metadata"), (false, false, false));
         assert_eq!(parse("loose-object, reference"), (true, true, true));
         // core.fsyncObjectFiles is ignored once core.fsync is set.

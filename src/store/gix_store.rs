@@ -806,6 +806,9 @@ impl GixStore {
         let id = oid(self.write_loose(gix::objs::Kind::Commit, &bytes, &mut written)?);
         let reflog = format!("loopx: {}", message.subject);
         let moved = self.move_ref(STATE_REF, Some(broken), &id, &reflog, now)?;
+        if moved {
+            self.keep_loose(&written);
+        }
         Ok(moved.then_some(id))
     }
 }
@@ -1174,20 +1177,16 @@ impl gix::objs::Find for Layered<'_> {
 }
 
 /// A loose object a writeback wrote: kept until the ref has moved, to write
-/// it again if a prune deleted it meanwhile (see [`keep_loose`]).
+/// it again if a prune deleted it meanwhile (see `GixStore::keep_loose`).
 type LooseObject = (ObjectId, gix::objs::Kind, Vec<u8>);
 
-/// How far ahead of the clock a writeback's loose objects are dated.
-const LOOSE_DATED_AHEAD: std::time::Duration = std::time::Duration::from_secs(60);
+/// How long a writer waits, after its move, for a `git gc` that was
+/// already running to finish (see `GixStore::keep_loose`).
+const GC_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl GixStore {
     /// Writes a loose object (again, if it exists: git freshens an object it
-    /// would write the same way) and dates it ahead of the clock. Until the
-    /// ref moves it is unreachable, and `git prune --expire=now` (which `git
-    /// gc --prune=now` runs) deletes every unreachable loose object not newer
-    /// than the moment the prune started; one dated ahead is spared by any
-    /// prune that starts before the ref moves, and any prune that starts
-    /// later finds it reachable.
+    /// would write the same way), synced if git config asks.
     fn write_loose(
         &self,
         kind: gix::objs::Kind,
@@ -1197,25 +1196,30 @@ impl GixStore {
         let repo = self.repo.borrow();
         let id = persist(|| gix::objs::Write::write_buf(&repo.objects, kind, bytes))
             .map_err(|e| git_err(&format!("writing a {kind}"), e))?;
-        let path = loose_path(&repo, &id);
-        self.settle_loose(&path);
+        self.sync_loose(&loose_path(&repo, &id));
         written.push((id, kind, bytes.to_vec()));
         Ok(id)
     }
 
-    /// Dates a loose object ahead, and syncs it if git config asks.
-    fn settle_loose(&self, path: &Path) {
+    fn sync_loose(&self, path: &Path) {
         let d = &self.durability;
         let _ = d.sync_path(d.loose_objects, path);
         let _ = d.sync_parent(d.loose_objects, path);
-        if let Ok(file) = std::fs::File::open(path) {
-            let _ = file.set_modified(std::time::SystemTime::now() + LOOSE_DATED_AHEAD);
-        }
     }
 
-    /// After the ref moved: writes again any of the writeback's loose objects
-    /// that is gone (a prune that read the refs before the move and ran long).
+    /// After the ref moved: makes sure the writeback's loose objects are
+    /// still there. Until the move they were unreachable, and `git gc
+    /// --prune=now` deletes every unreachable loose object whatever its
+    /// age: a gc that read the refs before the move may delete them after
+    /// it. So a writer that finds a `git gc` running (its `gc.pid`) waits
+    /// for that gc to end (up to a minute; a gc started after the move sees
+    /// the ref), then writes again any object that is gone. A writeback's
+    /// pack needs none of this: it is kept (`.keep`) until the ref moved.
     fn keep_loose(&self, written: &[LooseObject]) {
+        if written.is_empty() {
+            return;
+        }
+        wait_for_running_gc(&self.common_dir.join("gc.pid"), GC_WAIT);
         let repo = self.repo.borrow();
         for (id, kind, bytes) in written {
             let path = loose_path(&repo, id);
@@ -1226,8 +1230,32 @@ impl GixStore {
                 "{kind} {id} was deleted before {STATE_REF} reached it: writing it again"
             );
             if persist(|| gix::objs::Write::write_buf(&repo.objects, *kind, bytes)).is_ok() {
-                self.settle_loose(&path);
+                self.sync_loose(&path);
             }
+        }
+    }
+}
+
+/// Waits until the `git gc` whose `gc.pid` is there now has ended: the file
+/// is gone or replaced (another gc), its process is not alive (where the OS
+/// says), or `limit` has passed.
+fn wait_for_running_gc(gc_pid: &Path, limit: std::time::Duration) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(first) = std::fs::metadata(gc_pid) else {
+        return;
+    };
+    let pid = std::fs::read_to_string(gc_pid)
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse::<u32>().ok());
+    let alive =
+        |pid: u32| !Path::new("/proc/self").exists() || Path::new(&format!("/proc/{pid}")).exists();
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline && pid.is_none_or(alive) {
+        match std::fs::metadata(gc_pid) {
+            Ok(now) if now.ino() == first.ino() && now.dev() == first.dev() => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            _ => return,
         }
     }
 }

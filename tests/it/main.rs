@@ -3,6 +3,7 @@
 
 mod domain;
 mod env;
+mod faults;
 mod kernel;
 mod race;
 mod sync;

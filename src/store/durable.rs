@@ -5,7 +5,14 @@
 //! indexes, references. Its default syncs packs and their indexes, and
 //! neither loose objects nor refs; a list such as `committed`, `all`, or
 //! `reference,-pack` changes that, and the legacy `core.fsyncObjectFiles`
-//! adds loose objects when `core.fsync` is unset. `core.fsyncMethod` says
+//! adds loose objects when `core.fsync` is unset.
+//!
+//! One departure: with neither `core.fsync` nor `core.fsyncObjectFiles`
+//! set, nothing is synced. git's default would sync a writeback's pack and
+//! index, two syncs inside the writer lock, and halves a contended host's
+//! claims a second (see `docs/performance.md`); a repository that wants
+//! them says so (`core.fsync=pack`, or `committed` for the refs as well), and
+//! from there the list is read exactly as git reads it. `core.fsyncMethod` says
 //! how: `fsync` (the default) flushes the file and the disk's cache;
 //! `writeout-only` only asks the kernel to write the pages out (we use
 //! `fdatasync`, a little stronger, for want of `sync_file_range`); `batch`
@@ -61,7 +68,7 @@ impl Durability {
     };
 
     /// From `core.fsync`, `core.fsyncObjectFiles` and `core.fsyncMethod`,
-    /// as git reads them: the list starts from the default, `-x` takes a
+    /// as git reads them once either of the first two is set: the list starts from the default, `-x` takes a
     /// component out, `none` starts from nothing. Unknown names are ignored
     /// (git warns and ignores them too).
     pub fn from_config(
@@ -69,6 +76,9 @@ impl Durability {
         object_files: Option<bool>,
         method: Option<&str>,
     ) -> Self {
+        if fsync.is_none() && object_files.is_none() {
+            return Durability::NONE;
+        }
         let mut d = Durability::default();
         match fsync {
             Some(list) => {
@@ -150,8 +160,9 @@ mod tests {
 
     #[test]
     fn core_fsync_is_read_as_git_reads_it() {
-        let d = Durability::from_config(None, None, None);
-        assert_eq!((d.loose_objects, d.packs, d.refs), (false, true, false));
+        // Unset: nothing (see the module docs); set, git's default first.
+        assert_eq!(Durability::from_config(None, None, None), Durability::NONE);
+        assert_eq!(parse("pack"), (false, true, false));
         let d = Durability::from_config(None, Some(true), Some("batch"));
         assert_eq!((d.loose_objects, d.packs, d.refs), (true, true, false));
         assert_eq!(d.method, Method::Batch);

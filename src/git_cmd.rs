@@ -56,6 +56,30 @@ pub fn fsck(dir: &Path) -> std::io::Result<Result<(), String>> {
     })
 }
 
+/// Whether every object reachable from `commit` (its history, trees and
+/// blobs) is in the repository: `git rev-list --objects --missing=print`.
+/// `Err` names the missing objects (at most five) or carries git's error.
+pub fn objects_complete(dir: &Path, commit: &str) -> std::io::Result<Result<(), String>> {
+    let out = run(dir, &["rev-list", "--objects", "--missing=print", commit])?;
+    let missing: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix('?'))
+        .collect();
+    Ok(if !out.success {
+        Err(out.stderr.trim().to_owned())
+    } else if !missing.is_empty() {
+        let shown: Vec<&str> = missing.iter().take(5).copied().collect();
+        Err(format!(
+            "{} object(s) reachable from {commit} are missing: {}",
+            missing.len(),
+            shown.join(", ")
+        ))
+    } else {
+        Ok(())
+    })
+}
+
 /// The repack that rolls up small packs: `git repack -d -l -q --geometric=2`.
 /// A geometric repack rolls the small packs (one per writeback, see
 /// `store::pack`) and any loose objects into one, merging only as much as

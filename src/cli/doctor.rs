@@ -14,10 +14,18 @@ pub struct Args {
     /// Also run `git fsck` on the repository.
     #[arg(long)]
     fsck: bool,
+    /// Repair what can be repaired safely, and say what was done: remove ref
+    /// lock files left by killed writers (only when no git-loopx writer is
+    /// running), and when the objects of loopx-state's tip are gone (a
+    /// `git gc --prune=now` beside a writer), move the branch to a new commit
+    /// restoring the newest intact state from its reflog, listing the writes
+    /// that could not be recovered.
+    #[arg(long)]
+    repair: bool,
 }
 
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
-    let report = doctor::doctor(ctx, args.fsck)?;
+    let report = doctor::doctor(ctx, args.fsck, args.repair)?;
     let mut out = Output::new(&report, render::text::doctor(&report));
     if !report.healthy {
         out.failure = Some(Refusal::new(Code::StateInvalid, "doctor found problems").into());

@@ -2,10 +2,10 @@
 
 use serde::Serialize;
 
-use crate::git_cmd;
 use crate::ops::Context;
-use crate::store::{transaction, Store, STATE_REF};
+use crate::store::{self, health, transaction, Oid, Store, STATE_REF};
 use crate::Result;
+use crate::{codec, git_cmd};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -28,6 +28,13 @@ pub struct Check {
 pub struct DoctorReport {
     pub healthy: bool,
     pub checks: Vec<Check>,
+    /// What `--repair` did, one line each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub repaired: Vec<String>,
+    /// Writes `--repair` could not recover: the reflog subjects of the
+    /// state commits newer than the intact one it went back to.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lost_writes: Vec<String>,
 }
 
 fn check(
@@ -44,8 +51,13 @@ fn check(
     }
 }
 
-pub fn doctor(ctx: &Context, fsck: bool) -> Result<DoctorReport> {
+pub fn doctor(ctx: &Context, fsck: bool, repair: bool) -> Result<DoctorReport> {
     let mut checks = Vec::new();
+    let (mut repaired, mut lost_writes) = (Vec::new(), Vec::new());
+    if repair {
+        repair_locks(ctx, &mut repaired);
+        repair_state(ctx, &mut repaired, &mut lost_writes)?;
+    }
     let repo_dir = ctx
         .store
         .workdir()
@@ -92,17 +104,39 @@ pub fn doctor(ctx: &Context, fsck: bool) -> Result<DoctorReport> {
         Err(e) => check("worktrees", Level::Error, e.to_string(), e.hint()),
     });
 
-    checks.push(match ctx.store.lock_age() {
-        None => check("lock", Level::Ok, format!("no lock on {STATE_REF}"), None),
-        Some((lock, age)) => check(
+    let locks = ctx.store.ref_locks();
+    if locks.is_empty() {
+        checks.push(check("lock", Level::Ok, "no ref lock files left", None));
+    }
+    for lock in locks {
+        let age = lock.age.as_secs();
+        let stale = lock.age >= health::STALE_LOCK_AGE;
+        checks.push(check(
             "lock",
-            if age > 60 { Level::Error } else { Level::Warn },
-            format!("{} exists, {age}s old", lock.display()),
-            Some(format!(
-                "if no git or git-loopx process is running, remove {} by hand",
-                lock.display()
-            )),
-        ),
+            if stale { Level::Error } else { Level::Warn },
+            format!("{} exists, {age}s old", lock.path.display()),
+            Some(if stale {
+                "a killed git or git-loopx left it: `git loopx doctor --repair` removes it when no writer is running".into()
+            } else {
+                "a writer holds it now; run doctor again if it stays".into()
+            }),
+        ));
+    }
+
+    let unwritable = ctx.store.unwritable();
+    checks.push(if unwritable.is_empty() {
+        check("writable", Level::Ok, "objects and refs can be written", None)
+    } else {
+        let dirs: Vec<String> = unwritable
+            .iter()
+            .map(|u| format!("{} ({})", u.dir.display(), u.error))
+            .collect();
+        check(
+            "writable",
+            Level::Error,
+            format!("writes will fail: cannot create files in {}", dirs.join(", ")),
+            Some("make the repository writable for this user (permissions, a read-only mount, `chattr -i`)".into()),
+        )
     });
 
     checks.push(match transaction::load(&ctx.store) {
@@ -128,6 +162,8 @@ pub fn doctor(ctx: &Context, fsck: bool) -> Result<DoctorReport> {
         ),
         Err(e) => check("state", Level::Error, e.to_string(), e.hint()),
     });
+
+    checks.push(objects_check(ctx));
 
     checks.push(match ctx.store.config_string("user.name") {
         Some(_) => check(
@@ -158,5 +194,145 @@ pub fn doctor(ctx: &Context, fsck: bool) -> Result<DoctorReport> {
     }
 
     let healthy = checks.iter().all(|c| c.level != Level::Error);
-    Ok(DoctorReport { healthy, checks })
+    Ok(DoctorReport {
+        healthy,
+        checks,
+        repaired,
+        lost_writes,
+    })
+}
+
+/// The tip's objects, read from git rather than the parsed-state cache:
+/// the commit, its trees and blobs exist and decode, and so does every
+/// object of its history (what a push would send).
+fn objects_check(ctx: &Context) -> Check {
+    let tip = match ctx.store.tip() {
+        Ok(Some(tip)) => tip,
+        Ok(None) => return check("objects", Level::Ok, "no state commit to check", None),
+        Err(e) => return check("objects", Level::Error, e.to_string(), e.hint()),
+    };
+    match intact(ctx, &tip) {
+        Ok(()) => check(
+            "objects",
+            Level::Ok,
+            format!(
+                "every object of {STATE_REF} at {} is present and decodes",
+                tip.short()
+            ),
+            None,
+        ),
+        Err((detail, hint)) => check("objects", Level::Error, detail, hint),
+    }
+}
+
+/// Whether `commit`'s objects and history are all there and its state
+/// decodes; else what is wrong, and the hint.
+fn intact(ctx: &Context, commit: &Oid) -> std::result::Result<(), (String, Option<String>)> {
+    let fail = |e: crate::Error| (e.to_string(), e.hint());
+    let snapshot = ctx.store.read(commit).map_err(|e| fail(e.into()))?;
+    let files = snapshot
+        .files
+        .iter()
+        .map(|(p, b)| (p.as_str(), b.as_slice()));
+    codec::decode_state(files).map_err(|source| {
+        fail(
+            store::Error::Corrupt {
+                commit: commit.clone(),
+                source,
+            }
+            .into(),
+        )
+    })?;
+    let dir = ctx.store.common_dir();
+    match git_cmd::objects_complete(dir, &commit.0) {
+        Ok(Ok(())) | Err(_) => Ok(()),
+        Ok(Err(report)) => Err((
+            format!(
+                "the history of {STATE_REF} at {} is incomplete: {report}",
+                commit.short()
+            ),
+            Some(REPAIR_HINT.into()),
+        )),
+    }
+}
+
+const REPAIR_HINT: &str =
+    "`git loopx doctor --repair` moves loopx-state back to its newest intact commit";
+
+/// Removes ref locks left by killed writers, unless a live writer holds
+/// the writer lock.
+fn repair_locks(ctx: &Context, repaired: &mut Vec<String>) {
+    match ctx.store.remove_stale_locks() {
+        Ok(Some(removed)) => repaired.extend(
+            removed
+                .into_iter()
+                .map(|l| format!("removed {} ({}s old)", l.path.display(), l.age.as_secs())),
+        ),
+        Ok(None) => repaired.push(
+            "left the ref locks alone: a running git-loopx writer holds .git/loopx/writer.lock"
+                .into(),
+        ),
+        Err(e) => repaired.push(format!("could not remove a stale lock: {e}")),
+    }
+}
+
+/// When the tip's objects are gone: a new commit on top of the newest
+/// intact state commit of the reflog, with its tree.
+fn repair_state(
+    ctx: &Context,
+    repaired: &mut Vec<String>,
+    lost_writes: &mut Vec<String>,
+) -> Result<()> {
+    let Some(tip) = ctx.store.tip()? else {
+        return Ok(());
+    };
+    if intact(ctx, &tip).is_ok() {
+        return Ok(());
+    }
+    let reflog = ctx.store.state_reflog();
+    let Some(at) = reflog.iter().rposition(|m| intact(ctx, &m.new).is_ok()) else {
+        repaired.push(format!(
+            "no intact state commit in the reflog of {STATE_REF}: nothing moved"
+        ));
+        return Ok(());
+    };
+    let good = reflog[at].new.clone();
+    let lost: Vec<String> = reflog[at + 1..]
+        .iter()
+        .map(|m| {
+            m.message
+                .strip_prefix("loopx: ")
+                .unwrap_or(&m.message)
+                .to_owned()
+        })
+        .collect();
+    let mut message = store::Message::new(
+        "repair",
+        format!("repair: back to {}, {} lost objects", good.short(), tip.short()),
+    )
+    .line(format!(
+        "{STATE_REF} was at {tip}, whose objects are missing (a `git gc --prune=now` beside a writer?)."
+    ))
+    .line(format!("This commit restores the tree of {good}."));
+    if !lost.is_empty() {
+        message = message.line("Writes not recovered:");
+        for subject in &lost {
+            message = message.line(format!("- {subject}"));
+        }
+    }
+    match ctx.store.restore(&tip, &good, &message, ctx.now)? {
+        Some(new) => {
+            repaired.push(format!(
+                "moved {STATE_REF} from {} (objects missing) to {}, a new commit with the tree of {}",
+                tip.short(),
+                new.short(),
+                good.short()
+            ));
+            *lost_writes = lost;
+        }
+        None => repaired.push(format!(
+            "{STATE_REF} moved meanwhile: nothing done, run doctor again"
+        )),
+    }
+    Ok(())
 }

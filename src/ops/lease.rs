@@ -172,6 +172,7 @@ fn claim_synced(
             .trailer("Loopx-Goal", goal)
             .trailer("Loopx-Agent", agent);
         let changes = transaction::written(Some(&skeleton), &state);
+        transaction::check_readable(&changes)?;
         let claim = claimed(&todo);
         let Some(commit) = ctx
             .store

@@ -141,6 +141,21 @@ pub fn log(r: &LogReport) -> String {
     out
 }
 
+/// `text` with control characters shown escaped (a reflog subject carries
+/// agent-written text).
+fn no_controls(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            let shown: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            shown
+        })
+        .collect()
+}
+
 pub fn doctor(r: &DoctorReport) -> String {
     let mut out = String::new();
     for c in &r.checks {
@@ -153,6 +168,12 @@ pub fn doctor(r: &DoctorReport) -> String {
         if let Some(fix) = &c.fix {
             let _ = writeln!(out, "      {:<10} fix: {fix}", "");
         }
+    }
+    for line in &r.repaired {
+        let _ = writeln!(out, "repaired: {}", no_controls(line));
+    }
+    for subject in &r.lost_writes {
+        let _ = writeln!(out, "lost write: {}", no_controls(subject));
     }
     out
 }

@@ -15,6 +15,8 @@ use gix::ObjectId;
 
 use crate::model::Timestamp;
 use crate::store::blank::Blank;
+use crate::store::durable::Durability;
+use crate::store::health;
 use crate::store::pack::{Kind, Loaded, Objects};
 use crate::store::ref_file::{Moved, RefFile};
 use crate::store::{
@@ -78,6 +80,11 @@ pub struct GixStore {
     last_written: std::cell::RefCell<Option<(Oid, String)>>,
     /// The state of the last commit this store made (see `Store::memo_take`).
     memo: std::cell::RefCell<Option<(Oid, crate::model::State)>>,
+    /// What git's config asks to be synced to disk (see `store::durable`).
+    durability: Durability,
+    /// Whether this process removed what killed writers left (see
+    /// `health::remove_leftovers`); done once, by its first write.
+    cleaned: std::cell::Cell<bool>,
 }
 
 fn git_err(context: &str, e: impl std::fmt::Display) -> Error {
@@ -108,7 +115,20 @@ impl GixStore {
             return Err(Error::UnsupportedRefStorage);
         }
         let common_dir = repo.common_dir().to_owned();
+        let durability = {
+            let config = repo.config_snapshot();
+            let fsync = config
+                .string("core.fsync")
+                .map(|v| v.to_str_lossy().into_owned());
+            let method = config
+                .string("core.fsyncMethod")
+                .map(|v| v.to_str_lossy().into_owned());
+            let object_files = config.boolean("core.fsyncObjectFiles");
+            Durability::from_config(fsync.as_deref(), object_files, method.as_deref())
+        };
         Ok(GixStore {
+            durability,
+            cleaned: Default::default(),
             journal: crate::store::journal::Journal::new(common_dir.join("loopx").join("cache")),
             records: crate::store::journal::Journal::carrying(
                 common_dir.join("loopx").join("records"),
@@ -303,7 +323,16 @@ impl GixStore {
             .prepare(Some(edit), fail, fail)
             .and_then(|tx| tx.commit(Some(committer)));
         match result {
-            Ok(_) => Ok(true),
+            Ok(_) => {
+                // gix syncs nothing: the ref and its log, as git would.
+                let d = &self.durability;
+                let path = self.common_dir.join(name);
+                let log = self.common_dir.join("logs").join(name);
+                let _ = d.sync_path(d.refs && path.exists(), &path);
+                let _ = d.sync_path(d.refs && log.exists(), &log);
+                let _ = d.sync_parent(d.refs, &path);
+                Ok(true)
+            }
             Err(e) if e.is_conflict() || e.is_retryable() => Ok(false),
             Err(e) => Err(git_err(&format!("updating {name}"), e)),
         }
@@ -333,7 +362,9 @@ impl GixStore {
         line.push(b'\t');
         line.extend(reflog.bytes().map(|b| if b == b'\n' { b' ' } else { b }));
         let line = String::from_utf8_lossy(&line);
-        let file = RefFile::new(&self.common_dir, name).keeping_old_file_at(self.old_ref());
+        let file = RefFile::new(&self.common_dir, name)
+            .keeping_old_file_at(self.old_ref())
+            .syncing(self.durability);
         let mut blank = self.ref_blank.borrow_mut();
         match file.compare_and_swap(&old.0, &target.0, &line, &mut blank) {
             Ok(Moved::Yes) => Ok(Some(true)),
@@ -550,11 +581,11 @@ impl GixStore {
         let spare = self.spare_keep();
         let blanks = self.blanks.borrow_mut().take();
         let written = pack
-            .write(&dir, &spare, blanks)
+            .write(&dir, &spare, blanks, &self.durability)
             .or_else(|e| match e.kind() {
                 std::io::ErrorKind::NotFound => {
                     std::fs::create_dir_all(&dir)?;
-                    pack.write(&dir, &spare, None)
+                    pack.write(&dir, &spare, None, &self.durability)
                 }
                 _ => Err(e),
             });
@@ -644,14 +675,13 @@ impl GixStore {
         // loose objects in a repository that does not hash with SHA-1, or
         // when `LOOPX_LOOSE_OBJECTS=1` asks for them (to compare the two).
         let mut pack = self.packs_written().then(Objects::default);
+        let mut loose = Vec::new();
         for change in changes {
             match change {
                 FileChange::Upsert { path, bytes } => {
                     let blob = match pack.as_mut() {
                         Some(pack) => ObjectId::from(pack.add(Kind::Blob, bytes.clone())),
-                        None => persist(|| repo.write_blob(bytes))
-                            .map_err(|e| git_err("writing blob", e))?
-                            .detach(),
+                        None => self.write_loose(gix::objs::Kind::Blob, bytes, &mut loose)?,
                     };
                     editor
                         .upsert(path.split('/'), EntryKind::Blob, blob)
@@ -669,9 +699,10 @@ impl GixStore {
                 Some(pack) => {
                     encoded(tree).map(|bytes| ObjectId::from(pack.add(Kind::Tree, bytes)))
                 }
-                None => persist(|| repo.write_object(tree))
-                    .map(|id| id.detach())
-                    .map_err(|e| std::io::Error::other(e.to_string())),
+                None => encoded(tree).and_then(|bytes| {
+                    self.write_loose(gix::objs::Kind::Tree, &bytes, &mut loose)
+                        .map_err(std::io::Error::other)
+                }),
             })
             .map_err(|e| git_err("writing tree", e))?;
         let mut parents = parents;
@@ -698,9 +729,9 @@ impl GixStore {
                 (id, Some(self.write_pack(pack)?))
             }
             None => {
-                let id = persist(|| repo.write_object(&commit))
-                    .map_err(|e| git_err("writing commit", e))?;
-                (oid(id.detach()), None)
+                let bytes = encoded(&commit).map_err(|e| git_err("encoding commit", e))?;
+                let id = self.write_loose(gix::objs::Kind::Commit, &bytes, &mut loose)?;
+                (oid(id), None)
             }
         };
         let reflog = format!("loopx: {}", message.subject);
@@ -721,7 +752,11 @@ impl GixStore {
             }
             *self.last_written.borrow_mut() = Some((id.clone(), stem));
         }
-        Ok(if moved? {
+        let moved = moved?;
+        if moved {
+            self.keep_loose(&loose);
+        }
+        Ok(if moved {
             CasResult::Committed(id)
         } else {
             CasResult::Retry
@@ -742,6 +777,149 @@ impl Drop for GixStore {
     }
 }
 
+/// What is not healthy in the repository's files (see `store::health`).
+impl GixStore {
+    /// Lock files on the state ref, remote-tracking state refs and
+    /// `packed-refs`, with their ages.
+    pub fn ref_locks(&self) -> Vec<health::RefLock> {
+        health::ref_locks(&self.common_dir)
+    }
+
+    /// Removes the stale ones (older than [`health::STALE_LOCK_AGE`]) while
+    /// holding the writer lock, so that no git-loopx writer of this host is
+    /// between taking a ref lock and letting it go. `None` when a live
+    /// writer holds the writer lock: nothing is removed then.
+    pub fn remove_stale_locks(&self) -> Result<Option<Vec<health::RefLock>>, Error> {
+        let Some(lock) = self.lock_file("writer.lock") else {
+            return Ok(None);
+        };
+        if lock.try_lock().is_err() {
+            return Ok(None);
+        }
+        health::remove_stale_locks(&self.common_dir)
+            .map(Some)
+            .map_err(|e| git_err("removing a stale lock", e))
+    }
+
+    /// The directories a write creates files in that refuse a new file.
+    pub fn unwritable(&self) -> Vec<health::Unwritable> {
+        let objects = self.repo.borrow().objects.store_ref().path().to_owned();
+        let refs = self.common_dir.join(STATE_REF);
+        let refs = refs.parent().unwrap_or(&self.common_dir).to_owned();
+        let logs = self.common_dir.join("logs").join(STATE_REF);
+        let logs = logs.parent().unwrap_or(&self.common_dir).to_owned();
+        health::unwritable(&[objects.clone(), objects.join("pack"), refs, logs])
+    }
+
+    /// Where a killed writer can leave temporary files.
+    fn leftover_dirs(&self) -> Vec<PathBuf> {
+        let local = self.local_dir();
+        vec![self.pack_dir(), local.join("cache"), local]
+    }
+
+    /// The state ref's reflog, oldest first.
+    pub fn state_reflog(&self) -> Vec<health::Moved> {
+        health::state_reflog(&self.common_dir)
+    }
+
+    /// Moves the state ref from `broken` to a new commit on top of `intact`
+    /// with `intact`'s tree (a repair: nothing is rewritten, the broken
+    /// commits stay in the reflog). `None` when the ref no longer holds
+    /// `broken`.
+    pub fn restore(
+        &self,
+        broken: &Oid,
+        intact: &Oid,
+        message: &Message,
+        now: Timestamp,
+    ) -> Result<Option<Oid>, Error> {
+        let tree = {
+            let repo = self.repo.borrow();
+            let commit = repo
+                .find_commit(object_id(intact)?)
+                .map_err(|e| git_err(&format!("reading commit {intact}"), e))?;
+            commit
+                .tree_id()
+                .map_err(|e| git_err("reading commit tree", e))?
+                .detach()
+        };
+        let signature = self.signature(now);
+        let commit = gix::objs::Commit {
+            tree,
+            parents: vec![object_id(intact)?].into(),
+            author: signature.clone(),
+            committer: signature,
+            encoding: None,
+            message: message.render().into(),
+            extra_headers: Vec::new(),
+        };
+        let bytes = encoded(&commit).map_err(|e| git_err("encoding commit", e))?;
+        let mut written = Vec::new();
+        let id = oid(self.write_loose(gix::objs::Kind::Commit, &bytes, &mut written)?);
+        let reflog = format!("loopx: {}", message.subject);
+        let moved = self.move_ref(STATE_REF, Some(broken), &id, &reflog, now)?;
+        if moved {
+            self.keep_loose(&written);
+        }
+        Ok(moved.then_some(id))
+    }
+}
+
+impl GixStore {
+    /// The first object of `commit` (itself, then its tree's trees and
+    /// blobs, depth first) that the object store does not have: its kind,
+    /// id and path in the tree. Looked up in a freshly opened store.
+    pub fn missing_object(&self, commit: &Oid) -> Option<(&'static str, Oid, Option<String>)> {
+        self.reopen();
+        let repo = self.repo.borrow();
+        let id = object_id(commit).ok()?;
+        let Ok(found) = repo.find_commit(id) else {
+            return Some(("commit", commit.clone(), None));
+        };
+        let tree = found.tree_id().ok()?.detach();
+        let mut stack = vec![(tree, String::new())];
+        while let Some((tree, path)) = stack.pop() {
+            let shown = |p: &str| (!p.is_empty()).then(|| p.to_owned());
+            let Ok(found) = repo.find_tree(tree) else {
+                return Some(("tree", oid(tree), shown(&path)));
+            };
+            let decoded = found.decode().ok()?;
+            for entry in &decoded.entries {
+                let name = entry.filename.to_str_lossy();
+                let sub = if path.is_empty() {
+                    name.into_owned()
+                } else {
+                    format!("{path}/{name}")
+                };
+                if entry.mode.is_tree() {
+                    stack.push((entry.oid.to_owned(), sub));
+                } else if entry.mode.is_blob() && !repo.has_object(entry.oid) {
+                    return Some(("blob", oid(entry.oid.to_owned()), Some(sub)));
+                }
+            }
+        }
+        None
+    }
+
+    /// A git error met reading `commit`, made precise when the reason is
+    /// that one of its objects is gone.
+    fn diagnosed(&self, commit: &Oid, error: Error) -> Error {
+        if !matches!(error, Error::Git(_)) {
+            return error;
+        }
+        match self.missing_object(commit) {
+            Some((kind, id, path)) => {
+                let at = match self.tip() {
+                    Ok(Some(tip)) if &tip == commit => format!("{STATE_REF} at {commit}"),
+                    _ => format!("state commit {commit}"),
+                };
+                Error::ObjectMissing { at, kind, id, path }
+            }
+            None => error,
+        }
+    }
+}
+
 impl Store for GixStore {
     fn tip(&self) -> Result<Option<Oid>, Error> {
         self.try_find_ref(STATE_REF)
@@ -749,6 +927,7 @@ impl Store for GixStore {
 
     fn read(&self, commit: &Oid) -> Result<Snapshot, Error> {
         self.settled_afresh(|| self.try_read(commit))
+            .map_err(|e| self.diagnosed(commit, e))
     }
 
     fn commit(
@@ -760,6 +939,10 @@ impl Store for GixStore {
         now: Timestamp,
     ) -> Result<CasResult, Error> {
         self.settled_afresh(|| self.try_commit(expected, merged, changes, message, now, false))
+            .map_err(|e| {
+                let parents = expected.into_iter().chain(merged);
+                parents.fold(e, |e, parent| self.diagnosed(parent, e))
+            })
     }
 
     fn memo_take(&self, commit: &Oid) -> Option<crate::model::State> {
@@ -776,6 +959,10 @@ impl Store for GixStore {
     }
 
     fn writer_lock(&self) -> Option<std::fs::File> {
+        // A writer's first turn clears what killed writers left behind.
+        if !self.cleaned.replace(true) {
+            health::remove_leftovers(&self.leftover_dirs());
+        }
         // `LOOPX_WRITER_LOCK=0` turns the optimisation off (the tests use it
         // to race writers on the compare-and-swap alone).
         if std::env::var_os("LOOPX_WRITER_LOCK").is_some_and(|v| v == "0") {
@@ -860,9 +1047,18 @@ impl Store for GixStore {
             if out.len() >= limit {
                 break;
             }
-            let c = repo
-                .find_commit(id)
-                .map_err(|e| git_err(&format!("reading commit {id}"), e))?;
+            let c = match repo.find_commit(id) {
+                Ok(c) => c,
+                Err(_) if !repo.has_object(id) => {
+                    return Err(Error::ObjectMissing {
+                        at: format!("the history of {STATE_REF} from {from}"),
+                        kind: "commit",
+                        id: oid(id),
+                        path: None,
+                    })
+                }
+                Err(e) => return Err(git_err(&format!("reading commit {id}"), e)),
+            };
             let decoded = c.decode().map_err(|e| git_err("decoding commit", e))?;
             let parents: Vec<Oid> = decoded.parents().map(oid).collect();
             next = decoded.parents().next();
@@ -1030,6 +1226,99 @@ impl gix::objs::Find for Layered<'_> {
         }
         Ok(found)
     }
+}
+
+/// A loose object a writeback wrote: kept until the ref has moved, to write
+/// it again if a prune deleted it meanwhile (see `GixStore::keep_loose`).
+type LooseObject = (ObjectId, gix::objs::Kind, Vec<u8>);
+
+/// How long a writer waits, after its move, for a `git gc` that was
+/// already running to finish (see `GixStore::keep_loose`).
+const GC_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl GixStore {
+    /// Writes a loose object (again, if it exists: git freshens an object it
+    /// would write the same way), synced if git config asks.
+    fn write_loose(
+        &self,
+        kind: gix::objs::Kind,
+        bytes: &[u8],
+        written: &mut Vec<LooseObject>,
+    ) -> Result<ObjectId, Error> {
+        let repo = self.repo.borrow();
+        let id = persist(|| gix::objs::Write::write_buf(&repo.objects, kind, bytes))
+            .map_err(|e| git_err(&format!("writing a {kind}"), e))?;
+        self.sync_loose(&loose_path(&repo, &id));
+        written.push((id, kind, bytes.to_vec()));
+        Ok(id)
+    }
+
+    fn sync_loose(&self, path: &Path) {
+        let d = &self.durability;
+        let _ = d.sync_path(d.loose_objects, path);
+        let _ = d.sync_parent(d.loose_objects, path);
+    }
+
+    /// After the ref moved: makes sure the writeback's loose objects are
+    /// still there. Until the move they were unreachable, and `git gc
+    /// --prune=now` deletes every unreachable loose object whatever its
+    /// age: a gc that read the refs before the move may delete them after
+    /// it. So a writer that finds a `git gc` running (its `gc.pid`) waits
+    /// for that gc to end (up to a minute; a gc started after the move sees
+    /// the ref), then writes again any object that is gone. A writeback's
+    /// pack needs none of this: it is kept (`.keep`) until the ref moved.
+    fn keep_loose(&self, written: &[LooseObject]) {
+        if written.is_empty() {
+            return;
+        }
+        wait_for_running_gc(&self.common_dir.join("gc.pid"), GC_WAIT);
+        let repo = self.repo.borrow();
+        for (id, kind, bytes) in written {
+            let path = loose_path(&repo, id);
+            if path.exists() || repo.has_object(id) {
+                continue;
+            }
+            tracing::warn!(
+                "{kind} {id} was deleted before {STATE_REF} reached it: writing it again"
+            );
+            if persist(|| gix::objs::Write::write_buf(&repo.objects, *kind, bytes)).is_ok() {
+                self.sync_loose(&path);
+            }
+        }
+    }
+}
+
+/// Waits until the `git gc` whose `gc.pid` is there now has ended: the file
+/// is gone or replaced (another gc), its process is not alive (where the OS
+/// says), or `limit` has passed.
+fn wait_for_running_gc(gc_pid: &Path, limit: std::time::Duration) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(first) = std::fs::metadata(gc_pid) else {
+        return;
+    };
+    let pid = std::fs::read_to_string(gc_pid)
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse::<u32>().ok());
+    let alive =
+        |pid: u32| !Path::new("/proc/self").exists() || Path::new(&format!("/proc/{pid}")).exists();
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline && pid.is_none_or(alive) {
+        match std::fs::metadata(gc_pid) {
+            Ok(now) if now.ino() == first.ino() && now.dev() == first.dev() => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            _ => return,
+        }
+    }
+}
+
+fn loose_path(repo: &gix::Repository, id: &ObjectId) -> PathBuf {
+    let hex = id.to_string();
+    repo.objects
+        .store_ref()
+        .path()
+        .join(&hex[..2])
+        .join(&hex[2..])
 }
 
 /// An object's canonical bytes, as git hashes and stores them.

@@ -9,7 +9,9 @@
 pub mod binary;
 mod blank;
 pub mod cache;
+pub mod durable;
 pub mod gix_store;
+pub mod health;
 mod journal;
 pub mod memory;
 mod message;
@@ -111,6 +113,16 @@ pub enum Error {
         #[source]
         source: crate::codec::Error,
     },
+    /// An object of the state is not in the object store (see
+    /// `GixStore::missing_object`).
+    #[error("{at}: its {kind} {id}{} is missing from the object store", .path.as_ref().map(|p| format!(" ({p})")).unwrap_or_default())]
+    ObjectMissing {
+        /// `refs/heads/loopx-state at <commit>`, or the commit that was read.
+        at: String,
+        kind: &'static str,
+        id: Oid,
+        path: Option<String>,
+    },
     #[error("git: {0}")]
     Git(String),
     #[error("refused to write {}: a reader would refuse it ({})", .0.path, .0.message)]
@@ -127,7 +139,7 @@ impl Error {
             Error::CheckedOut(_) => Code::StateCheckedOut,
             Error::Locked { .. } | Error::Contended { .. } => Code::StateLocked,
             Error::Missing => Code::StateMissing,
-            Error::Corrupt { .. } => Code::StateInvalid,
+            Error::Corrupt { .. } | Error::ObjectMissing { .. } => Code::StateInvalid,
             Error::Git(_) => Code::GitFailed,
             Error::Unwritable(_) => Code::InvalidInput,
         }
@@ -157,6 +169,10 @@ impl Error {
                 commit.short(),
                 source.path
             ),
+            Error::ObjectMissing { .. } => "objects are deleted this way by `git gc --prune=now` \
+                (or `git prune`) running beside a writer; `git loopx doctor --repair` moves \
+                loopx-state back to its newest intact commit and lists the writes it cannot recover"
+                .into(),
             Error::Git(_) => return None,
             Error::Unwritable(_) => {
                 "nothing was written; shorten the text (long output belongs in a commit named by --artifact)".into()

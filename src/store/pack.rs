@@ -21,6 +21,7 @@ use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 
 use crate::store::blank::Blank;
+use crate::store::durable::Durability;
 
 /// Git's object kinds, with their type codes in a pack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -206,11 +207,14 @@ impl Objects {
     /// and back, which costs no new inode; without one, it is created.
     ///
     /// `blanks`, when given, are the two files to fill (see [`Blank`]).
+    /// Both files are synced before they are named, and the directory
+    /// after, when git config asks for packs to be (see `store::durable`).
     pub fn write(
         &self,
         pack_dir: &Path,
         spare: &Path,
         blanks: Option<(Blank, Blank)>,
+        durability: &Durability,
     ) -> io::Result<String> {
         let (pack, idx, checksum) = self.encode()?;
         let (blank_pack, blank_idx) = blanks.map_or((None, None), |(p, i)| (Some(p), Some(i)));
@@ -219,8 +223,23 @@ impl Objects {
         if std::fs::rename(spare, &keep).is_err() {
             std::fs::write(&keep, b"git-loopx: writeback in progress\n")?;
         }
-        let written = put(pack_dir, &format!("{name}.pack"), &pack, blank_pack)
-            .and_then(|_| put(pack_dir, &format!("{name}.idx"), &idx, blank_idx));
+        let written = put(
+            pack_dir,
+            &format!("{name}.pack"),
+            &pack,
+            blank_pack,
+            durability,
+        )
+        .and_then(|_| {
+            put(
+                pack_dir,
+                &format!("{name}.idx"),
+                &idx,
+                blank_idx,
+                durability,
+            )
+        })
+        .and_then(|idx| durability.sync_parent(durability.packs, &idx));
         if let Err(e) = written {
             unkeep(pack_dir, &name, spare);
             return Err(e);
@@ -326,13 +345,21 @@ fn entry_header(out: &mut Vec<u8>, kind: Kind, size: u64) {
 
 /// Writes `bytes` into a blank and names it `name`, read-only as git
 /// keeps its packs. A file already there has the same name, so the same bytes.
-fn put(dir: &Path, name: &str, bytes: &[u8], blank: Option<Blank>) -> io::Result<PathBuf> {
+fn put(
+    dir: &Path,
+    name: &str,
+    bytes: &[u8],
+    blank: Option<Blank>,
+    durability: &Durability,
+) -> io::Result<PathBuf> {
     let target = dir.join(name);
     let mut blank = match blank {
         Some(blank) => blank,
         None => Blank::create(dir, 0o444)?,
     };
-    if let Err(e) = blank.file().write_all(bytes) {
+    let written = blank.file().write_all(bytes);
+    if let Err(e) = written.and_then(|()| durability.sync(durability.packs, blank.file(), &target))
+    {
         blank.discard();
         return Err(e);
     }
@@ -342,6 +369,7 @@ fn put(dir: &Path, name: &str, bytes: &[u8], blank: Option<Blank>) -> io::Result
         Err(_) => {
             let mut named = Blank::create_named(dir, 0o444)?;
             named.file().write_all(bytes)?;
+            durability.sync(durability.packs, named.file(), &target)?;
             named.put_at(&target).map(|()| target)
         }
     }
@@ -396,7 +424,9 @@ mod tests {
             Blank::create(dir.path(), 0o444).unwrap(),
             Blank::create(dir.path(), 0o444).unwrap(),
         );
-        let stem = objects.write(dir.path(), &spare, Some(blanks)).unwrap();
+        let stem = objects
+            .write(dir.path(), &spare, Some(blanks), &Durability::default())
+            .unwrap();
         assert!(dir.path().join(format!("{stem}.keep")).exists());
         unkeep(dir.path(), &stem, &spare);
         assert!(!dir.path().join(format!("{stem}.keep")).exists() && spare.exists());

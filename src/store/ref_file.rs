@@ -34,6 +34,7 @@ use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 
 use crate::store::blank::{is_unsupported, Blank, Named};
+use crate::store::durable::Durability;
 
 /// What [`RefFile::compare_and_swap`] did.
 #[derive(Debug, PartialEq, Eq)]
@@ -53,6 +54,8 @@ pub struct RefFile {
     log: PathBuf,
     /// Where the ref's old file is linked before the lock replaces it.
     keep_old: Option<PathBuf>,
+    /// Whether to sync the lock, the reflog and the directory.
+    durability: Durability,
 }
 
 impl RefFile {
@@ -66,7 +69,15 @@ impl RefFile {
             log: common_dir.join("logs").join(name),
             path,
             keep_old: None,
+            durability: Durability::NONE,
         }
+    }
+
+    /// Syncs the new value, the reflog line and the ref's directory when
+    /// git config asks for references to be (`core.fsync`).
+    pub fn syncing(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
     }
 
     /// Links the ref's old file at `path` before the move, so the move does
@@ -123,12 +134,17 @@ impl RefFile {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Moved::Unsupported),
             Err(e) => return Err(e),
         };
+        let d = &self.durability;
         lock.write_all(format!("{new}\n").as_bytes())?;
+        d.sync(d.refs, lock, &self.lock)?;
         log.write_all(format!("{log_line}\n").as_bytes())?;
+        d.sync(d.refs, &log, &self.log)?;
         if let Some(keep) = &self.keep_old {
             let _ = std::fs::hard_link(&self.path, keep);
         }
         std::fs::rename(&self.lock, &self.path)?;
+        // Moved: a failure to sync the directory is not a failure to move.
+        let _ = d.sync_parent(d.refs, &self.path);
         Ok(Moved::Yes)
     }
 

@@ -3,6 +3,7 @@
 
 mod domain;
 mod env;
+mod faults;
 mod hostile;
 mod kernel;
 mod race;

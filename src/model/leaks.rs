@@ -251,8 +251,8 @@ fn scan_into(text: &str, deep: bool, out: &mut Vec<Leak>) {
     }
     private_keys(text, out);
     url_credentials(text, out);
-    assignments(text, out);
     aws_secrets(text, out);
+    assignments(text, out);
     if deep {
         split(text, out);
         base64_runs(text, out);

@@ -109,6 +109,8 @@ pub enum Error {
     },
     #[error("git: {0}")]
     Git(String),
+    #[error("{place} would hold what looks like a credential ({what}); nothing was written")]
+    Leak { place: String, what: String },
 }
 
 impl Error {
@@ -122,6 +124,7 @@ impl Error {
             Error::Missing => Code::StateMissing,
             Error::Corrupt { .. } => Code::StateInvalid,
             Error::Git(_) => Code::GitFailed,
+            Error::Leak { .. } => Code::LeakDetected,
         }
     }
 
@@ -147,6 +150,9 @@ impl Error {
                 source.path
             ),
             Error::Git(_) => return None,
+            Error::Leak { .. } => {
+                "leave the credential out (refer to where it is kept instead); if it was ever shared, rotate it".into()
+            }
         })
     }
 }
@@ -170,6 +176,11 @@ pub trait Store {
         message: &Message,
         now: Timestamp,
     ) -> Result<CasResult, Error>;
+
+    /// The bytes of one file of `commit`'s tree (`None`: no such file).
+    fn read_file(&self, commit: &Oid, path: &str) -> Result<Option<Vec<u8>>, Error> {
+        Ok(self.read(commit)?.files.remove(path))
+    }
 
     /// Age in seconds of a lock file left on the state ref, if one exists.
     fn lock_age(&self) -> Option<(PathBuf, u64)>;

@@ -4,6 +4,7 @@
 mod domain;
 mod env;
 mod kernel;
+mod leaks;
 mod race;
 mod sync;
 mod turn;

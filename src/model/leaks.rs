@@ -262,14 +262,23 @@ fn scan_into(text: &str, deep: bool, out: &mut Vec<Leak>) {
 /// Every prefixed token: (start, end, kind).
 fn prefixed(bytes: &[u8], joined: bool) -> Vec<(usize, usize, &'static str)> {
     let mut hits: Vec<(usize, usize, &'static str)> = Vec::new();
+    // One pass: only a few bytes can start a prefix.
+    let mut starts = [false; 256];
     for pre in PREFIXES {
-        if joined && pre.generic {
+        starts[pre.text.as_bytes()[0] as usize] = true;
+    }
+    for at in 0..bytes.len() {
+        if !starts[bytes[at] as usize] {
             continue;
         }
-        let needle = pre.text.as_bytes();
-        let mut from = 0;
-        while let Some(at) = find(&bytes[from..], needle).map(|i| i + from) {
-            from = at + 1;
+        for pre in PREFIXES {
+            if joined && pre.generic {
+                continue;
+            }
+            let needle = pre.text.as_bytes();
+            if !bytes[at..].starts_with(needle) {
+                continue;
+            }
             let body_start = at + needle.len();
             let body_len = bytes[body_start..]
                 .iter()

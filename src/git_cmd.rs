@@ -3,6 +3,8 @@
 //! gix reads and writes the state branch; `git` is used where gix cannot serve
 //! (push, fsck) or where the user's own git setup must be honoured.
 
+pub mod history;
+
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};

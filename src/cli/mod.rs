@@ -9,6 +9,7 @@ mod init;
 mod log;
 mod prompt;
 mod quota;
+mod redact;
 mod review;
 mod should_run;
 mod status;
@@ -81,6 +82,7 @@ pub enum Command {
     Review(review::Args),
     Prompt(prompt::Args),
     Sync(sync::Args),
+    Redact(redact::Args),
 }
 
 /// What a command hands back to be printed.
@@ -160,6 +162,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         Command::Review(args) => review::run(&ctx, args),
         Command::Prompt(args) => prompt::run(&ctx, args),
         Command::Sync(args) => sync::run(&ctx, args),
+        Command::Redact(args) => redact::run(&ctx, args),
     }
 }
 

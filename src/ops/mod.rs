@@ -218,6 +218,7 @@ pub mod lease;
 pub mod local;
 pub mod prompt;
 pub mod quota;
+pub mod redact;
 pub mod review;
 pub mod should_run;
 pub mod sync;

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::git_cmd::{self, PushStatus, TransportError};
+use crate::git_cmd::{self, history, PushStatus, TransportError};
 use crate::model::merge::{self, Conflict, LostClaim};
-use crate::model::{leaks, Code, Refusal, State};
+use crate::model::{leaks, Code, Refusal};
 use crate::ops::Context;
 use crate::store::{
     cache, transaction, CasResult, Error as StoreError, Message, Oid, Store, STATE_REF,
@@ -131,20 +131,76 @@ fn check_git() -> Result<()> {
     }
 }
 
-/// Refuses to publish state in which the scan finds a credential.
-pub fn check_leaks(state: &State) -> Result<()> {
-    for (path, bytes) in crate::codec::encode_state(state) {
-        let text = String::from_utf8_lossy(&bytes);
-        if let Some(leak) = leaks::scan(&text).into_iter().next() {
-            return Err(Refusal::new(
-                Code::LeakDetected,
-                format!("{path} holds what looks like a credential ({}: {})", leak.kind, leak.excerpt),
+/// Refuses to push history in which the scan finds a credential (SPEC §5):
+/// every object a push of `tip` to a remote at `expected` would send — each
+/// commit's message and each blob its tree adds — not only the tip's state.
+/// A credential removed in a later commit is still in the history pushed.
+pub fn check_leaks(ctx: &Context, tip: &Oid, expected: Option<&Oid>) -> Result<()> {
+    let dir = git_dir(ctx);
+    let exclude: Vec<&str> = expected.map(|o| o.0.as_str()).into_iter().collect();
+    let objects = history::objects_between(&dir, &tip.0, &exclude).map_err(git_failed)?;
+    let ids: Vec<String> = objects.iter().map(|(id, _)| id.clone()).collect();
+    let paths: std::collections::HashMap<String, String> = objects.into_iter().collect();
+    for object in history::read_objects(&dir, &ids).map_err(git_failed)? {
+        let text = match object.kind.as_str() {
+            "blob" => &object.data[..],
+            "commit" => message_of(&object.data),
+            _ => continue,
+        };
+        let Some(leak) = leaks::scan_bytes(text).into_iter().next() else {
+            continue;
+        };
+        let short = |id: &str| id[..id.len().min(10)].to_owned();
+        let (place, hint) = if object.kind == "commit" {
+            (
+                format!("the message of commit {}", short(&object.id)),
+                "git loopx redact all --all-leaks".to_owned(),
             )
-            .with_hint("remove it with a new writeback or todo update, then sync again; nothing was pushed")
-            .into());
-        }
+        } else {
+            let path = paths.get(&object.id).cloned().unwrap_or_default();
+            let by = history::commit_adding(&dir, &object.id, &tip.0, &exclude)
+                .map(|c| format!(" (written by commit {})", short(&c)))
+                .unwrap_or_default();
+            (format!("{path}{by}"), redact_command(&path))
+        };
+        return Err(Refusal::new(
+            Code::LeakDetected,
+            format!(
+                "{place} holds what looks like a credential ({}), in history not yet on the remote; nothing was pushed",
+                leak.describe()
+            ),
+        )
+        .with_hint(format!(
+            "remove it from the unpushed history with `{hint}`, then sync again; rotate the credential if it was ever shared"
+        ))
+        .into());
     }
     Ok(())
+}
+
+/// The message of a raw commit object (after its headers).
+fn message_of(commit: &[u8]) -> &[u8] {
+    commit
+        .windows(2)
+        .position(|w| w == b"\n\n")
+        .map_or(&[][..], |at| &commit[at + 2..])
+}
+
+/// The `redact` command that rewrites the entity stored at `path`.
+fn redact_command(path: &str) -> String {
+    let id = path
+        .rsplit('/')
+        .next()
+        .and_then(|f| f.strip_suffix(".yaml"))
+        .unwrap_or("");
+    let scope = if path.contains("/todos/") {
+        "todo"
+    } else if path.contains("/runs/") {
+        "run"
+    } else {
+        return "git loopx redact all --all-leaks".into();
+    };
+    format!("git loopx redact {scope} {id} --all-leaks")
 }
 
 fn remote_ref(remote: &str) -> String {
@@ -182,8 +238,7 @@ pub fn fetch(ctx: &Context, remote: &str) -> Result<Option<Oid>> {
 
 /// Pushes the local tip `tip` if the remote is still at `expected`.
 pub fn push(ctx: &Context, remote: &str, tip: &Oid, expected: Option<&Oid>) -> Result<bool> {
-    let state = transaction::state_at(&ctx.store, tip)?;
-    check_leaks(&state)?;
+    check_leaks(ctx, tip, expected)?;
     let status = git_cmd::push_with_lease(
         &git_dir(ctx),
         remote,
@@ -277,9 +332,8 @@ fn merge_commit(
         .commit(Some(local), Some(theirs), &changes, &message, ctx.now)?
     {
         CasResult::Committed(oid) => {
-            // Cached like any write, and kept in memory: the push's leak
-            // check reads this state next (it used to parse the merge
-            // commit's whole tree again).
+            // Cached like any write, and kept in memory: the next command
+            // starts from it instead of parsing the merge's whole tree.
             let merge::Merged {
                 mut state,
                 conflicts,

@@ -930,6 +930,29 @@ impl Store for GixStore {
             .map_err(|e| self.diagnosed(commit, e))
     }
 
+    fn read_file(&self, commit: &Oid, path: &str) -> Result<Option<Vec<u8>>, Error> {
+        self.settled_afresh(|| {
+            let repo = self.repo.borrow();
+            let tree = repo
+                .find_commit(object_id(commit)?)
+                .and_then(|c| c.tree())
+                .map_err(|e| git_err(&format!("reading commit {commit}"), e))?;
+            let Some(entry) = tree
+                .lookup_entry_by_path(path)
+                .map_err(|e| git_err(&format!("reading {path}"), e))?
+            else {
+                return Ok(None);
+            };
+            if !entry.mode().is_blob() {
+                return Ok(None);
+            }
+            let blob = entry
+                .object()
+                .map_err(|e| git_err(&format!("reading {path}"), e))?;
+            Ok(Some(blob.data.clone()))
+        })
+    }
+
     fn commit(
         &self,
         expected: Option<&Oid>,

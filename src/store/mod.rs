@@ -127,6 +127,8 @@ pub enum Error {
     Git(String),
     #[error("refused to write {}: a reader would refuse it ({})", .0.path, .0.message)]
     Unwritable(crate::codec::Error),
+    #[error("{place} would hold what looks like a credential ({what}); nothing was written")]
+    Leak { place: String, what: String },
 }
 
 impl Error {
@@ -142,6 +144,7 @@ impl Error {
             Error::Corrupt { .. } | Error::ObjectMissing { .. } => Code::StateInvalid,
             Error::Git(_) => Code::GitFailed,
             Error::Unwritable(_) => Code::InvalidInput,
+            Error::Leak { .. } => Code::LeakDetected,
         }
     }
 
@@ -177,6 +180,9 @@ impl Error {
             Error::Unwritable(_) => {
                 "nothing was written; shorten the text (long output belongs in a commit named by --artifact)".into()
             }
+            Error::Leak { .. } => {
+                "leave the credential out (refer to where it is kept instead); if it was ever shared, rotate it".into()
+            }
         })
     }
 }
@@ -200,6 +206,11 @@ pub trait Store {
         message: &Message,
         now: Timestamp,
     ) -> Result<CasResult, Error>;
+
+    /// The bytes of one file of `commit`'s tree (`None`: no such file).
+    fn read_file(&self, commit: &Oid, path: &str) -> Result<Option<Vec<u8>>, Error> {
+        Ok(self.read(commit)?.files.remove(path))
+    }
 
     /// Age in seconds of a lock file left on the state ref, if one exists.
     fn lock_age(&self) -> Option<(PathBuf, u64)>;

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use crate::codec;
-use crate::model::{State, Timestamp};
+use crate::model::{leaks, State, Timestamp};
 use crate::store::cache::remember_delta;
 use crate::store::{CasResult, Error, FileChange, Message, Oid, Store};
 
@@ -99,6 +99,7 @@ where
             return Ok(done(None));
         }
         check_readable(&changes)?;
+        refuse_new_leaks(store, base.as_ref(), &changes, message)?;
         match store.commit(base.as_ref(), None, &changes, message, now)? {
             CasResult::Committed(oid) => {
                 remember_delta(store, &oid, base.as_ref(), new, &changes);
@@ -137,6 +138,103 @@ pub fn check_readable(changes: &[FileChange]) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// Refuses a write that would commit a credential (SPEC §5, `leak_detected`):
+/// the changed files' bytes and the commit message are scanned
+/// ([`leaks::scan`]). A credential the file already held at `base` (one that
+/// arrived from a remote or predates the scan) does not block the write:
+/// refusing it would make that todo unwritable, even to clear it, and the
+/// write adds nothing new. `sync` still refuses to push it, and `redact`
+/// removes it from unpushed history.
+fn refuse_new_leaks<S: Store + ?Sized>(
+    store: &S,
+    base: Option<&Oid>,
+    changes: &[FileChange],
+    message: &Message,
+) -> Result<(), Error> {
+    let mut old: Vec<Option<Vec<u8>>> = Vec::new();
+    let mut old_at = |i: usize| -> Result<Option<Vec<u8>>, Error> {
+        if old.is_empty() {
+            old = changes
+                .iter()
+                .map(|c| {
+                    let path = match c {
+                        FileChange::Upsert { path, .. } | FileChange::Remove { path } => path,
+                    };
+                    match base {
+                        Some(b) => store.read_file(b, path),
+                        None => Ok(None),
+                    }
+                })
+                .collect::<Result<_, _>>()?;
+        }
+        Ok(old[i].clone())
+    };
+    let held_before = |secret: &str, bytes: &Option<Vec<u8>>| {
+        bytes
+            .as_ref()
+            .is_some_and(|b| String::from_utf8_lossy(b).contains(secret))
+    };
+    for (i, change) in changes.iter().enumerate() {
+        let FileChange::Upsert { path, bytes } = change else {
+            continue;
+        };
+        for leak in leaks::scan_bytes(bytes) {
+            if !held_before(&leak.secret, &old_at(i)?) {
+                let place = match field_of(bytes, &leak.secret) {
+                    Some(field) => format!("{path} (field `{field}`)"),
+                    None => path.clone(),
+                };
+                return Err(Error::Leak {
+                    place,
+                    what: leak.describe(),
+                });
+            }
+        }
+    }
+    for leak in leaks::scan(&message.render()) {
+        let mut known = false;
+        for i in 0..changes.len() {
+            known |= held_before(&leak.secret, &old_at(i)?);
+        }
+        if !known {
+            return Err(Error::Leak {
+                place: format!(
+                    "the message of this `{}` commit",
+                    leak_free_subject(message)
+                ),
+                what: leak.describe(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The YAML key whose value holds `secret` in a file we wrote: the nearest
+/// `key:` at or above the line it starts on.
+fn field_of(bytes: &[u8], secret: &str) -> Option<String> {
+    let text = String::from_utf8_lossy(bytes);
+    let at = text.find(secret)?;
+    text[..at]
+        .lines()
+        .rev()
+        .chain(text[at..].lines().take(1))
+        .find_map(|line| {
+            let line = line.trim_start().trim_start_matches("- ");
+            let key = &line[..line.find(':')?];
+            (!key.is_empty() && key.bytes().all(|c| c.is_ascii_lowercase() || c == b'_'))
+                .then(|| key.to_owned())
+        })
+}
+
+/// The message's operation, for naming it without repeating its text.
+fn leak_free_subject(message: &Message) -> String {
+    message
+        .trailers
+        .iter()
+        .find(|(k, _)| *k == "Loopx-Op")
+        .map_or_else(String::new, |(_, v)| v.clone())
 }
 
 /// What a mutation wrote, as file changes (see [`codec::written_files`]).

@@ -6,6 +6,7 @@ mod env;
 mod faults;
 mod hostile;
 mod kernel;
+mod leaks;
 mod race;
 mod sync;
 mod turn;

@@ -1,0 +1,229 @@
+//! The rule table: lines that must be caught (with the rule that catches
+//! them) and lines that must pass.
+
+use super::*;
+
+const GH: &str = "R8x2Kq9LmN4pVt7Zw3Yc6Hj1Bs5Df0Ga8Ue2";
+
+fn kinds(text: &str) -> Vec<String> {
+    scan(text)
+        .into_iter()
+        .map(|l| match l.via {
+            Some(via) => format!("{}/{via}", l.kind),
+            None => l.kind.to_owned(),
+        })
+        .collect()
+}
+
+#[test]
+fn must_catch() {
+    let jwt = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
+    let table: Vec<(String, &str)> = vec![
+        ("key AKIAIOSFODNN7EXAMPLE here".into(), "aws_access_key"),
+        ("AKIAIOSFODNN7EXAMPLEXYZ123".into(), "aws_access_key"),
+        ("idXAKIAIOSFODNN7EXAMPLE".into(), "aws_access_key"),
+        ("temp ASIAY34FZKBOKMUTVV7A".into(), "aws_access_key"),
+        (format!("token ghp_{GH}"), "github_token"),
+        (format!("xghp_{GH}"), "github_token"),
+        (format!("Xghp_{GH}"), "github_token"),
+        (format!("gho_{GH}"), "github_token"),
+        (format!("(ghu_{GH})"), "github_token"),
+        (format!("ghs_{GH}."), "github_token"),
+        (format!("ghr_{GH}"), "github_token"),
+        (format!("export GITHUB_TOKEN=ghp_{GH}"), "github_token"),
+        (
+            "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEF".into(),
+            "github_token",
+        ),
+        ("glpat-xY3kP9mQ2vR7tL5wZ8nB".into(), "gitlab_token"),
+        (
+            "xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOp".into(),
+            "slack_token",
+        ),
+        (
+            "https://hooks.example.com/x?t=xoxp-2233445566-AbCdEfGh12".into(),
+            "slack_token",
+        ),
+        (
+            "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-AbCd".into(),
+            "anthropic_key",
+        ),
+        (
+            "sk-proj-Ab3dEf6hIj9lMn2pQr5tUv8xYz1bCd4fGh7jK".into(),
+            "openai_key",
+        ),
+        (
+            "OPENAI sk-Ab3dEf6hIj9lMn2pQr5tUv8xYz1bCd4fGh7jKl0nMp3r".into(),
+            "openai_key",
+        ),
+        (
+            "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY".into(),
+            "google_api_key",
+        ),
+        ("sk_live_51H8xYzAbCdEfGhIjKlMnOp".into(), "stripe_key"),
+        ("rk_live_51H8xYzAbCdEfGhIjKlMnOp".into(), "stripe_key"),
+        (
+            "npm_Ab3dEf6hIj9lMn2pQr5tUv8xYz1bCd4fGh7j".into(),
+            "npm_token",
+        ),
+        (
+            "hf_Ab3dEf6hIj9lMn2pQr5tUv8xYz1bCd4fG".into(),
+            "huggingface_token",
+        ),
+        (
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".into(),
+            "aws_secret_key",
+        ),
+        (
+            "the secret is wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".into(),
+            "aws_secret_key",
+        ),
+        ("password=Xy7#kP2!mQ9zLr4v".into(), "assigned_secret"),
+        ("DB_PASSWORD: 'Tr0ub4dor&3xyzzy'".into(), "assigned_secret"),
+        ("api_key=9f8e7d6c5b4aA1B2C3D4".into(), "assigned_secret"),
+        (
+            "\"client_secret\": \"q8W2e9R4t7Y1u3I5o\"".into(),
+            "assigned_secret",
+        ),
+        (
+            "git clone https://user:pass@host.example.com/repo.git".into(),
+            "url_credentials",
+        ),
+        (
+            "remote https://alice:s3cr3tPa55@git.example.org/x".into(),
+            "url_credentials",
+        ),
+        (
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n-----END RSA PRIVATE KEY-----".into(),
+            "private_key",
+        ),
+        ("-----BEGIN OPENSSH PRIVATE KEY-----".into(), "private_key"),
+        (
+            "-----BEGIN PGP PRIVATE KEY BLOCK-----".into(),
+            "private_key",
+        ),
+        (format!("bearer {jwt}"), "jwt"),
+        (
+            "ghp_R8x2Kq9LmN4pVt7Z\nw3Yc6Hj1Bs5Df0Ga8Ue2".into(),
+            "github_token/split",
+        ),
+        (
+            "text: |\n  ghp_R8x2Kq9LmN4pVt7Z\n  w3Yc6Hj1Bs5Df0Ga8Ue2\n".into(),
+            "github_token/split",
+        ),
+        (
+            "text: \"ghp_R8x2Kq9LmN\\n4pVt7Zw3Yc6Hj1Bs5Df0Ga8Ue2\"".into(),
+            "github_token/split",
+        ),
+        (
+            "\"ghp_R8x2Kq9LmN\" + \"4pVt7Zw3Yc6Hj1Bs5Df0Ga8Ue2\"".into(),
+            "github_token/split",
+        ),
+        ("AKIA IOSF ODNN 7EXA MPLE".into(), "aws_access_key/split"),
+        (
+            "b64 dG9rZW4gZ2hwX1I4eDJLcTlMbU40cFZ0N1p3M1ljNkhqMUJzNURmMEdhOFVlMg==".into(),
+            "github_token/base64",
+        ),
+        (
+            "QUtJQUlPU0ZPRE5ON0VYQU1QTEU=".into(),
+            "aws_access_key/base64",
+        ),
+        (
+            "cGFzc3dvcmQ9WHk3I2tQMiFtUTl6THI0dg==".into(),
+            "assigned_secret/base64",
+        ),
+    ];
+    assert!(table.len() >= 30);
+    for (line, kind) in &table {
+        let got = kinds(line);
+        assert!(
+            got.iter().any(|k| k == kind),
+            "{line:?} must be caught as {kind}, got {got:?}"
+        );
+    }
+}
+
+#[test]
+fn must_pass() {
+    let table = [
+        "todo_3f2a9c1b7d4e",
+        "run_0123456789ab and turn_ab12cd34ef56",
+        "3a94740e2b5c3f8a9d1e6b7c4f0a2d8e9b1c3f5a",
+        "commit 3a94740e2b5c3f8a9d1e6b7c4f0a2d8e9b1c3f5a fixes the secret handling",
+        "fix the task-list in risk-based ordering",
+        "see src/store/gix_store.rs and docs/ARCHITECTURE.md",
+        "goals/g/todos/3f/todo_3f2a9c1b7d4e.yaml",
+        "https://github.com/org/repo/pull/123",
+        "ssh://git@github.com/org/repo.git",
+        "https://example.com:8443/path?q=1#frag",
+        "https://user@host.example.com/",
+        "version 1.2.3-beta.4+build.5",
+        "550e8400-e29b-41d4-a716-446655440000",
+        "ghp_xxx",
+        "sk-short",
+        "ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        "AKIA short",
+        "AKIAXXXXXXXXXXXXXXXX",
+        "password: hunter2",
+        "token=${GITHUB_TOKEN}",
+        "secret: <your secret here>",
+        "password: see the team vault",
+        "api_key: $API_KEY",
+        "max_tokens=4096",
+        "the token_count: 123456789012345",
+        "secret: https://vault.example.com/v1/secret/data/app",
+        "Check the ghp_ token rotation docs for more details on this",
+        "Rotate the sk- keys and the AKIA ids every 90 days as the policy says",
+        "disk-0123456789abcdef0123456789abcdef",
+        "desk-based asks, task-specific notes, mask-free",
+        "expires_at: '2026-01-01T00:00:00Z'",
+        "-----BEGIN PUBLIC KEY-----",
+        "-----BEGIN CERTIFICATE-----",
+        "The quick brown fox jumps over the lazy dog, again and again.",
+        "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        "base64 of a greeting: aGVsbG8gd29ybGQgdGhpcyBpcyBmaW5l",
+        "eyJhbGciOiJIUzI1NiJ9 alone",
+        "authorization is handled by the proxy",
+        "password_policy: min 12 chars",
+        "token: 0",
+        "internationalization-localization-and-accessibility",
+        "aws region us-east-1, bucket my-bucket-name-with-forty-chars-xx",
+        "Loopx-Op: todo add\nLoopx-Todo: todo_3f2a9c1b7d4e\nLoopx-Agent: agent-a",
+        "secret: my-app-secret-name",
+        "The Secret Garden, chapter 1: Mary Lennox arrives at Misselthwaite Manor",
+        "<redacted> was here",
+    ];
+    assert!(table.len() >= 30);
+    for line in table {
+        assert_eq!(kinds(line), Vec::<String>::new(), "{line:?} must pass");
+    }
+}
+
+#[test]
+fn the_secret_is_what_redaction_removes_and_is_never_shown() {
+    let line = format!("use xghp_{GH} now");
+    let leak = &scan(&line)[0];
+    assert_eq!(leak.secret, format!("ghp_{GH}"));
+    assert!(leak.excerpt.ends_with('…') && !leak.excerpt.contains(GH));
+    assert!(!serde_json::to_string(leak).unwrap().contains(GH));
+    let clean = redact(&line, std::slice::from_ref(&leak.secret));
+    assert_eq!(clean, format!("use x{REDACTED} now"));
+    assert!(scan(&clean).is_empty());
+    let url = scan("https://alice:s3cr3tPa55@git.example.org/x");
+    assert_eq!(url[0].secret, "s3cr3tPa55");
+    let split = scan("text: |\n  ghp_R8x2Kq9LmN4pVt7Z\n  w3Yc6Hj1Bs5Df0Ga8Ue2\n");
+    let clean = redact(
+        "text: |\n  ghp_R8x2Kq9LmN4pVt7Z\n  w3Yc6Hj1Bs5Df0Ga8Ue2\n",
+        &[split[0].secret.clone()],
+    );
+    assert_eq!(clean, format!("text: |\n  {REDACTED}\n"));
+}
+
+#[test]
+fn a_plain_yaml_value_stays_valid_yaml_after_redaction() {
+    let file = format!("text: ghp_{GH}\n");
+    let leak = &scan(&file)[0];
+    let clean = redact(&file, std::slice::from_ref(&leak.secret));
+    let value: serde_json::Value = crate::codec::decode("x.yaml", clean.as_bytes()).unwrap();
+    assert_eq!(value["text"], REDACTED);
+}

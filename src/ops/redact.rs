@@ -1,0 +1,332 @@
+//! `redact`: remove a credential from the *unpushed* history of loopx-state.
+//!
+//! The unpushed commits are those reachable from the local tip and from no
+//! `refs/remotes/*/loopx-state`. Each is rewritten, oldest first: the files
+//! in scope (one todo's or run's file, or every file those commits changed)
+//! get every secret replaced by [`leaks::REDACTED`], every commit message
+//! too, parents are mapped to their rewritten commits, and authors, dates
+//! and trailers are kept. The ref then moves with a compare-and-swap from the
+//! tip that was read, so a write that landed meanwhile is never dropped (the
+//! command fails and can be run again).
+//!
+//! A secret that is anywhere in history already on a remote is refused: a
+//! rewrite cannot take it back, it must be rotated.
+//!
+//! Afterwards the replaced commits are unreachable: their reflog entries on
+//! loopx-state are expired, so `git gc` can prune them. Until it does, they
+//! stay in the local object store (and the host-local parsed-state cache
+//! under `.git/loopx/cache/` may still hold their text); neither leaves the
+//! machine, since a push sends only reachable objects.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::git_cmd::history;
+use crate::model::{leaks, Code, Refusal};
+use crate::ops::Context;
+use crate::store::{transaction, Error as StoreError, Oid, Store, REVIEWED_REF, STATE_REF};
+use crate::{Error, Result};
+
+/// Which files of the unpushed history to rewrite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// One todo's file.
+    Todo,
+    /// One run's file.
+    Run,
+    /// Every file the unpushed commits changed.
+    All,
+}
+
+/// What to remove.
+pub enum Secrets {
+    /// These exact strings.
+    Text(Vec<String>),
+    /// Whatever the credential scan finds in scope.
+    AllLeaks,
+}
+
+/// One commit replaced.
+#[derive(Debug, Serialize)]
+pub struct Rewrite {
+    pub old: Oid,
+    pub new: Oid,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RedactReport {
+    pub scope: Scope,
+    /// How many distinct secrets were removed.
+    pub secrets: usize,
+    /// The tip before and after.
+    pub tip_before: Oid,
+    pub tip: Oid,
+    /// Commits replaced, oldest first.
+    pub rewritten: Vec<Rewrite>,
+    /// Files whose content changed in at least one commit.
+    pub files: Vec<String>,
+    /// Commit messages that changed.
+    pub messages: usize,
+}
+
+fn git_failed(message: String) -> Error {
+    StoreError::Git(message).into()
+}
+
+fn git_dir(ctx: &Context) -> PathBuf {
+    ctx.store
+        .workdir()
+        .unwrap_or(ctx.store.common_dir())
+        .to_owned()
+}
+
+/// The file of the todo or run `id` (a unique prefix) among `paths`.
+fn entity_path(scope: Scope, id: &str, paths: &[String]) -> Result<Option<String>> {
+    let dir = if scope == Scope::Todo {
+        "/todos/"
+    } else {
+        "/runs/"
+    };
+    let mut found: Vec<&String> = paths
+        .iter()
+        .filter(|p| p.contains(dir))
+        .filter(|p| p.rsplit('/').next().is_some_and(|f| f.starts_with(id)))
+        .collect();
+    found.dedup();
+    match found.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some((*one).clone())),
+        _ => Err(
+            Refusal::new(Code::AmbiguousId, format!("{id} names more than one file"))
+                .with_hint("give more characters of the id")
+                .into(),
+        ),
+    }
+}
+
+/// `redact <scope> [ID] (--text S… | --all-leaks)`.
+pub fn redact(
+    ctx: &Context,
+    scope: Scope,
+    id: Option<&str>,
+    what: &Secrets,
+) -> Result<RedactReport> {
+    let dir = git_dir(ctx);
+    let tip = ctx.store.tip()?.ok_or(StoreError::Missing)?;
+    let remotes: Vec<String> = ctx
+        .store
+        .remote_state_refs()?
+        .into_iter()
+        .map(|(r, _)| format!("refs/remotes/{r}/loopx-state"))
+        .collect();
+    let exclude: Vec<&str> = remotes.iter().map(String::as_str).collect();
+    let unpushed = history::commits_between(&dir, &tip.0, &exclude).map_err(git_failed)?;
+    let changed = history::changed_paths(&dir, &unpushed).map_err(git_failed)?;
+    let paths: Vec<String> = match (scope, id) {
+        (Scope::All, _) => changed,
+        (_, None) => return Err(Error::invalid_input("redact todo|run needs the ID")),
+        (_, Some(id)) => {
+            let at_tip = history::blobs_at(&dir, &tip.0, &[]).map_err(git_failed)?;
+            let mut all: Vec<String> = at_tip.into_iter().map(|(_, p)| p).collect();
+            all.extend(changed);
+            all.sort();
+            match entity_path(scope, id, &all)? {
+                Some(p) => vec![p],
+                None => {
+                    return Err(Refusal::new(
+                        Code::TodoNotFound,
+                        format!("no file for {id} at the tip or in unpushed history"),
+                    )
+                    .into())
+                }
+            }
+        }
+    };
+    let commits = history::read_objects(&dir, &unpushed).map_err(git_failed)?;
+
+    // What to remove.
+    let mut secrets: BTreeSet<String> = BTreeSet::new();
+    match what {
+        Secrets::Text(texts) => secrets.extend(texts.iter().filter(|t| !t.is_empty()).cloned()),
+        Secrets::AllLeaks => {
+            let mut blobs: BTreeSet<String> = BTreeSet::new();
+            for commit in unpushed.iter().chain(std::iter::once(&tip.0)) {
+                if paths.is_empty() {
+                    break;
+                }
+                let found = history::blobs_at(&dir, commit, &paths).map_err(git_failed)?;
+                blobs.extend(found.into_iter().map(|(b, _)| b));
+            }
+            let blobs: Vec<String> = blobs.into_iter().collect();
+            for object in history::read_objects(&dir, &blobs).map_err(git_failed)? {
+                secrets.extend(
+                    leaks::scan_bytes(&object.data)
+                        .into_iter()
+                        .map(|l| l.secret),
+                );
+            }
+            for commit in &commits {
+                let (_, message) = split_commit(&commit.data);
+                secrets.extend(leaks::scan_bytes(message).into_iter().map(|l| l.secret));
+            }
+        }
+    }
+    let secrets: Vec<String> = secrets.into_iter().collect();
+    if secrets.is_empty() {
+        return Err(Refusal::new(
+            Code::InvalidInput,
+            "no credential found to redact in the unpushed history in scope",
+        )
+        .with_hint("name it with --text, or widen the scope with `redact all`")
+        .into());
+    }
+    for secret in &secrets {
+        if history::history_contains(&dir, &exclude, secret).map_err(git_failed)? {
+            return Err(Refusal::new(
+                Code::LeakDetected,
+                "the credential is in history already pushed to a remote: rewriting local history cannot take it back; nothing was rewritten",
+            )
+            .with_hint("rotate the credential (revoke it and issue a new one), then remove it from the state with a new write")
+            .into());
+        }
+    }
+    if unpushed.is_empty() {
+        return Err(Refusal::new(Code::InvalidInput, "nothing unpushed to rewrite").into());
+    }
+
+    let index = ctx.store.local_dir().join("redact.index");
+    let mut commit_map: HashMap<String, String> = HashMap::new();
+    let mut blob_map: HashMap<String, Option<String>> = HashMap::new();
+    let mut files: BTreeSet<String> = BTreeSet::new();
+    let mut messages = 0;
+    let mut rewritten = Vec::new();
+    for commit in &commits {
+        let mut updates = Vec::new();
+        if !paths.is_empty() {
+            let here = history::blobs_at(&dir, &commit.id, &paths).map_err(git_failed)?;
+            let unseen: Vec<String> = here
+                .iter()
+                .filter(|(b, _)| !blob_map.contains_key(b))
+                .map(|(b, _)| b.clone())
+                .collect();
+            for object in history::read_objects(&dir, &unseen).map_err(git_failed)? {
+                let text = String::from_utf8_lossy(&object.data);
+                let clean = leaks::redact(&text, &secrets);
+                let new = if clean == text {
+                    None
+                } else {
+                    Some(
+                        history::write_object(&dir, "blob", clean.as_bytes())
+                            .map_err(git_failed)?,
+                    )
+                };
+                blob_map.insert(object.id, new);
+            }
+            for (blob, path) in here {
+                if let Some(Some(new)) = blob_map.get(&blob) {
+                    updates.push((path.clone(), new.clone()));
+                    files.insert(path);
+                }
+            }
+        }
+        let (headers, message) = split_commit(&commit.data);
+        let message = String::from_utf8_lossy(message);
+        let clean_message = leaks::redact(&message, &secrets);
+        if clean_message != message {
+            messages += 1;
+        }
+        let tree = if updates.is_empty() {
+            None
+        } else {
+            Some(history::tree_with(&dir, &index, &commit.id, &updates).map_err(git_failed)?)
+        };
+        let mut raw = String::new();
+        let mut in_signature = false;
+        for line in String::from_utf8_lossy(headers).lines() {
+            if in_signature && line.starts_with(' ') {
+                continue;
+            }
+            in_signature = false;
+            if let (true, Some(tree)) = (line.starts_with("tree "), &tree) {
+                raw.push_str(&format!("tree {tree}\n"));
+            } else if let Some(parent) = line.strip_prefix("parent ") {
+                let parent = commit_map.get(parent).map_or(parent, String::as_str);
+                raw.push_str(&format!("parent {parent}\n"));
+            } else if line.starts_with("gpgsig") {
+                // A signature over the old content would not verify.
+                in_signature = true;
+            } else {
+                raw.push_str(line);
+                raw.push('\n');
+            }
+        }
+        raw.push('\n');
+        raw.push_str(&clean_message);
+        let original = String::from_utf8_lossy(&commit.data);
+        let new = if raw == original {
+            commit.id.clone()
+        } else {
+            let new = history::write_object(&dir, "commit", raw.as_bytes()).map_err(git_failed)?;
+            rewritten.push(Rewrite {
+                old: Oid(commit.id.clone()),
+                new: Oid(new.clone()),
+            });
+            new
+        };
+        commit_map.insert(commit.id.clone(), new);
+    }
+    let new_tip = Oid(commit_map
+        .get(&tip.0)
+        .cloned()
+        .unwrap_or_else(|| tip.0.clone()));
+    if new_tip != tip {
+        // The rewritten state must read back before the ref moves.
+        transaction::state_at(&ctx.store, &new_tip)?;
+        let subject = format!("loopx: redact {} commits", rewritten.len());
+        if !ctx
+            .store
+            .move_ref(STATE_REF, Some(&tip), &new_tip, &subject, ctx.now)?
+        {
+            return Err(Refusal::new(
+                Code::StateLocked,
+                "loopx-state moved while redacting; nothing was changed",
+            )
+            .with_hint("run the same `git loopx redact` again")
+            .into());
+        }
+        if let Some(reviewed) = ctx.store.try_find_ref(REVIEWED_REF)? {
+            if let Some(new) = commit_map.get(&reviewed.0).filter(|n| **n != reviewed.0) {
+                ctx.store.move_ref(
+                    REVIEWED_REF,
+                    Some(&reviewed),
+                    &Oid(new.clone()),
+                    &subject,
+                    ctx.now,
+                )?;
+            }
+        }
+        if let Err(e) = history::expire_unreachable_reflog(&dir, STATE_REF) {
+            tracing::debug!("reflog expire after redact: {e}");
+        }
+    }
+    Ok(RedactReport {
+        scope,
+        secrets: secrets.len(),
+        tip_before: tip,
+        tip: new_tip,
+        rewritten,
+        files: files.into_iter().collect(),
+        messages,
+    })
+}
+
+/// A raw commit's headers and message.
+fn split_commit(data: &[u8]) -> (&[u8], &[u8]) {
+    match data.windows(2).position(|w| w == b"\n\n") {
+        Some(at) => (&data[..at + 1], &data[at + 2..]),
+        None => (data, &[]),
+    }
+}

@@ -1,0 +1,225 @@
+//! No credential reaches the remote: write-time refusal, the history scan of
+//! `sync`, and `redact` of unpushed history.
+
+use std::path::Path;
+
+use crate::env::TestEnv;
+
+const TOKEN: &str = "ghp_R8x2Kq9LmN4pVt7Zw3Yc6Hj1Bs5Df0Ga8Ue2";
+
+fn add(env: &TestEnv, dir: &Path, text: &str) -> String {
+    env.loopx(dir, &["--json", "todo", "add", text])
+        .success()
+        .json()["todo"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Everything git would push from `dir`: every object's content and path.
+fn all_history(env: &TestEnv, dir: &Path) -> String {
+    let mut out = env.git(dir, &["log", "--format=%B", "loopx-state"]);
+    for line in env
+        .git(dir, &["rev-list", "--objects", "loopx-state"])
+        .lines()
+    {
+        let oid = line.split(' ').next().unwrap();
+        if env.git(dir, &["cat-file", "-t", oid]) == "blob" {
+            out.push_str(&env.git(dir, &["cat-file", "blob", oid]));
+        }
+    }
+    out
+}
+
+/// Puts `TOKEN` into the todo's text by hand (as a peer without the
+/// write-time scan would), returning the todo's path.
+fn smuggle_into_todo(env: &TestEnv, dir: &Path, id: &str) -> String {
+    let path = env.state_path_of(dir, id);
+    let yaml = env.state_file(dir, &path);
+    let bad = yaml.replace("text: clean", &format!("text: deploy with {TOKEN}"));
+    assert_ne!(bad, yaml);
+    env.commit_state_file(dir, &path, &bad);
+    path
+}
+
+#[test]
+fn a_note_or_summary_with_a_credential_is_refused_and_nothing_is_committed() {
+    let env = TestEnv::new();
+    let dir = env.state_repo("r");
+    let id = add(&env, &dir, "clean");
+    let before = env.tip(&dir);
+    let json = env
+        .loopx(
+            &dir,
+            &[
+                "--json",
+                "todo",
+                "update",
+                &id,
+                "--note",
+                &format!("use x{TOKEN}"),
+            ],
+        )
+        .failure(1)
+        .json();
+    assert_eq!(json["error"]["code"], "leak_detected");
+    let message = json["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("github_token"),
+        "names the rule: {message}"
+    );
+    assert!(
+        message.contains(&id) && message.contains("`text`"),
+        "names file and field: {message}"
+    );
+    assert!(
+        !json.to_string().contains(TOKEN),
+        "the secret is not echoed"
+    );
+    let summary = "deployed; aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+    let json = env
+        .loopx(
+            &dir,
+            &[
+                "--json",
+                "--agent",
+                "a",
+                "writeback",
+                "--todo",
+                &id,
+                "--outcome",
+                "outcome_progress",
+                "--summary",
+                summary,
+            ],
+        )
+        .failure(1)
+        .json();
+    assert_eq!(json["error"]["code"], "leak_detected");
+    assert!(json["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("aws_secret_key"));
+    // Split over two lines, the token is still found.
+    let split = format!("{}\n{}", &TOKEN[..20], &TOKEN[20..]);
+    env.loopx(&dir, &["todo", "add", &split]).failure(1);
+    assert_eq!(env.tip(&dir), before, "nothing was committed");
+}
+
+#[test]
+fn a_todo_that_already_holds_a_credential_can_still_be_fixed() {
+    let env = TestEnv::new();
+    let dir = env.state_repo("r");
+    let id = add(&env, &dir, "clean");
+    smuggle_into_todo(&env, &dir, &id);
+    env.loopx(&dir, &["todo", "update", &id, "--priority", "P1"])
+        .success();
+    env.loopx(&dir, &["todo", "update", &id, "--text", "clean again"])
+        .success();
+}
+
+#[test]
+fn sync_scans_the_history_it_would_push_and_redact_makes_it_pushable() {
+    let env = TestEnv::new();
+    let (remote, dirs) = env.shared_state(&["a"]);
+    let dir = &dirs[0];
+    let id = add(&env, dir, "clean");
+    let path = smuggle_into_todo(&env, dir, &id);
+    // Removed in a later commit: the tip is clean, the history is not.
+    env.loopx(dir, &["todo", "update", &id, "--text", "clean again"])
+        .success();
+    assert!(!env.state_file(dir, &path).contains(TOKEN));
+    let before = env.git(&remote, &["rev-parse", "loopx-state"]);
+    let json = env.loopx(dir, &["--json", "sync"]).failure(1).json();
+    assert_eq!(json["error"]["code"], "leak_detected");
+    let message = json["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&path), "names the file: {message}");
+    assert!(!message.contains(TOKEN));
+    assert!(
+        json["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("git loopx redact"),
+        "{json}"
+    );
+    assert_eq!(env.git(&remote, &["rev-parse", "loopx-state"]), before);
+
+    let json = env
+        .loopx(dir, &["--json", "redact", "todo", &id, "--all-leaks"])
+        .success()
+        .json();
+    let rewritten = json["rewritten"].as_array().unwrap();
+    assert_eq!(
+        rewritten.len(),
+        2,
+        "the smuggling commit and the one after: {json}"
+    );
+    assert!(!all_history(&env, dir).contains(TOKEN));
+    assert!(!all_history(&env, dir).contains(&TOKEN[4..]));
+    let text = env.loopx(dir, &["todo", "show", &id]).success().stdout;
+    assert!(text.contains("clean again"), "{text}");
+    env.loopx(dir, &["sync"]).success();
+    assert_eq!(
+        env.git(&remote, &["rev-parse", "loopx-state"]),
+        env.tip(dir)
+    );
+    env.fsck(dir, &[]);
+}
+
+#[test]
+fn a_credential_in_a_commit_subject_blocks_sync_until_redacted() {
+    let env = TestEnv::new();
+    let (remote, dirs) = env.shared_state(&["a"]);
+    let dir = &dirs[0];
+    add(&env, dir, "clean");
+    let tree = env.git(dir, &["rev-parse", "loopx-state^{tree}"]);
+    let commit = env.git(
+        dir,
+        &[
+            "commit-tree",
+            &tree,
+            "-p",
+            "loopx-state",
+            "-m",
+            &format!("hand fix with {TOKEN}"),
+        ],
+    );
+    env.git(dir, &["update-ref", "refs/heads/loopx-state", &commit]);
+    add(&env, dir, "after");
+    let json = env.loopx(dir, &["--json", "sync"]).failure(1).json();
+    assert_eq!(json["error"]["code"], "leak_detected");
+    let message = json["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&commit[..10]),
+        "names the commit: {message}"
+    );
+    env.loopx(dir, &["redact", "all", "--text", TOKEN])
+        .success();
+    assert!(!all_history(&env, dir).contains(TOKEN));
+    env.loopx(dir, &["sync"]).success();
+    assert!(!env
+        .git(&remote, &["log", "--format=%B", "loopx-state"])
+        .contains(TOKEN));
+}
+
+#[test]
+fn redact_refuses_when_the_credential_was_already_pushed() {
+    let env = TestEnv::new();
+    let (_remote, dirs) = env.shared_state(&["a"]);
+    let dir = &dirs[0];
+    let id = add(&env, dir, "clean");
+    smuggle_into_todo(&env, dir, &id);
+    // Pushed by hand, around the scan.
+    env.git(dir, &["push", "-q", "origin", "loopx-state"]);
+    env.git(dir, &["fetch", "-q", "origin"]);
+    let tip = env.tip(dir);
+    let json = env
+        .loopx(dir, &["--json", "redact", "todo", &id, "--all-leaks"])
+        .failure(1)
+        .json();
+    assert_eq!(json["error"]["code"], "leak_detected");
+    let message = json["error"]["message"].as_str().unwrap();
+    assert!(message.contains("pushed"), "{message}");
+    assert!(json["error"]["hint"].as_str().unwrap().contains("rotate"));
+    assert_eq!(env.tip(dir), tip, "nothing rewritten");
+}

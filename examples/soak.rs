@@ -20,8 +20,9 @@
 //!
 //! A writer killed while it held the state ref's `.lock` leaves that file
 //! behind, and every later write refuses (exit 3) until it is removed; the
-//! soak clears such a lock once it is 5 s old (no live writer holds the ref
-//! lock that long) and counts it, as an operator would.
+//! soak runs `git loopx doctor --repair` once such a lock is 5 s old (no live
+//! writer holds the ref lock that long) and counts what it removed, as an
+//! operator would.
 //!
 //! Options: `--seconds N` (default 300), `--writers N` (16), `--worktrees N`
 //! (4), `--kill-percent P` (share of commands killed, default 10),
@@ -108,6 +109,19 @@ fn bin() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
     let dir = exe.parent().and_then(Path::parent).expect("target dir");
     let b = dir.join("git-loopx");
+    if !b.exists() {
+        // Under `cargo run --example soak` cargo builds the example, not the
+        // binary: build it the same way.
+        if let Some(cargo) = std::env::var_os("CARGO") {
+            let release = dir.file_name().is_some_and(|p| p == "release");
+            let mut build = Command::new(cargo);
+            build.args(["build", "--bin", "git-loopx"]);
+            if release {
+                build.arg("--release");
+            }
+            let _ = build.status();
+        }
+    }
     if !b.exists() {
         eprintln!(
             "soak: build the binary first: cargo build --release (looked for {})",
@@ -368,8 +382,11 @@ impl Soak {
         (runs, failed)
     }
 
-    /// Removes the state ref's lock once it is 5 s old (a killed writer's).
-    fn janitor(&self, git_dir: &Path) -> u64 {
+    /// Runs `git loopx doctor --repair` once the state ref's lock is 5 s
+    /// old (a killed writer's), as an operator would, and counts the locks
+    /// it removed. The repair removes one only while no live writer holds
+    /// the writer lock; otherwise it is tried again on the next round.
+    fn janitor(&self, repo: &Path, git_dir: &Path) -> u64 {
         let lock = git_dir.join("refs/heads/loopx-state.lock");
         let mut cleared = 0;
         while !self.stop.load(Ordering::Relaxed) {
@@ -378,11 +395,24 @@ impl Soak {
                 .and_then(|m| m.modified())
                 .ok()
                 .and_then(|t| t.elapsed().ok());
-            if age.is_some_and(|a| a > Duration::from_secs(5))
-                && std::fs::remove_file(&lock).is_ok()
-            {
-                cleared += 1;
+            if !age.is_some_and(|a| a > Duration::from_secs(5)) {
+                continue;
             }
+            let out = hermetic(Command::new(&self.bin).current_dir(repo), &self.home)
+                .env("LOOPX_NOW", self.now().to_string())
+                .args(["--json", "doctor", "--repair"])
+                .output()
+                .expect("git-loopx runs");
+            let report: serde_json::Value =
+                serde_json::from_slice(&out.stdout).unwrap_or_default();
+            cleared += report["repaired"]
+                .as_array()
+                .map_or(0, |lines| {
+                    lines
+                        .iter()
+                        .filter(|l| l.as_str().is_some_and(|l| l.starts_with("removed ")))
+                        .count()
+                }) as u64;
         }
         cleared
     }
@@ -591,7 +621,7 @@ fn main() {
     let git_dir = repo.join(".git");
     let ((gc_runs, gc_failed), cleared) = std::thread::scope(|s| {
         let gc = s.spawn(|| soak.gc_loop(&repo));
-        let janitor = s.spawn(|| soak.janitor(&git_dir));
+        let janitor = s.spawn(|| soak.janitor(&repo, &git_dir));
         let mut seeds = Rng(o.seed);
         for w in 0..o.writers {
             let dir = &worktrees[w % worktrees.len()];

@@ -403,16 +403,13 @@ impl Soak {
                 .args(["--json", "doctor", "--repair"])
                 .output()
                 .expect("git-loopx runs");
-            let report: serde_json::Value =
-                serde_json::from_slice(&out.stdout).unwrap_or_default();
-            cleared += report["repaired"]
-                .as_array()
-                .map_or(0, |lines| {
-                    lines
-                        .iter()
-                        .filter(|l| l.as_str().is_some_and(|l| l.starts_with("removed ")))
-                        .count()
-                }) as u64;
+            let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+            cleared += report["repaired"].as_array().map_or(0, |lines| {
+                lines
+                    .iter()
+                    .filter(|l| l.as_str().is_some_and(|l| l.starts_with("removed ")))
+                    .count()
+            }) as u64;
         }
         cleared
     }

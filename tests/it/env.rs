@@ -222,6 +222,24 @@ impl TestEnv {
         commit
     }
 
+    /// `todo add TEXT` in `dir`, returning the new todo's id.
+    #[track_caller]
+    pub fn add_todo(&self, dir: &Path, text: &str) -> String {
+        self.loopx(dir, &["--json", "todo", "add", text])
+            .success()
+            .json()["todo"]["id"]
+            .as_str()
+            .expect("todo add answers with todo.id")
+            .to_owned()
+    }
+
+    /// Writes an executable script (a hook, a fake program).
+    pub fn write_script(&self, path: &Path, body: &str) {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::write(path, body).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
     pub fn tip(&self, repo: &Path) -> String {
         self.git(repo, &["rev-parse", "refs/heads/loopx-state"])
     }

@@ -5,14 +5,6 @@ use std::path::Path;
 
 use crate::env::TestEnv;
 
-fn add_todo(env: &TestEnv, repo: &Path, text: &str) -> String {
-    let out = env
-        .loopx(repo, &["--json", "todo", "add", text])
-        .success()
-        .json();
-    out["todo"]["id"].as_str().unwrap().to_owned()
-}
-
 /// Every command still reads the state: nothing was bricked.
 #[track_caller]
 fn assert_readable(env: &TestEnv, repo: &Path) {
@@ -24,7 +16,7 @@ fn assert_readable(env: &TestEnv, repo: &Path) {
 fn notes_that_would_outgrow_the_reader_are_refused_not_written() {
     let env = TestEnv::new();
     let repo = env.state_repo("r");
-    let id = add_todo(&env, &repo, "a todo that collects notes");
+    let id = env.add_todo(&repo, "a todo that collects notes");
     // One 120 KB note (about the most one argument can carry): refused
     // whole, nothing committed.
     let tip = env.tip(&repo);
@@ -66,7 +58,7 @@ fn notes_that_would_outgrow_the_reader_are_refused_not_written() {
 fn a_write_that_would_pass_the_file_limit_is_refused_before_the_commit() {
     let env = TestEnv::new();
     let repo = env.state_repo("r");
-    let id = add_todo(&env, &repo, "padded by hand");
+    let id = env.add_todo(&repo, "padded by hand");
     let path = env.git(&repo, &["ls-tree", "-r", "--name-only", "loopx-state"]);
     let path = path.lines().find(|p| p.contains(&id)).unwrap().to_owned();
     let todo = env.git(&repo, &["show", &format!("loopx-state:{path}")]);
@@ -96,7 +88,7 @@ fn a_write_that_would_pass_the_file_limit_is_refused_before_the_commit() {
 fn a_lease_past_year_9999_is_refused_not_written() {
     let env = TestEnv::new();
     let repo = env.state_repo("r");
-    let id = add_todo(&env, &repo, "far future");
+    let id = env.add_todo(&repo, "far future");
     let tip = env.tip(&repo);
     let out = env
         .loopx_at(
@@ -197,7 +189,7 @@ fn control_sequences_in_state_text_never_reach_the_terminal() {
     let env = TestEnv::new();
     let repo = env.state_repo("r");
     let hostile = "clear\u{1b}[2J\u{1b}]0;owned\u{7} then\rover \u{202e}txt";
-    let id = add_todo(&env, &repo, hostile);
+    let id = env.add_todo(&repo, hostile);
     env.loopx(&repo, &["--agent", "a", "todo", "claim", &id])
         .success();
     env.loopx(
@@ -265,7 +257,7 @@ fn a_sha256_repository_is_named_as_such() {
 fn an_empty_agent_flag_is_a_usage_error() {
     let env = TestEnv::new();
     let repo = env.state_repo("r");
-    let id = add_todo(&env, &repo, "work");
+    let id = env.add_todo(&repo, "work");
     let tip = env.tip(&repo);
     for args in [
         &["--agent", "", "todo", "claim", &id][..],

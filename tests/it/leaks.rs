@@ -7,15 +7,6 @@ use crate::env::TestEnv;
 
 const TOKEN: &str = "ghp_R8x2Kq9LmN4pVt7Zw3Yc6Hj1Bs5Df0Ga8Ue2";
 
-fn add(env: &TestEnv, dir: &Path, text: &str) -> String {
-    env.loopx(dir, &["--json", "todo", "add", text])
-        .success()
-        .json()["todo"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 /// Everything git would push from `dir`: every object's content and path.
 fn all_history(env: &TestEnv, dir: &Path) -> String {
     let mut out = env.git(dir, &["log", "--format=%B", "loopx-state"]);
@@ -46,7 +37,7 @@ fn smuggle_into_todo(env: &TestEnv, dir: &Path, id: &str) -> String {
 fn a_note_or_summary_with_a_credential_is_refused_and_nothing_is_committed() {
     let env = TestEnv::new();
     let dir = env.state_repo("r");
-    let id = add(&env, &dir, "clean");
+    let id = env.add_todo(&dir, "clean");
     let before = env.tip(&dir);
     let json = env
         .loopx(
@@ -110,7 +101,7 @@ fn a_note_or_summary_with_a_credential_is_refused_and_nothing_is_committed() {
 fn a_todo_that_already_holds_a_credential_can_still_be_fixed() {
     let env = TestEnv::new();
     let dir = env.state_repo("r");
-    let id = add(&env, &dir, "clean");
+    let id = env.add_todo(&dir, "clean");
     smuggle_into_todo(&env, &dir, &id);
     env.loopx(&dir, &["todo", "update", &id, "--priority", "P1"])
         .success();
@@ -123,7 +114,7 @@ fn sync_scans_the_history_it_would_push_and_redact_makes_it_pushable() {
     let env = TestEnv::new();
     let (remote, dirs) = env.shared_state(&["a"]);
     let dir = &dirs[0];
-    let id = add(&env, dir, "clean");
+    let id = env.add_todo(dir, "clean");
     let path = smuggle_into_todo(&env, dir, &id);
     // Removed in a later commit: the tip is clean, the history is not.
     env.loopx(dir, &["todo", "update", &id, "--text", "clean again"])
@@ -171,7 +162,7 @@ fn a_credential_in_a_commit_subject_blocks_sync_until_redacted() {
     let env = TestEnv::new();
     let (remote, dirs) = env.shared_state(&["a"]);
     let dir = &dirs[0];
-    add(&env, dir, "clean");
+    env.add_todo(dir, "clean");
     let tree = env.git(dir, &["rev-parse", "loopx-state^{tree}"]);
     let commit = env.git(
         dir,
@@ -185,7 +176,7 @@ fn a_credential_in_a_commit_subject_blocks_sync_until_redacted() {
         ],
     );
     env.git(dir, &["update-ref", "refs/heads/loopx-state", &commit]);
-    add(&env, dir, "after");
+    env.add_todo(dir, "after");
     let json = env.loopx(dir, &["--json", "sync"]).failure(1).json();
     assert_eq!(json["error"]["code"], "leak_detected");
     let message = json["error"]["message"].as_str().unwrap();
@@ -207,7 +198,7 @@ fn redact_refuses_when_the_credential_was_already_pushed() {
     let env = TestEnv::new();
     let (_remote, dirs) = env.shared_state(&["a"]);
     let dir = &dirs[0];
-    let id = add(&env, dir, "clean");
+    let id = env.add_todo(dir, "clean");
     smuggle_into_todo(&env, dir, &id);
     // Pushed by hand, around the scan.
     env.git(dir, &["push", "-q", "origin", "loopx-state"]);

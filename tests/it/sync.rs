@@ -4,15 +4,6 @@ use std::path::Path;
 
 use crate::env::TestEnv;
 
-fn add(env: &TestEnv, dir: &Path, text: &str) -> String {
-    env.loopx(dir, &["--json", "todo", "add", text])
-        .success()
-        .json()["todo"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 fn texts(env: &TestEnv, dir: &Path) -> Vec<String> {
     let json = env
         .loopx(dir, &["--json", "todo", "list", "--all"])
@@ -43,7 +34,7 @@ fn fresh_clones_find_the_remote_state_and_never_make_a_second_root() {
     assert_eq!(init["objective"], "Ship the parser");
     // A write on a fresh clone builds on the remote's root, too.
     let c = env.clone_of(&remote, "c");
-    add(&env, &c, "from c");
+    env.add_todo(&c, "from c");
     env.loopx(&c, &["sync"]).success();
     assert_eq!(
         env.git(&remote, &["rev-list", "--max-parents=0", "loopx-state"])
@@ -63,7 +54,7 @@ fn offline_edits_converge_to_the_same_union_everywhere() {
     // Each clone works offline on its own todos, with writebacks.
     for (i, d) in dirs.iter().enumerate() {
         for j in 0..3 {
-            let t = add(&env, d, &format!("clone {i} todo {j}"));
+            let t = env.add_todo(d, &format!("clone {i} todo {j}"));
             env.loopx(
                 d,
                 &[
@@ -131,7 +122,7 @@ fn the_same_field_on_two_clones_goes_to_the_higher_rev_and_the_loser_is_reported
     let env = TestEnv::new();
     let (_remote, dirs) = env.shared_state(&["a", "b"]);
     let (a, b) = (&dirs[0], &dirs[1]);
-    let t = add(&env, a, "shared");
+    let t = env.add_todo(a, "shared");
     env.loopx(a, &["sync"]).success();
     env.loopx(b, &["sync"]).success();
     // b changes the priority twice (rev 3), a once (rev 2).
@@ -178,7 +169,7 @@ fn an_unknown_field_from_one_clone_survives_the_others_writes_and_merges() {
     let env = TestEnv::new();
     let (_remote, dirs) = env.shared_state(&["a", "b"]);
     let (a, b) = (&dirs[0], &dirs[1]);
-    let t = add(&env, a, "carries a future field");
+    let t = env.add_todo(a, "carries a future field");
     env.loopx(a, &["sync"]).success();
     // A newer git-loopx on a writes a field this version does not know.
     let path = env.state_path_of(a, &t);
@@ -218,7 +209,7 @@ fn four_clones_claim_the_same_todo_with_sync_one_wins_each_round() {
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let (remote, dirs) = env.shared_state(&refs);
     for round in 0..ROUNDS {
-        let t = add(&env, &dirs[0], &format!("round {round}"));
+        let t = env.add_todo(&dirs[0], &format!("round {round}"));
         env.loopx(&dirs[0], &["sync"]).success();
         let results: Vec<(usize, crate::env::Run)> = std::thread::scope(|s| {
             let handles: Vec<_> = dirs
@@ -297,8 +288,8 @@ fn a_racing_push_is_refused_by_the_pinned_lease_and_merged_next_round() {
     let (remote, dirs) = env.shared_state(&["a", "b"]);
     let (a, b) = (&dirs[0], &dirs[1]);
     env.loopx(b, &["sync"]).success();
-    add(&env, b, "b's racing change");
-    add(&env, a, "a's change");
+    env.add_todo(b, "b's racing change");
+    env.add_todo(a, "a's change");
     let real_git = String::from_utf8(
         std::process::Command::new("sh")
             .args(["-c", "command -v git"])
@@ -316,12 +307,7 @@ fn a_racing_push_is_refused_by_the_pinned_lease_and_merged_next_round() {
         g = real_git.trim(),
         b = b.display()
     );
-    let wrapper = bin.join("git");
-    std::fs::write(&wrapper, script).unwrap();
-    std::process::Command::new("chmod")
-        .args(["+x", wrapper.to_str().unwrap()])
-        .status()
-        .unwrap();
+    env.write_script(&bin.join("git"), &script);
     let racer_tip = env.git(b, &["rev-parse", "loopx-state"]);
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
     let out: crate::env::Run = env
@@ -351,7 +337,7 @@ fn sync_refuses_to_push_a_credential() {
     let (remote, dirs) = env.shared_state(&["a"]);
     let before = env.git(&remote, &["rev-parse", "loopx-state"]);
     // Refused when written (see `leaks.rs`), so it arrives by hand.
-    let id = add(&env, &dirs[0], "use key K for the bucket");
+    let id = env.add_todo(&dirs[0], "use key K for the bucket");
     let path = env.state_path_of(&dirs[0], &id);
     let yaml = env
         .state_file(&dirs[0], &path)
@@ -377,7 +363,7 @@ fn notes_added_on_both_sides_are_all_kept_by_the_merge() {
     let env = TestEnv::new();
     let (_remote, dirs) = env.shared_state(&["a", "b"]);
     let (a, b) = (&dirs[0], &dirs[1]);
-    let t = add(&env, a, "shared notes");
+    let t = env.add_todo(a, "shared notes");
     env.loopx(a, &["sync"]).success();
     env.loopx(b, &["sync"]).success();
     for i in 0..EACH {
@@ -437,7 +423,7 @@ fn an_unrelated_remote_state_is_refused_unless_allowed() {
     let env = TestEnv::new();
     let (remote, dirs) = env.shared_state(&["a"]);
     let a = &dirs[0];
-    add(&env, a, "local work");
+    env.add_todo(a, "local work");
     let stranger = env.repo("stranger");
     env.loopx(&stranger, &["init", "--goal-text", "Someone else's goal"])
         .success();
@@ -535,7 +521,7 @@ fn a_black_hole_remote_times_out_with_a_clear_error() {
         json["error"]["message"].as_str().unwrap().contains("1s"),
         "{json}"
     );
-    let t = add(&env, a, "claimed over a black hole");
+    let t = env.add_todo(a, "claimed over a black hole");
     let json = run(&[
         "--json", "--agent", "x", "todo", "claim", &t, "--sync", "--remote", "hole",
     ])
@@ -573,7 +559,7 @@ fn concurrent_syncs_in_one_clone_all_succeed() {
                 s.spawn(move || {
                     let mut failed = Vec::new();
                     for round in 0..ROUNDS {
-                        add(env, a, &format!("round {round} agent {i}"));
+                        env.add_todo(a, &format!("round {round} agent {i}"));
                         let r = env.loopx(a, &["--json", "sync"]);
                         if r.code != 0 {
                             failed.push(format!("agent {i} round {round}: {}", r.stdout));
@@ -619,19 +605,13 @@ fn grant_recorded(dir: &Path, agent: &str, todo: &str) -> bool {
 fn refusing_hook(env: &TestEnv, remote: &Path) -> std::path::PathBuf {
     let gate = env.path("refuse-pushes");
     std::fs::write(&gate, "").unwrap();
-    let hook = remote.join("hooks/pre-receive");
-    std::fs::write(
-        &hook,
-        format!(
+    env.write_script(
+        &remote.join("hooks/pre-receive"),
+        &format!(
             "#!/bin/sh\nif [ -e '{}' ]; then echo 'refused by policy' >&2; exit 1; fi\nexit 0\n",
             gate.display()
         ),
-    )
-    .unwrap();
-    std::process::Command::new("chmod")
-        .args(["+x", hook.to_str().unwrap()])
-        .status()
-        .unwrap();
+    );
     gate
 }
 
@@ -643,8 +623,8 @@ fn a_claim_the_remote_refused_leaves_nothing_to_publish() {
     let env = TestEnv::new();
     let (remote, dirs) = env.shared_state(&["a"]);
     let a = &dirs[0];
-    let t = add(&env, a, "wanted");
-    let u = add(&env, a, "also wanted");
+    let t = env.add_todo(a, "wanted");
+    let u = env.add_todo(a, "also wanted");
     env.loopx(a, &["sync"]).success();
     let gate = refusing_hook(&env, &remote);
     let before = env.git(a, &["rev-parse", "loopx-state"]);
@@ -690,7 +670,7 @@ fn a_claim_the_remote_refused_leaves_nothing_to_publish() {
     assert_eq!(json["error"]["code"], "not_claim_holder", "{json}");
     // The remote accepts pushes again: a plain sync publishes no claim.
     std::fs::remove_file(&gate).unwrap();
-    add(&env, a, "later work");
+    env.add_todo(a, "later work");
     env.loopx(a, &["sync"]).success();
     for id in [&t, &u] {
         let file = env.git(
@@ -744,7 +724,7 @@ fn a_claim_whose_push_fails_leaves_nothing_behind() {
     let env = TestEnv::new();
     let (remote, dirs) = env.shared_state(&["a"]);
     let a = &dirs[0];
-    let t = add(&env, a, "wanted");
+    let t = env.add_todo(a, "wanted");
     env.loopx(a, &["sync"]).success();
     let real_git = String::from_utf8(
         std::process::Command::new("sh")
@@ -756,19 +736,13 @@ fn a_claim_whose_push_fails_leaves_nothing_behind() {
     .unwrap();
     let bin = env.path("failbin");
     std::fs::create_dir_all(&bin).unwrap();
-    let wrapper = bin.join("git");
-    std::fs::write(
-        &wrapper,
-        format!(
+    env.write_script(
+        &bin.join("git"),
+        &format!(
             "#!/bin/sh\nif [ \"$3\" = push ]; then echo 'fatal: the network went away' >&2; exit 128; fi\nexec '{}' \"$@\"\n",
             real_git.trim()
         ),
-    )
-    .unwrap();
-    std::process::Command::new("chmod")
-        .args(["+x", wrapper.to_str().unwrap()])
-        .status()
-        .unwrap();
+    );
     let before = env.git(a, &["rev-parse", "loopx-state"]);
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
     let out: crate::env::Run = env

@@ -395,7 +395,7 @@ impl Soak {
                 .and_then(|m| m.modified())
                 .ok()
                 .and_then(|t| t.elapsed().ok());
-            if !age.is_some_and(|a| a > Duration::from_secs(5)) {
+            if age.is_none_or(|a| a <= Duration::from_secs(5)) {
                 continue;
             }
             let out = hermetic(Command::new(&self.bin).current_dir(repo), &self.home)

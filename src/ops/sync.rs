@@ -249,11 +249,38 @@ pub fn push(ctx: &Context, remote: &str, tip: &Oid, expected: Option<&Oid>) -> R
     .map_err(git_failed)?;
     match status {
         PushStatus::Updated | PushStatus::UpToDate => Ok(true),
+        // The remote's own policy (a hook, branch protection, permissions):
+        // another round would be refused the same way. (A remote that lost
+        // a race for its own ref lock says "failed to update ref": retried.)
+        PushStatus::Rejected(why) if refused_by_policy(&why) => Err(Refusal::new(
+            Code::PushRejected,
+            format!("{remote} refused the push of {BRANCH}: {why}"),
+        )
+        .with_hint(
+            "nothing was published; the remote's policy (a hook, branch protection or permissions) refused it: ask its owner, then sync again",
+        )
+        .into()),
+        // The lease did not hold (someone pushed first): fetch, merge, retry.
         PushStatus::Rejected(why) => {
             tracing::debug!("push to {remote} rejected: {why}");
             Ok(false)
         }
     }
+}
+
+/// Whether a push's rejection is the remote's policy, not a race: a hook
+/// that declined it, or a branch the remote protects or denies.
+fn refused_by_policy(why: &str) -> bool {
+    why.starts_with("[remote rejected]")
+        && [
+            "hook declined",
+            "denied",
+            "deny",
+            "protected",
+            "not allowed",
+        ]
+        .iter()
+        .any(|word| why.contains(word))
 }
 
 /// A merge commit made, and what the merge had to decide.
@@ -499,4 +526,25 @@ pub fn sync_locked(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result
     )
     .with_hint("run `git loopx sync` again")
     .into())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_declined_push_is_policy_and_a_lost_ref_race_is_not() {
+        for why in [
+            "[remote rejected] (pre-receive hook declined)",
+            "[remote rejected] (deny updating a hidden ref)",
+            "[remote rejected] (protected branch hook declined)",
+        ] {
+            assert!(super::refused_by_policy(why), "{why}");
+        }
+        for why in [
+            "[remote rejected] (failed to update ref)",
+            "[rejected] (stale info)",
+            "[rejected] (fetch first)",
+        ] {
+            assert!(!super::refused_by_policy(why), "{why}");
+        }
+    }
 }

@@ -636,6 +636,9 @@ fn a_claim_the_remote_refused_leaves_nothing_to_publish() {
         .failure(1)
         .json();
     assert_eq!(json["error"]["code"], "push_rejected", "{json}");
+    // The remote's refusal is named, not retried into "kept moving".
+    let message = json["error"]["message"].as_str().unwrap();
+    assert!(message.contains("hook declined"), "{json}");
     let json = env
         .loopx(
             a,

@@ -82,6 +82,31 @@ pub fn objects_complete(dir: &Path, commit: &str) -> std::io::Result<Result<(), 
     })
 }
 
+/// Drops the entries of `reference`'s reflog that name commits whose
+/// objects are gone (`git reflog expire --stale-fix`), keeping every other
+/// entry however old; `Err` carries git's error.
+pub fn drop_broken_reflog_entries(
+    dir: &Path,
+    reference: &str,
+) -> std::io::Result<Result<(), String>> {
+    let out = run(
+        dir,
+        &[
+            "reflog",
+            "expire",
+            "--stale-fix",
+            "--expire=never",
+            "--expire-unreachable=never",
+            reference,
+        ],
+    )?;
+    Ok(if out.success {
+        Ok(())
+    } else {
+        Err(out.stderr.trim().to_owned())
+    })
+}
+
 /// The repack that rolls up small packs: `git repack -d -l -q --geometric=2`.
 /// A geometric repack rolls the small packs (one per writeback, see
 /// `store::pack`) and any loose objects into one, merging only as much as

@@ -329,6 +329,16 @@ fn repair_state(
                 good.short()
             ));
             *lost_writes = lost;
+            // The repair commit's message keeps the lost subjects; reflog
+            // entries naming missing commits would only fail `git fsck`.
+            let dir = ctx.store.workdir().unwrap_or(ctx.store.common_dir());
+            match crate::git_cmd::drop_broken_reflog_entries(dir, STATE_REF) {
+                Ok(Ok(())) => repaired.push(format!(
+                    "dropped the entries of {STATE_REF}'s reflog that named missing commits"
+                )),
+                Ok(Err(e)) => repaired.push(format!("could not clean {STATE_REF}'s reflog: {e}")),
+                Err(e) => repaired.push(format!("could not run git reflog expire: {e}")),
+            }
         }
         None => repaired.push(format!(
             "{STATE_REF} moved meanwhile: nothing done, run doctor again"

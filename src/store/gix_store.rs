@@ -823,9 +823,9 @@ impl GixStore {
     }
 
     /// Moves the state ref from `broken` to a new commit on top of `intact`
-    /// with `intact`'s tree (a repair: nothing is rewritten, the broken
-    /// commits stay in the reflog). `None` when the ref no longer holds
-    /// `broken`.
+    /// with `intact`'s tree (a repair: nothing is rewritten; `doctor` then
+    /// drops the reflog entries naming missing commits). `None` when the ref
+    /// no longer holds `broken`.
     pub fn restore(
         &self,
         broken: &Oid,

@@ -30,7 +30,7 @@ use crate::store::{transaction, Error as StoreError, Oid, Store, REVIEWED_REF, S
 use crate::{Error, Result};
 
 /// Which files of the unpushed history to rewrite.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
     /// One todo's file.

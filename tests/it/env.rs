@@ -89,6 +89,14 @@ impl TestEnv {
             .env("TZ", "UTC")
             .env("LANG", "C")
             .env("LC_ALL", "C");
+        // git-loopx's own switches between two implementations of the same
+        // behaviour pass through, so the whole suite can run in either:
+        // `LOOPX_NAMED_BLANKS=1 cargo test`, `LOOPX_REF_FILE=0 cargo test`.
+        for switch in ["LOOPX_NAMED_BLANKS", "LOOPX_REF_FILE", "LOOPX_WRITER_LOCK"] {
+            if let Some(value) = std::env::var_os(switch) {
+                cmd.env(switch, value);
+            }
+        }
     }
 
     /// Any program, run in `dir` with the same hermetic environment.

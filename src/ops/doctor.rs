@@ -58,11 +58,7 @@ pub fn doctor(ctx: &Context, fsck: bool, repair: bool) -> Result<DoctorReport> {
         repair_locks(ctx, &mut repaired);
         repair_state(ctx, &mut repaired, &mut lost_writes)?;
     }
-    let repo_dir = ctx
-        .store
-        .workdir()
-        .unwrap_or(ctx.store.common_dir())
-        .to_owned();
+    let repo_dir = ctx.repo_dir().to_owned();
     checks.push(check(
         "repository",
         Level::Ok,
@@ -331,7 +327,7 @@ fn repair_state(
             *lost_writes = lost;
             // The repair commit's message keeps the lost subjects; reflog
             // entries naming missing commits would only fail `git fsck`.
-            let dir = ctx.store.workdir().unwrap_or(ctx.store.common_dir());
+            let dir = ctx.repo_dir();
             match crate::git_cmd::drop_broken_reflog_entries(dir, STATE_REF) {
                 Ok(Ok(())) => repaired.push(format!(
                     "dropped the entries of {STATE_REF}'s reflog that named missing commits"

@@ -99,11 +99,7 @@ pub fn done(ctx: &Context, query: &str, args: &DoneArgs) -> Result<DoneReport> {
     check_completable(ctx, todo, agent.as_deref(), args.epoch)?;
     let validation = match &todo.validate {
         Some(command) => {
-            let dir = ctx
-                .store
-                .workdir()
-                .unwrap_or(ctx.store.common_dir())
-                .to_owned();
+            let dir = ctx.repo_dir().to_owned();
             let exit_code = run_validation(
                 command,
                 &dir,

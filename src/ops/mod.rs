@@ -48,6 +48,12 @@ impl Context {
         })
     }
 
+    /// Where `git` runs for this repository: the worktree, else (bare) the
+    /// git directory.
+    pub fn repo_dir(&self) -> &Path {
+        self.store.workdir().unwrap_or(self.store.common_dir())
+    }
+
     /// The acting agent, if one was named.
     pub fn agent(&self) -> Option<&str> {
         self.agent.as_deref()

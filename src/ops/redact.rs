@@ -19,7 +19,6 @@
 //! machine, since a push sends only reachable objects.
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::PathBuf;
 
 use serde::Serialize;
 
@@ -76,13 +75,6 @@ fn git_failed(message: String) -> Error {
     StoreError::Git(message).into()
 }
 
-fn git_dir(ctx: &Context) -> PathBuf {
-    ctx.store
-        .workdir()
-        .unwrap_or(ctx.store.common_dir())
-        .to_owned()
-}
-
 /// The file of the todo or run `id` (a unique prefix) among `paths`.
 fn entity_path(scope: Scope, id: &str, paths: &[String]) -> Result<Option<String>> {
     let dir = if scope == Scope::Todo {
@@ -114,7 +106,7 @@ pub fn redact(
     id: Option<&str>,
     what: &Secrets,
 ) -> Result<RedactReport> {
-    let dir = git_dir(ctx);
+    let dir = ctx.repo_dir().to_owned();
     let tip = ctx.store.tip()?.ok_or(StoreError::Missing)?;
     let remotes: Vec<String> = ctx
         .store

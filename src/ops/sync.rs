@@ -5,7 +5,6 @@
 //! it lands only if nobody pushed since we fetched; otherwise we fetch, merge
 //! and try again, a bounded number of times. Nothing is ever forced.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -76,13 +75,6 @@ pub fn remote_name(ctx: &Context, remote: Option<&str>) -> String {
         .unwrap_or_else(|| "origin".to_owned())
 }
 
-fn git_dir(ctx: &Context) -> PathBuf {
-    ctx.store
-        .workdir()
-        .unwrap_or(ctx.store.common_dir())
-        .to_owned()
-}
-
 fn git_failed(e: impl Into<TransportError>) -> Error {
     match e.into() {
         TransportError::Failed(message) => StoreError::Git(message).into(),
@@ -136,7 +128,7 @@ fn check_git() -> Result<()> {
 /// commit's message and each blob its tree adds — not only the tip's state.
 /// A credential removed in a later commit is still in the history pushed.
 pub fn check_leaks(ctx: &Context, tip: &Oid, expected: Option<&Oid>) -> Result<()> {
-    let dir = git_dir(ctx);
+    let dir = ctx.repo_dir().to_owned();
     let exclude: Vec<&str> = expected.map(|o| o.0.as_str()).into_iter().collect();
     let objects = history::objects_between(&dir, &tip.0, &exclude).map_err(git_failed)?;
     let ids: Vec<String> = objects.iter().map(|(id, _)| id.clone()).collect();
@@ -220,7 +212,7 @@ pub fn fetch(ctx: &Context, remote: &str) -> Result<Option<Oid>> {
     let mut jitter = transaction::Jitter::new();
     let mut attempt = 1;
     let fetched = loop {
-        match git_cmd::fetch_branch(&git_dir(ctx), remote, BRANCH) {
+        match git_cmd::fetch_branch(ctx.repo_dir(), remote, BRANCH) {
             Err(TransportError::Failed(message)) if attempt <= FETCH_RETRIES => {
                 tracing::debug!("fetch from {remote} failed (attempt {attempt}): {message}");
                 std::thread::sleep(Duration::from_millis(50 << attempt) + jitter.backoff(attempt));
@@ -240,7 +232,7 @@ pub fn fetch(ctx: &Context, remote: &str) -> Result<Option<Oid>> {
 pub fn push(ctx: &Context, remote: &str, tip: &Oid, expected: Option<&Oid>) -> Result<bool> {
     check_leaks(ctx, tip, expected)?;
     let status = git_cmd::push_with_lease(
-        &git_dir(ctx),
+        ctx.repo_dir(),
         remote,
         &tip.0,
         BRANCH,
@@ -299,7 +291,7 @@ fn merge_commit(
     theirs: &Oid,
     allow_unrelated: bool,
 ) -> Result<Option<MergeCommit>> {
-    let dir = git_dir(ctx);
+    let dir = ctx.repo_dir().to_owned();
     let base = git_cmd::merge_base(&dir, &local.0, &theirs.0).map_err(git_failed)?;
     if base.is_none() && !allow_unrelated {
         return Err(Refusal::new(
@@ -437,7 +429,7 @@ pub fn sync_locked(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result
     let mut conflicts = Vec::new();
     let mut lost_claims = Vec::new();
     let mut merged_any = false;
-    let dir = git_dir(ctx);
+    let dir = ctx.repo_dir().to_owned();
     let mut jitter = transaction::Jitter::new();
     for round in 1..=MAX_ROUNDS {
         let theirs = fetch(ctx, &remote)?;

@@ -60,6 +60,17 @@ impl From<Output> for Run {
     }
 }
 
+/// `PATH` with the directory of the binary under test first, so that
+/// `git loopx …` (as hooks and runners spell it) runs that binary.
+pub fn path_with_loopx() -> std::ffi::OsString {
+    let bin = Path::new(env!("CARGO_BIN_EXE_git-loopx"));
+    let mut dirs = vec![bin.parent().expect("binary has a directory").to_path_buf()];
+    dirs.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    std::env::join_paths(dirs).expect("PATH entries join")
+}
+
 impl TestEnv {
     pub fn new() -> Self {
         let root = tempfile::tempdir().expect("tempdir");
@@ -76,7 +87,7 @@ impl TestEnv {
 
     fn hermetic(&self, cmd: &mut Command) {
         cmd.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("PATH", path_with_loopx())
             .env("HOME", self.path("home"))
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")

@@ -220,6 +220,8 @@ pub mod agent;
 pub mod done;
 pub mod gate;
 pub mod goal;
+pub mod hook_git;
+pub mod hooks;
 pub mod lease;
 pub mod local;
 pub mod prompt;

@@ -107,8 +107,8 @@ pub fn add_trailer(dir: &Path, file: &Path, key: &str, value: &str) -> Result<()
 #[derive(Debug)]
 pub struct TrailerCommit {
     pub commit: String,
-    /// The branch the walk reached it from (`git log --source`).
-    pub found_on: String,
+    /// The branches that contain it.
+    pub found_on: Vec<String>,
     /// Committer date, strict ISO 8601.
     pub time: String,
     pub subject: String,
@@ -119,15 +119,13 @@ pub struct TrailerCommit {
 /// The commits on the repository's local and remote-tracking branches
 /// (`loopx-state` left out) whose message has a `key:` trailer, newest first.
 pub fn commits_with_trailer(dir: &Path, key: &str) -> Result<Vec<TrailerCommit>, String> {
-    let format = format!(
-        "--format=%H%x1f%S%x1f%cI%x1f%s%x1f%(trailers:key={key},valueonly,separator=%x1f)%x1e"
-    );
+    let format =
+        format!("--format=%H%x1f%cI%x1f%s%x1f%(trailers:key={key},valueonly,separator=%x1f)%x1e");
     let grep = format!("--grep=^{key}:");
     let out = run(
         dir,
         &[
             "log",
-            "--source",
             "-i",
             &grep,
             "--exclude=loopx-state",
@@ -154,7 +152,6 @@ pub fn commits_with_trailer(dir: &Path, key: &str) -> Result<Vec<TrailerCommit>,
             if commit.is_empty() {
                 return None;
             }
-            let found_on = fields.next()?.to_owned();
             let time = fields.next()?.to_owned();
             let subject = fields.next()?.to_owned();
             let values: Vec<String> = fields
@@ -163,11 +160,42 @@ pub fn commits_with_trailer(dir: &Path, key: &str) -> Result<Vec<TrailerCommit>,
                 .collect();
             (!values.is_empty()).then_some(TrailerCommit {
                 commit,
-                found_on,
+                found_on: Vec::new(),
                 time,
                 subject,
                 values,
             })
+        })
+        .collect())
+}
+
+/// The local and remote-tracking branches (`loopx-state` left out) that
+/// contain `commit`.
+pub fn branches_containing(dir: &Path, commit: &str) -> Result<Vec<String>, String> {
+    let contains = format!("--contains={commit}");
+    let out = run(
+        dir,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            &contains,
+            "refs/heads",
+            "refs/remotes",
+        ],
+    )
+    .map_err(spawn_err)?;
+    if !out.success {
+        return Err(format!("git for-each-ref: {}", out.stderr.trim()));
+    }
+    Ok(out
+        .stdout
+        .lines()
+        .filter(|r| !r.ends_with("/loopx-state") && !r.ends_with("/HEAD"))
+        .map(|r| {
+            r.strip_prefix("refs/heads/")
+                .or_else(|| r.strip_prefix("refs/remotes/"))
+                .unwrap_or(r)
+                .to_owned()
         })
         .collect())
 }

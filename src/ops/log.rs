@@ -33,8 +33,8 @@ pub struct LogEntry {
 #[derive(Debug, Serialize)]
 pub struct CodeCommit {
     pub commit: String,
-    /// The branch it was found on (`git log --source`).
-    pub found_on: String,
+    /// The branches (local and remote-tracking) that contain it.
+    pub found_on: Vec<String>,
     /// Committer date, as git prints it (ISO 8601).
     pub time: String,
     pub subject: String,
@@ -113,16 +113,20 @@ fn code_commits(ctx: &Context, want: &str, limit: usize) -> Result<Vec<CodeCommi
         crate::ops::hook_git::TODO_TRAILER,
     )
     .map_err(crate::store::Error::Git)?;
-    Ok(found
+    found
         .into_iter()
         .filter(|c| c.values.iter().any(|v| v.starts_with(want)))
         .take(limit)
-        .map(|c| CodeCommit {
-            commit: c.commit,
-            found_on: c.found_on,
-            time: c.time,
-            subject: c.subject,
-            todos: c.values,
+        .map(|c| {
+            let found_on = crate::git_cmd::hooks::branches_containing(ctx.repo_dir(), &c.commit)
+                .map_err(crate::store::Error::Git)?;
+            Ok(CodeCommit {
+                commit: c.commit,
+                found_on,
+                time: c.time,
+                subject: c.subject,
+                todos: c.values,
+            })
         })
-        .collect())
+        .collect()
 }

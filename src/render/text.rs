@@ -146,7 +146,13 @@ pub fn log(r: &LogReport) -> String {
         }
         for c in code {
             let short = c.commit.get(..12).unwrap_or(&c.commit);
-            let _ = writeln!(out, "{short} {} {} (on {})", c.time, c.subject, c.found_on);
+            let _ = writeln!(
+                out,
+                "{short} {} {} (on {})",
+                c.time,
+                c.subject,
+                c.found_on.join(", ")
+            );
         }
     }
     out

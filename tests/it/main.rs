@@ -4,6 +4,7 @@
 mod domain;
 mod env;
 mod faults;
+mod hooks_install;
 mod hostile;
 mod kernel;
 mod leaks;

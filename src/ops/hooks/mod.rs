@@ -359,6 +359,7 @@ pub fn uninstall(ctx: &Context, which: &[Integration]) -> Result<HooksReport> {
         });
     }
     let mut files = Vec::new();
+    let mut made_dirs = Vec::new();
     for plan in plans {
         let path = &plan.target.path;
         let recorded = record::load(ctx, path);
@@ -368,12 +369,7 @@ pub fn uninstall(ctx: &Context, which: &[Integration]) -> Result<HooksReport> {
             Some(Next::Delete) => {
                 std::fs::remove_file(path).map_err(|e| io_error("remove", path, &e))?;
                 if let Some((record, _)) = &recorded {
-                    for dir in &record.dirs {
-                        // Only while empty: anything else in it is the user's.
-                        if std::fs::remove_dir(dir).is_err() {
-                            break;
-                        }
-                    }
+                    made_dirs.extend(record.dirs.iter().cloned());
                 }
                 Action::Deleted
             }
@@ -393,6 +389,13 @@ pub fn uninstall(ctx: &Context, which: &[Integration]) -> Result<HooksReport> {
             action,
             notes: plan.notes,
         });
+    }
+    // The directories we made, deepest first, and only while empty:
+    // anything else in one is the user's.
+    made_dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    made_dirs.dedup();
+    for dir in made_dirs {
+        let _ = std::fs::remove_dir(dir);
     }
     Ok(HooksReport { files })
 }

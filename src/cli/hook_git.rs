@@ -63,10 +63,15 @@ pub fn run(cli: &Cli, args: &Args) -> Result<Output> {
                 }
             }
         }
-        GitHook::PrePush { remote, .. } => {
-            let ctx = super::now().and_then(|now| open(cli, now))?;
-            hook_git::pre_push(&ctx, remote)?
-        }
+        GitHook::PrePush { remote, .. } => match super::now().and_then(|now| open(cli, now)) {
+            // Without a repository we could open, loopx.prePushStrict cannot
+            // be read either: the push goes ahead.
+            Err(e) => Outcome::Skipped {
+                reason: format!("{e}; no loopx sync before the push"),
+                quiet: false,
+            },
+            Ok(ctx) => hook_git::pre_push(&ctx, remote)?,
+        },
     };
     match &outcome {
         Outcome::Trailer { todo } => say(&format!("added Loopx-Todo: {todo}")),

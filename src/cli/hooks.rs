@@ -78,6 +78,13 @@ const ALL: [Integration; 3] = [
 ];
 
 pub fn run(ctx: &Context, global: &GlobalArgs, args: &Args) -> Result<Output> {
+    // A bare repository has no worktree for the runtimes' files: with no
+    // integration named, only the git hooks.
+    let all: &[Integration] = if ctx.store.workdir().is_some() {
+        &ALL
+    } else {
+        &[Integration::Git]
+    };
     match &args.command {
         HooksCommand::Install(which) => {
             let agent = if global.agent_on_command_line {
@@ -89,11 +96,11 @@ pub fn run(ctx: &Context, global: &GlobalArgs, args: &Args) -> Result<Output> {
             Ok(Output::new(&report, render::hooks::changes(&report)))
         }
         HooksCommand::Uninstall(which) => {
-            let report = hooks::uninstall(ctx, &which.chosen(&ALL))?;
+            let report = hooks::uninstall(ctx, &which.chosen(all))?;
             Ok(Output::new(&report, render::hooks::changes(&report)))
         }
         HooksCommand::Status(which) => {
-            let report = hooks::status(ctx, &which.chosen(&ALL))?;
+            let report = hooks::status(ctx, &which.chosen(all))?;
             Ok(Output::new(&report, render::hooks::status(&report)))
         }
     }

@@ -513,7 +513,7 @@ fn only_an_agent_named_on_the_command_line_is_baked_in() {
     let mut cmd = env.loopx_cmd(&repo);
     cmd.env("LOOPX_AGENT", "from-env")
         .args(["hooks", "install", "--claude-code"]);
-    assert!(cmd.status().unwrap().success());
+    assert!(cmd.output().unwrap().status.success());
     let text = std::fs::read_to_string(repo.join(".claude/settings.json")).unwrap();
     assert!(!text.contains("--agent"), "{text}");
 
@@ -577,4 +577,91 @@ fn only_an_agent_named_on_the_command_line_is_baked_in() {
         "{}",
         out.stderr
     );
+}
+
+#[test]
+fn loopx_trouble_never_fails_a_commit_or_a_push() {
+    // (A failed sync letting the push through is in
+    // `pre_push_syncs_only_when_asked_and_blocks_only_when_strict`.)
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let remote = env.bare("remote.git");
+    env.git(
+        &repo,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
+    env.loopx(&repo, &["hooks", "install"]).success();
+    env.git(&repo, &["config", "loopx.prePushSync", "true"]);
+    env.commit_state_file(&repo, "loopx.yaml", "format: [unclosed\n");
+
+    std::fs::write(repo.join("code.txt"), "1\n").unwrap();
+    env.git(&repo, &["add", "code.txt"]);
+    let out = git_as(
+        &env,
+        &repo,
+        Some("agent-a"),
+        &["commit", "-q", "-m", "code"],
+    )
+    .success();
+    assert!(
+        out.stderr.contains("cannot read loopx state"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("loopx.yaml"),
+        "names the file: {}",
+        out.stderr
+    );
+
+    // An agent id the hook cannot use does not stop them either.
+    let out = git_as(
+        &env,
+        &repo,
+        Some("Not An Id"),
+        &["commit", "-q", "--allow-empty", "-m", "x"],
+    )
+    .success();
+    assert!(
+        out.stderr.contains("no Loopx-Todo trailer added"),
+        "{}",
+        out.stderr
+    );
+    let out = git_as(
+        &env,
+        &repo,
+        Some("Not An Id"),
+        &["push", "-q", "origin", "main"],
+    )
+    .success();
+    assert!(
+        out.stderr.contains("no loopx sync before the push"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        env.git(&remote, &["rev-parse", "main"]),
+        env.git(&repo, &["rev-parse", "main"])
+    );
+}
+
+#[test]
+fn a_bare_repository_gets_the_git_hooks_only() {
+    let env = TestEnv::new();
+    let bare = env.bare("b.git");
+    let out = env
+        .loopx(&bare, &["--json", "hooks", "install"])
+        .success()
+        .json();
+    assert_eq!(out["files"].as_array().unwrap().len(), 2);
+    assert!(bare.join("hooks/pre-push").exists());
+    let status = env
+        .loopx(&bare, &["--json", "hooks", "status"])
+        .success()
+        .json();
+    assert_eq!(status["files"].as_array().unwrap().len(), 2);
+    let refused = env
+        .loopx(&bare, &["hooks", "install", "--claude-code"])
+        .failure(2);
+    assert!(refused.stderr.contains("no worktree"), "{}", refused.stderr);
 }

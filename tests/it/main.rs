@@ -4,6 +4,7 @@
 mod domain;
 mod env;
 mod faults;
+mod hook_programs;
 mod hostile;
 mod kernel;
 mod leaks;

@@ -50,13 +50,6 @@ pub enum StopAnswer {
     End,
 }
 
-/// One hook command's result.
-#[derive(Debug)]
-pub struct HookRun {
-    pub command: String,
-    pub run: Run,
-}
-
 pub struct Session<'a> {
     pub env: &'a TestEnv,
     pub repo: PathBuf,
@@ -65,7 +58,7 @@ pub struct Session<'a> {
     /// Extra environment of the runtime (and so of its hooks and tools).
     pub vars: Vec<(String, String)>,
     /// Every Stop hook run, in order.
-    pub stops: Vec<HookRun>,
+    pub stops: Vec<Run>,
     turns: u32,
 }
 
@@ -118,7 +111,7 @@ impl<'a> Session<'a> {
     }
 
     /// Runs every hook of `event` with `input` on stdin.
-    fn run_hooks(&self, event: &str, input: &Value) -> Vec<HookRun> {
+    fn run_hooks(&self, event: &str, input: &Value) -> Vec<Run> {
         let commands = self.commands(event);
         assert!(!commands.is_empty(), "no {event} hook installed");
         commands
@@ -137,8 +130,7 @@ impl<'a> Session<'a> {
                     .unwrap()
                     .write_all(input.to_string().as_bytes())
                     .unwrap();
-                let run = Run::from(child.wait_with_output().unwrap());
-                HookRun { command, run }
+                Run::from(child.wait_with_output().unwrap())
             })
             .collect()
     }
@@ -165,10 +157,10 @@ impl<'a> Session<'a> {
         for hook in self.run_hooks("SessionStart", &input) {
             // Both runtimes: exit 0 adds JSON `additionalContext` (or plain
             // stdout); any other status adds nothing.
-            if hook.run.code != 0 {
+            if hook.code != 0 {
                 continue;
             }
-            let text = hook.run.stdout.trim();
+            let text = hook.stdout.trim();
             match serde_json::from_str::<Value>(text) {
                 Ok(v) if v.is_object() => {
                     assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
@@ -192,7 +184,7 @@ impl<'a> Session<'a> {
         }
         let mut answer = StopAnswer::End;
         for hook in self.run_hooks("Stop", &input) {
-            let run = &hook.run;
+            let run = &hook;
             let blocked = match run.code {
                 // Exit 2 blocks, with stderr as the reason (both runtimes).
                 2 => Some(run.stderr.trim().to_owned()).filter(|r| !r.is_empty()),
@@ -390,7 +382,7 @@ fn drive_to_the_gate(runtime: Runtime) {
     );
 
     // The last Stop let the session end because only the gate is left.
-    let last = &session.stops.last().unwrap().run;
+    let last = session.stops.last().unwrap();
     assert_eq!((last.code, last.stdout.as_str()), (0, ""));
     assert!(last.stderr.contains("operator_gate"), "{}", last.stderr);
     let d = env

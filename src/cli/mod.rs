@@ -5,6 +5,7 @@ mod agent;
 mod doctor;
 mod gate;
 mod goal;
+mod hook;
 mod init;
 mod log;
 mod prompt;
@@ -83,6 +84,7 @@ pub enum Command {
     Prompt(prompt::Args),
     Sync(sync::Args),
     Redact(redact::Args),
+    Hook(hook::Args),
 }
 
 /// What a command hands back to be printed.
@@ -166,6 +168,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         Command::Prompt(args) => prompt::run(&ctx, args),
         Command::Sync(args) => sync::run(&ctx, args),
         Command::Redact(args) => redact::run(&ctx, args),
+        Command::Hook(_) => unreachable!("hook programs run from `main`, before a Context"),
     }
 }
 
@@ -223,6 +226,12 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
             }
             return 0;
         }
+        // A hook program never fails loudly: a runtime may read an exit
+        // status (Claude Code's 2) as "block" (see `hook`).
+        Err(e) if is_hook_program(&args) => {
+            let _ = writeln!(std::io::stderr(), "git-loopx hook: ignored: {e}");
+            return 0;
+        }
         Err(e) => {
             if json {
                 let rendered = e.render().to_string();
@@ -238,6 +247,9 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
             return 2;
         }
     };
+    if let Command::Hook(args) = &cli.command {
+        return hook::main(&cli.global, args);
+    }
     JSON_OUTPUT.store(cli.global.json, std::sync::atomic::Ordering::Relaxed);
     let result = dispatch(&cli);
     match result {
@@ -264,6 +276,22 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
             err.exit_code()
         }
     }
+}
+
+/// Whether `args` run `git loopx hook …`: the first word that is not a
+/// global flag (or its value) is `hook`.
+fn is_hook_program(args: &[OsString]) -> bool {
+    let mut words = args.iter().skip(1);
+    while let Some(word) = words.next() {
+        match word.to_str() {
+            Some("-C" | "--agent" | "--goal") => {
+                words.next();
+            }
+            Some(flag) if flag.starts_with('-') => {}
+            other => return other == Some("hook"),
+        }
+    }
+    false
 }
 
 /// Writes human text: made terminal-safe first ([`render::terminal_safe`]),

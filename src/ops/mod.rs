@@ -220,6 +220,7 @@ pub mod agent;
 pub mod done;
 pub mod gate;
 pub mod goal;
+pub mod hook;
 pub mod lease;
 pub mod local;
 pub mod prompt;

@@ -4,9 +4,11 @@
 mod domain;
 mod env;
 mod faults;
+mod hook_programs;
 mod hostile;
 mod kernel;
 mod leaks;
 mod race;
+mod runtimes;
 mod sync;
 mod turn;

@@ -1,31 +1,249 @@
-//! `git loopx hook …`: the hook programs that git and agent runtimes run
-//! (`hooks install` puts the calls in place). They run before a [`Context`]
-//! is opened, so each can decide what a failure to open one means: a hook
-//! must not break the commit, push or session that runs it.
-//!
-//! [`Context`]: crate::ops::Context
+//! `git loopx hook claude-code|codex <event>`: the programs agent runtimes
+//! run at a session's start, at each stop, and (Codex `notify`) when a turn
+//! completes. They answer in the runtime's own format on stdout and always
+//! exit 0: when git-loopx cannot decide (not a repository, no or corrupt
+//! state, bad input, no agent) they answer nothing and say why on stderr,
+//! so a broken setup never keeps a session running (for Claude Code, exit
+//! status 2 from a Stop hook would mean "block").
+
+use std::io::{IsTerminal as _, Read as _, Write as _};
+use std::path::PathBuf;
 
 use clap::Subcommand;
+use serde_json::json;
 
-use crate::cli::{hook_git, Cli, Output};
-use crate::Result;
+use crate::cli::GlobalArgs;
+use crate::ops::hook::{self, HookInput, NotifyInput, StopOutcome};
+use crate::ops::prompt::Runtime;
+use crate::ops::Context;
+use crate::render;
 
-/// Hook programs run by git and by agent runtimes; `git loopx hooks install`
-/// puts them in place.
+/// Hook programs for agent runtimes (install them with `git loopx hooks
+/// install`). They read the runtime's JSON on stdin and always exit 0.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(subcommand)]
-    runtime: Runtime,
+    runtime: RuntimeHooks,
 }
 
 #[derive(Debug, Subcommand)]
-enum Runtime {
-    /// git hooks: prepare-commit-msg, pre-push.
-    Git(hook_git::Args),
+enum RuntimeHooks {
+    /// Claude Code hooks, run from `.claude/settings.json`.
+    ClaudeCode {
+        #[command(subcommand)]
+        event: Event,
+    },
+    /// Codex hooks, run from `.codex/hooks.json`, and Codex's `notify` program.
+    Codex {
+        #[command(subcommand)]
+        event: CodexEvent,
+    },
+    /// git hooks (prepare-commit-msg, pre-push), run from the shims
+    /// `hooks install --git` puts in the hooks directory. They read no stdin;
+    /// pre-push may exit non-zero, under `loopx.prePushStrict` only.
+    Git(crate::cli::hook_git::Args),
 }
 
-pub fn run(cli: &Cli, args: &Args) -> Result<Output> {
-    match &args.runtime {
-        Runtime::Git(args) => hook_git::run(cli, args),
+#[derive(Debug, Subcommand)]
+enum Event {
+    /// Keep the session working while `should-run` says run: answer
+    /// {"decision":"block","reason":<the next turn's prompt>}; otherwise
+    /// answer nothing, and the session stops.
+    Stop(StopArgs),
+    /// Add the status and this turn's prompt to the session's context.
+    SessionStart,
+}
+
+#[derive(Debug, Subcommand)]
+enum CodexEvent {
+    /// Keep the session working while `should-run` says run (as for Claude Code).
+    Stop(StopArgs),
+    /// Add the status and this turn's prompt to the session's context.
+    SessionStart,
+    /// Codex `notify`: record that the agent's turn completed (a host-local
+    /// heartbeat under .git/loopx/hooks/heartbeats/). Other notifications
+    /// are ignored.
+    Notify(NotifyArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct StopArgs {
+    /// Let the session stop after N blocks in a row with no new writeback
+    /// by the agent (else git config loopx.hookMaxBlocks, else 3; 0 never blocks).
+    #[arg(long, value_name = "N")]
+    max_blocks: Option<u32>,
+}
+
+#[derive(Debug, clap::Args)]
+struct NotifyArgs {
+    /// The JSON notification Codex appends to the notify command.
+    #[arg(value_name = "JSON")]
+    payload: Option<String>,
+}
+
+/// What a hook prints. Everything goes to stdout/stderr as is: stdout is
+/// JSON the runtime parses (made by the JSON encoder, so terminal-safe).
+struct Answer {
+    stdout: Option<serde_json::Value>,
+    stderr: Vec<String>,
+}
+
+/// Runs a hook program and returns its exit status: always 0 (but for a
+/// strict pre-push, see [`crate::cli::hook_git`]).
+pub fn main(global: &GlobalArgs, args: &Args) -> i32 {
+    let (runtime, name, result) = match &args.runtime {
+        RuntimeHooks::Git(args) => return crate::cli::hook_git::main(global, args),
+        RuntimeHooks::ClaudeCode { event } => match event {
+            Event::Stop(a) => (
+                Runtime::ClaudeCode,
+                "stop",
+                stop(global, Runtime::ClaudeCode, a),
+            ),
+            Event::SessionStart => (
+                Runtime::ClaudeCode,
+                "session-start",
+                session_start(global, Runtime::ClaudeCode),
+            ),
+        },
+        RuntimeHooks::Codex { event } => match event {
+            CodexEvent::Stop(a) => (Runtime::Codex, "stop", stop(global, Runtime::Codex, a)),
+            CodexEvent::SessionStart => (
+                Runtime::Codex,
+                "session-start",
+                session_start(global, Runtime::Codex),
+            ),
+            CodexEvent::Notify(a) => (Runtime::Codex, "notify", notify(global, a)),
+        },
+    };
+    let label = format!("git-loopx hook {} {name}", crate::ops::snake(&runtime));
+    let answer = result.unwrap_or_else(|why| {
+        let effect = match name {
+            "stop" => "not blocking",
+            "session-start" => "adding nothing",
+            _ => "recording nothing",
+        };
+        Answer {
+            stdout: None,
+            stderr: vec![format!("{effect}: {why}")],
+        }
+    });
+    if let Some(value) = answer.stdout {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{value}");
+        let _ = out.flush();
     }
+    let mut err = std::io::stderr().lock();
+    for line in answer.stderr {
+        let _ = writeln!(err, "{label}: {}", render::terminal_safe(&line));
+    }
+    0
+}
+
+/// The error's text as the CLI would print it, on one line.
+fn why(err: &crate::Error) -> String {
+    let text = render::error_text(err);
+    let text = text.trim();
+    let text = text.strip_prefix("error: ").unwrap_or(text);
+    text.lines().collect::<Vec<_>>().join("; ")
+}
+
+/// Reads the event on stdin (none when stdin is a terminal: run by hand).
+fn read_input() -> Result<HookInput, String> {
+    let mut stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return Ok(HookInput::default());
+    }
+    let mut text = String::new();
+    stdin
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read the hook's stdin: {e}"))?;
+    HookInput::parse(&text)
+}
+
+/// Opens the repository: `-C`, else the event's `cwd`, else (Claude Code)
+/// `$CLAUDE_PROJECT_DIR`, else the current directory.
+fn open(global: &GlobalArgs, runtime: Runtime, cwd: Option<&str>) -> Result<Context, String> {
+    let env_dir = match runtime {
+        Runtime::ClaudeCode => std::env::var_os("CLAUDE_PROJECT_DIR"),
+        _ => None,
+    };
+    let dir = global
+        .dir
+        .clone()
+        .or_else(|| cwd.map(PathBuf::from).filter(|d| d.is_dir()))
+        .or_else(|| env_dir.map(PathBuf::from).filter(|d| d.is_dir()))
+        .map_or_else(std::env::current_dir, Ok)
+        .map_err(|e| format!("cannot read the current directory: {e}"))?;
+    let now = crate::cli::now().map_err(|e| why(&e))?;
+    Context::open(&dir, now, global.agent.clone(), global.goal.clone()).map_err(|e| why(&e))
+}
+
+fn stop(global: &GlobalArgs, runtime: Runtime, args: &StopArgs) -> Result<Answer, String> {
+    let input = read_input()?;
+    let ctx = open(global, runtime, input.cwd.as_deref())?;
+    let report = hook::stop(&ctx, runtime, &input, args.max_blocks).map_err(|e| why(&e))?;
+    let mut stderr = report.warnings.clone();
+    let stdout = match &report.outcome {
+        StopOutcome::Block { prompt, .. } => Some(json!({ "decision": "block", "reason": prompt })),
+        StopOutcome::Skip {
+            effective_action,
+            reason,
+        } => {
+            stderr.push(format!(
+                "letting the session stop: should-run says skip ({effective_action}: {reason})"
+            ));
+            None
+        }
+        StopOutcome::Guard { blocks } => {
+            stderr.push(format!(
+                "letting the session stop: {blocks} block(s) in a row with no new writeback by {} \
+                 (the loop guard's limit is {}: --max-blocks, or git config {}); \
+                 record the turn with `git loopx writeback` to keep going",
+                report.agent,
+                report.max_blocks,
+                hook::MAX_BLOCKS_CONFIG
+            ));
+            None
+        }
+    };
+    Ok(Answer { stdout, stderr })
+}
+
+fn session_start(global: &GlobalArgs, runtime: Runtime) -> Result<Answer, String> {
+    let input = read_input()?;
+    let ctx = open(global, runtime, input.cwd.as_deref())?;
+    let report = hook::session_start(&ctx, runtime, &input).map_err(|e| why(&e))?;
+    let context = format!(
+        "git-loopx status:\n\n{}\n{}",
+        render::text::status(&report.status),
+        report.prompt.prompt
+    );
+    Ok(Answer {
+        stdout: Some(json!({
+            "hookSpecificOutput": {
+                "hookEventName": "SessionStart",
+                "additionalContext": context,
+            }
+        })),
+        stderr: Vec::new(),
+    })
+}
+
+fn notify(global: &GlobalArgs, args: &NotifyArgs) -> Result<Answer, String> {
+    let payload = args
+        .payload
+        .as_deref()
+        .ok_or("no notification: Codex passes it as the last argument")?;
+    let Some(input) = NotifyInput::parse(payload)? else {
+        return Ok(Answer {
+            stdout: None,
+            stderr: Vec::new(),
+        });
+    };
+    let ctx = open(global, Runtime::Codex, input.cwd.as_deref())?;
+    hook::heartbeat(&ctx, Runtime::Codex, &input).map_err(|e| why(&e))?;
+    Ok(Answer {
+        stdout: None,
+        stderr: Vec::new(),
+    })
 }

@@ -1,16 +1,16 @@
 //! `git loopx hook git prepare-commit-msg|pre-push`: the programs the git
-//! hook shims call. They say on stderr why they did nothing, and never fail
-//! a commit; a push fails only under `loopx.prePushStrict`.
+//! hook shims call (dispatched from [`crate::cli::hook`], before a
+//! [`Context`] is opened). They say on stderr why they did nothing, and never
+//! fail a commit; a push fails only under `loopx.prePushStrict`.
 
 use std::path::PathBuf;
 
 use clap::Subcommand;
 
-use crate::cli::{Cli, Output};
+use crate::cli::GlobalArgs;
 use crate::ops::hook_git::{self, Outcome};
 use crate::ops::Context;
 use crate::render;
-use crate::Result;
 
 /// The git hook programs.
 #[derive(Debug, clap::Args)]
@@ -48,29 +48,34 @@ fn say(what: &str) {
     eprintln!("git-loopx: {}", render::terminal_safe(what));
 }
 
-pub fn run(cli: &Cli, args: &Args) -> Result<Output> {
+/// Runs a git hook program and returns its exit status: 0, but for a
+/// strict pre-push whose sync failed.
+pub fn main(global: &GlobalArgs, args: &Args) -> i32 {
     let outcome = match &args.hook {
-        GitHook::PrepareCommitMsg { file, source, .. } => {
-            let opened = super::now().and_then(|now| open(cli, now));
-            match opened {
-                Err(e) => Outcome::Skipped {
-                    reason: format!("{e}; no Loopx-Todo trailer added"),
-                    quiet: matches!(e.code(), crate::model::Code::NotARepo),
-                },
-                Ok(ctx) => {
-                    let file = std::path::absolute(file).unwrap_or_else(|_| file.clone());
-                    hook_git::prepare_commit_msg(&ctx, &file, source.as_deref())
-                }
+        GitHook::PrepareCommitMsg { file, source, .. } => match open(global) {
+            Err(e) => Outcome::Skipped {
+                reason: format!("{e}; no Loopx-Todo trailer added"),
+                quiet: false,
+            },
+            Ok(ctx) => {
+                let file = std::path::absolute(file).unwrap_or_else(|_| file.clone());
+                hook_git::prepare_commit_msg(&ctx, &file, source.as_deref())
             }
-        }
-        GitHook::PrePush { remote, .. } => match super::now().and_then(|now| open(cli, now)) {
+        },
+        GitHook::PrePush { remote, .. } => match open(global) {
             // Without a repository we could open, loopx.prePushStrict cannot
             // be read either: the push goes ahead.
             Err(e) => Outcome::Skipped {
                 reason: format!("{e}; no loopx sync before the push"),
                 quiet: false,
             },
-            Ok(ctx) => hook_git::pre_push(&ctx, remote)?,
+            Ok(ctx) => match hook_git::pre_push(&ctx, remote) {
+                Ok(outcome) => outcome,
+                Err(e) => {
+                    eprint!("{}", render::terminal_safe(&render::error_text(&e)));
+                    return e.exit_code();
+                }
+            },
         },
     };
     match &outcome {
@@ -82,15 +87,16 @@ pub fn run(cli: &Cli, args: &Args) -> Result<Output> {
         } => say(reason),
         Outcome::Skipped { quiet: true, .. } => {}
     }
-    Ok(Output::new(&outcome, String::new()))
+    0
 }
 
-fn open(cli: &Cli, now: crate::model::Timestamp) -> Result<Context> {
-    let dir = match &cli.global.dir {
+fn open(global: &GlobalArgs) -> crate::Result<Context> {
+    let now = super::now()?;
+    let dir = match &global.dir {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().map_err(|e| {
             crate::Error::invalid_input(format!("cannot read the current directory: {e}"))
         })?,
     };
-    Context::open(&dir, now, cli.global.agent.clone(), cli.global.goal.clone())
+    Context::open(&dir, now, global.agent.clone(), global.goal.clone())
 }

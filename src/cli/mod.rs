@@ -151,11 +151,6 @@ fn now() -> Result<Timestamp> {
 }
 
 fn dispatch(cli: &Cli) -> Result<Output> {
-    // Hook programs open their context themselves: a hook decides what a
-    // failure means for the commit, push or session that runs it.
-    if let Command::Hook(args) = &cli.command {
-        return hook::run(cli, args);
-    }
     let now = now()?;
     let dir = match &cli.global.dir {
         Some(dir) => dir.clone(),
@@ -181,7 +176,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         Command::Sync(args) => sync::run(&ctx, args),
         Command::Redact(args) => redact::run(&ctx, args),
         Command::Hooks(args) => hooks::run(&ctx, &cli.global, args),
-        Command::Hook(_) => unreachable!("hook programs are dispatched above"),
+        Command::Hook(_) => unreachable!("hook programs run from `main`, before a Context"),
     }
 }
 
@@ -256,6 +251,12 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
             }
             return 0;
         }
+        // A hook program never fails loudly: a runtime may read an exit
+        // status (Claude Code's 2) as "block" (see `hook`).
+        Err(e) if is_hook_program(&args) => {
+            let _ = writeln!(std::io::stderr(), "git-loopx hook: ignored: {e}");
+            return 0;
+        }
         Err(e) => {
             if json {
                 let rendered = e.render().to_string();
@@ -271,6 +272,9 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
             return 2;
         }
     };
+    if let Command::Hook(args) = &cli.command {
+        return hook::main(&cli.global, args);
+    }
     JSON_OUTPUT.store(cli.global.json, std::sync::atomic::Ordering::Relaxed);
     let result = dispatch(&cli);
     match result {
@@ -297,6 +301,22 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
             err.exit_code()
         }
     }
+}
+
+/// Whether `args` run `git loopx hook …`: the first word that is not a
+/// global flag (or its value) is `hook`.
+fn is_hook_program(args: &[OsString]) -> bool {
+    let mut words = args.iter().skip(1);
+    while let Some(word) = words.next() {
+        match word.to_str() {
+            Some("-C" | "--agent" | "--goal") => {
+                words.next();
+            }
+            Some(flag) if flag.starts_with('-') => {}
+            other => return other == Some("hook"),
+        }
+    }
+    false
 }
 
 /// Writes human text: made terminal-safe first ([`render::terminal_safe`]),

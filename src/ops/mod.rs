@@ -220,6 +220,7 @@ pub mod agent;
 pub mod done;
 pub mod gate;
 pub mod goal;
+pub mod hook;
 pub mod hook_git;
 pub mod hooks;
 pub mod lease;

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::model::should_run::{self, Decision};
-use crate::model::{Goal, Todo};
+use crate::model::{Goal, GoalState, Timestamp, Todo};
 use crate::ops::Context;
 use crate::Result;
 
@@ -32,7 +32,7 @@ pub struct PromptReport {
 }
 
 /// A turn key that is stable within a second for one agent.
-pub fn default_turn_key(agent: Option<&str>, now: crate::model::Timestamp) -> String {
+pub fn default_turn_key(agent: Option<&str>, now: Timestamp) -> String {
     let stamp: String = now
         .to_string()
         .chars()
@@ -49,8 +49,23 @@ pub fn prompt(
 ) -> Result<PromptReport> {
     let (_, state) = ctx.load()?;
     let gs = ctx.goal(&state)?;
-    let agent = ctx.agent().map(str::to_owned);
-    let decision = should_run::decide(&state, gs, agent.as_deref(), capabilities, ctx.now);
+    let agent = ctx.agent();
+    let decision = should_run::decide(&state, gs, agent, capabilities, ctx.now);
+    let turn = turn.map_or_else(|| default_turn_key(agent, ctx.now), str::to_owned);
+    Ok(report(gs, agent, runtime, decision, turn, ctx.now))
+}
+
+/// The prompt for `decision` (made by [`should_run::decide`] on `gs`) under
+/// turn key `turn`: what `prompt` prints, and what the runtime hooks hand
+/// their session.
+pub fn report(
+    gs: &GoalState,
+    agent: Option<&str>,
+    runtime: Runtime,
+    decision: Decision,
+    turn: String,
+    now: Timestamp,
+) -> PromptReport {
     let todo = decision
         .selected_todo
         .as_ref()
@@ -60,13 +75,9 @@ pub fn prompt(
         .iter()
         .map(|g| gs.todos[&g.id].clone())
         .collect();
-    let turn = turn.map_or_else(
-        || default_turn_key(agent.as_deref(), ctx.now),
-        str::to_owned,
-    );
     let mut report = PromptReport {
         runtime,
-        agent,
+        agent: agent.map(str::to_owned),
         turn,
         goal: gs.goal.clone(),
         decision,
@@ -74,6 +85,6 @@ pub fn prompt(
         gates,
         prompt: String::new(),
     };
-    report.prompt = crate::render::prompt::prompt(&report, ctx.now);
-    Ok(report)
+    report.prompt = crate::render::prompt::prompt(&report, now);
+    report
 }

@@ -2,8 +2,8 @@
 
 use serde::Serialize;
 
-use crate::model::should_run;
-use crate::model::{ids, Refusal, Run, RunKind};
+use crate::model::should_run::{self, Decision};
+use crate::model::{ids, GoalState, Refusal, Run, RunKind, State, Timestamp};
 use crate::ops::todo::nonce;
 use crate::ops::{mutate_maybe, non_empty, Context};
 use crate::store::{self, transaction, Message, Oid};
@@ -66,36 +66,17 @@ pub fn should_run(
     let agent_id = agent.clone().expect("checked above");
     let nonce = nonce();
     let done = mutate_maybe(ctx, |state, goal| {
-        let gs = &state.goals[goal];
-        if let Some(old) = gs.runs.all_facts().find(|r| {
-            r.kind == RunKind::Turn
-                && r.agent == Some(agent_id.as_str())
-                && r.turn == Some(key.as_str())
-        }) {
-            return Ok(((gs.runs[old.id].clone(), true), None));
+        if let Some(old) = find_receipt(&state.goals[goal], &agent_id, &key) {
+            return Ok(((old, true), None));
         }
-        let decision = should_run::decide(state, gs, Some(&agent_id), capabilities, ctx.now);
-        let run_id = ids::derive_id(
-            "run_",
-            &[goal, "turn", &agent_id, &key, &ctx.now.to_string(), &nonce],
-        );
-        let mut run = Run::new(
-            run_id.clone(),
-            RunKind::Turn,
-            goal,
+        let decision = should_run::decide(
+            state,
+            &state.goals[goal],
             Some(&agent_id),
+            capabilities,
             ctx.now,
         );
-        run.turn = Some(key.clone());
-        run.todo = decision.selected_todo.as_ref().map(|t| t.id.clone());
-        run.reason = Some(decision.effective_action.to_owned());
-        run.decision = Some(serde_json::to_value(&decision).expect("decisions serialize"));
-        crate::ops::append_run(state, goal, &run);
-        let message = Message::new(
-            "turn",
-            format!("turn {key} by {agent_id}: {}", decision.effective_action),
-        )
-        .trailer("Loopx-Run", run_id);
+        let (run, message) = new_receipt(state, goal, &agent_id, &key, &decision, ctx.now, &nonce);
         Ok(((run, false), Some(message)))
     });
     let done = match done {
@@ -129,6 +110,40 @@ pub fn should_run(
         ),
         None,
     ))
+}
+
+/// The turn receipt `agent` recorded under `key`, if any.
+pub fn find_receipt(gs: &GoalState, agent: &str, key: &str) -> Option<Run> {
+    gs.runs
+        .all_facts()
+        .find(|r| r.kind == RunKind::Turn && r.agent == Some(agent) && r.turn == Some(key))
+        .map(|r| gs.runs[r.id].clone())
+}
+
+/// Appends a turn receipt for `agent` under `key` holding `decision`, and
+/// returns it with its commit message. The caller checked [`find_receipt`].
+pub fn new_receipt(
+    state: &mut State,
+    goal: &str,
+    agent: &str,
+    key: &str,
+    decision: &Decision,
+    now: Timestamp,
+    nonce: &str,
+) -> (Run, Message) {
+    let run_id = ids::derive_id("run_", &[goal, "turn", agent, key, &now.to_string(), nonce]);
+    let mut run = Run::new(run_id.clone(), RunKind::Turn, goal, Some(agent), now);
+    run.turn = Some(key.to_owned());
+    run.todo = decision.selected_todo.as_ref().map(|t| t.id.clone());
+    run.reason = Some(decision.effective_action.to_owned());
+    run.decision = Some(serde_json::to_value(decision).expect("decisions serialize"));
+    crate::ops::append_run(state, goal, &run);
+    let message = Message::new(
+        "turn",
+        format!("turn {key} by {agent}: {}", decision.effective_action),
+    )
+    .trailer("Loopx-Run", run_id);
+    (run, message)
 }
 
 fn report(

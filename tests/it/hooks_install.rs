@@ -441,7 +441,7 @@ fn a_file_that_is_not_json_is_refused_and_nothing_is_written() {
         "a refused install wrote something"
     );
     assert!(
-        !repo.join(".git/loopx/hooks").exists(),
+        !repo.join(".git/loopx/installed").exists(),
         "a refused install kept a record"
     );
 }

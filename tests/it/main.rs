@@ -4,10 +4,12 @@
 mod domain;
 mod env;
 mod faults;
+mod hook_programs;
 mod hooks_install;
 mod hostile;
 mod kernel;
 mod leaks;
 mod race;
+mod runtimes;
 mod sync;
 mod turn;

@@ -1,5 +1,5 @@
 //! What `hooks install` did to each file, kept host-locally under
-//! `<git common dir>/loopx/hooks/` (never on the state branch, never in the
+//! `<git common dir>/loopx/installed/` (never on the state branch, never in the
 //! worktree): whether we created the file (and which directories), the
 //! user's original bytes, and a hash of what we wrote. `uninstall` restores
 //! the original bytes exactly when the file still holds what we wrote, and
@@ -38,7 +38,7 @@ pub fn digest(bytes: &[u8]) -> String {
 }
 
 fn dir(ctx: &Context) -> PathBuf {
-    ctx.store.local_dir().join("hooks")
+    ctx.store.local_dir().join("installed")
 }
 
 fn key(path: &Path) -> String {

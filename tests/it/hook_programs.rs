@@ -1,0 +1,300 @@
+//! The runtime hook programs on their own: the loop guard, turn keys that
+//! replay, and fail-open (exit 0, no block, the reason on stderr).
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::Stdio;
+
+use serde_json::json;
+
+use crate::env::{Run, TestEnv};
+use crate::runtimes::{install_hooks, Runtime, Session, StopAnswer};
+
+/// Runs `git loopx <args>` in `dir` with `stdin`.
+fn hook(env: &TestEnv, dir: &Path, args: &[&str], stdin: &str) -> Run {
+    let mut child = env
+        .loopx_cmd(dir)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap().into()
+}
+
+/// A stop that did not block: exit 0, nothing on stdout, `why` on stderr.
+#[track_caller]
+fn assert_open(run: &Run, why: &str) {
+    assert_eq!(run.code, 0, "a hook exits 0\n{}", run.stderr);
+    assert_eq!(run.stdout, "", "no answer on stdout");
+    assert!(
+        run.stderr.contains(why),
+        "stderr says `{why}`: {}",
+        run.stderr
+    );
+}
+
+fn one_todo_repo(env: &TestEnv) -> std::path::PathBuf {
+    let repo = env.state_repo("r");
+    env.loopx(&repo, &["goal", "set", "--allowed-slots", "20"])
+        .success();
+    env.add_todo(&repo, "never finished");
+    env.git(&repo, &["config", "loopx.agent", "agent-a"]);
+    install_hooks(env, &repo, Runtime::ClaudeCode);
+    repo
+}
+
+/// Stops without working until the session ends; returns the prompts of
+/// the blocks.
+fn idle_until_released(session: &mut Session<'_>) -> Vec<String> {
+    let mut blocks = Vec::new();
+    let mut active = false;
+    while let StopAnswer::Block(prompt) = session.stop(active) {
+        blocks.push(prompt);
+        active = true;
+        assert!(blocks.len() < 20, "never released");
+    }
+    blocks
+}
+
+fn turn_of(prompt: &str) -> &str {
+    let first = prompt.lines().next().unwrap();
+    first
+        .strip_prefix("# git-loopx turn ")
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_else(|| panic!("no turn in {first}"))
+}
+
+#[test]
+fn loop_guard_releases_an_agent_that_never_writes_back() {
+    let env = TestEnv::new();
+    let repo = one_todo_repo(&env);
+
+    // Default: 3 blocks, all for the same turn, one receipt.
+    let mut session = Session::new(&env, &repo, Runtime::ClaudeCode, "s1");
+    assert!(session
+        .start()
+        .contains("# git-loopx turn s1-1 for agent-a"));
+    let blocks = idle_until_released(&mut session);
+    assert_eq!(blocks.len(), 3);
+    assert!(
+        blocks.iter().all(|p| turn_of(p) == "s1-1"),
+        "a retry replays the turn"
+    );
+    let last = &session.stops.last().unwrap();
+    assert_open(last, "3 block(s) in a row with no new writeback by agent-a");
+    let runs = env.loopx(&repo, &["--json", "history"]).success().json();
+    let receipts = runs["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "turn")
+        .count();
+    assert_eq!(receipts, 1, "one receipt per turn key");
+
+    // From git config.
+    env.git(&repo, &["config", "loopx.hookMaxBlocks", "5"]);
+    let mut session = Session::new(&env, &repo, Runtime::ClaudeCode, "s2");
+    session.start();
+    assert_eq!(idle_until_released(&mut session).len(), 5);
+    assert_open(session.stops.last().unwrap(), "limit is 5");
+
+    // From the flag, over the config; 0 never blocks.
+    let input = json!({"session_id": "s3", "hook_event_name": "Stop"}).to_string();
+    let stop = |n: &str| {
+        hook(
+            &env,
+            &repo,
+            &["hook", "claude-code", "stop", "--max-blocks", n],
+            &input,
+        )
+    };
+    assert!(stop("1").stdout.contains(r#""decision":"block""#));
+    assert_open(&stop("1"), "limit is 1");
+    let input4 = json!({"session_id": "s4", "hook_event_name": "Stop"}).to_string();
+    let zero = hook(
+        &env,
+        &repo,
+        &["hook", "claude-code", "stop", "--max-blocks", "0"],
+        &input4,
+    );
+    assert_open(&zero, "limit is 0");
+
+    // A bad config value is reported, and the default used.
+    env.git(&repo, &["config", "loopx.hookMaxBlocks", "lots"]);
+    let input5 = json!({"session_id": "s5"}).to_string();
+    let run = hook(&env, &repo, &["hook", "claude-code", "stop"], &input5);
+    assert!(run.stdout.contains("block"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("loopx.hookMaxBlocks=`lots` is not a number"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_writeback_resets_the_loop_guard_and_moves_to_the_next_turn() {
+    let env = TestEnv::new();
+    let repo = one_todo_repo(&env);
+    env.git(&repo, &["config", "loopx.hookMaxBlocks", "2"]);
+    let mut session = Session::new(&env, &repo, Runtime::ClaudeCode, "s");
+    session.start();
+    let todo = env
+        .loopx(&repo, &["--json", "todo", "next", "--claim"])
+        .success()
+        .json()["todo"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let StopAnswer::Block(first) = session.stop(false) else {
+        panic!("no block")
+    };
+    assert_eq!(turn_of(&first), "s-1");
+    assert!(matches!(session.stop(true), StopAnswer::Block(_)));
+    // The agent records the turn (no progress, but a writeback).
+    env.loopx(
+        &repo,
+        &[
+            "writeback",
+            "--todo",
+            &todo,
+            "--turn",
+            "s-1",
+            "--outcome",
+            "surface_only",
+            "--summary",
+            "looked",
+        ],
+    )
+    .success();
+    let StopAnswer::Block(next) = session.stop(true) else {
+        panic!(
+            "a new writeback resets the guard: {:?}",
+            session.stops.last()
+        )
+    };
+    assert_eq!(turn_of(&next), "s-2", "the written-back turn is used up");
+    assert!(matches!(session.stop(true), StopAnswer::Block(_)));
+    assert_eq!(session.stop(true), StopAnswer::End);
+    assert_open(session.stops.last().unwrap(), "2 block(s) in a row");
+}
+
+#[test]
+fn stop_fails_open_on_corrupt_state() {
+    let env = TestEnv::new();
+    let repo = one_todo_repo(&env);
+    let commit = env.commit_state_file(&repo, "goals/main/goal.yaml", "objective: [unclosed\n");
+    let mut session = Session::new(&env, &repo, Runtime::ClaudeCode, "s");
+    assert_eq!(session.start(), "", "SessionStart adds nothing");
+    assert_eq!(session.stop(false), StopAnswer::End);
+    let run = &session.stops[0];
+    assert_open(run, "not blocking");
+    assert!(
+        run.stderr.contains("goals/main/goal.yaml"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains(&commit[..10]), "{}", run.stderr);
+    // Codex too.
+    install_hooks(&env, &repo, Runtime::Codex);
+    let mut codex = Session::new(&env, &repo, Runtime::Codex, "c");
+    assert_eq!(codex.stop(false), StopAnswer::End);
+    assert_open(&codex.stops[0], "goals/main/goal.yaml");
+}
+
+#[test]
+fn stop_fails_open_when_it_cannot_decide() {
+    let env = TestEnv::new();
+    let outside = env.path("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let input =
+        |cwd: &Path| json!({"session_id": "s", "cwd": cwd, "hook_event_name": "Stop"}).to_string();
+    for runtime in ["claude-code", "codex"] {
+        for event in ["stop", "session-start"] {
+            let args = ["--agent", "a", "hook", runtime, event];
+            // Not a repository.
+            let run = hook(&env, &outside, &args, &input(&outside));
+            assert_open(&run, "not a git repository");
+            // Bad stdin.
+            let run = hook(&env, &outside, &args, "{\"session_id\": ");
+            assert_open(&run, "not JSON");
+        }
+    }
+    // A repository without state.
+    let bare = env.repo("plain");
+    assert_open(
+        &hook(
+            &env,
+            &bare,
+            &["--agent", "a", "hook", "claude-code", "stop"],
+            &input(&bare),
+        ),
+        "no loopx state",
+    );
+    // No agent.
+    let repo = env.state_repo("r");
+    env.add_todo(&repo, "work");
+    assert_open(
+        &hook(&env, &repo, &["hook", "codex", "stop"], &input(&repo)),
+        "needs an agent",
+    );
+    // The stdin `cwd` wins over the process's directory.
+    let run = hook(
+        &env,
+        &outside,
+        &["--agent", "a", "hook", "claude-code", "stop"],
+        &input(&repo),
+    );
+    assert!(
+        run.stdout.contains(r#""decision":"block""#),
+        "{}",
+        run.stderr
+    );
+    // A usage error is not exit 2 (Claude Code would read it as a block).
+    let run = hook(
+        &env,
+        &repo,
+        &["hook", "claude-code", "stop", "--bogus"],
+        "{}",
+    );
+    assert_open(&run, "--bogus");
+}
+
+#[test]
+fn codex_notify_records_turn_completions_and_ignores_the_rest() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let beat = repo.join(".git/loopx/hooks/heartbeats/codex/agent-a.json");
+    let notify = |payload: &str| {
+        env.loopx_cmd(&env.path("home"))
+            .env("LOOPX_AGENT", "agent-a")
+            .args(["hook", "codex", "notify", payload])
+            .output()
+            .map(Run::from)
+            .unwrap()
+    };
+    let other = json!({"type": "approval-requested", "cwd": repo}).to_string();
+    let run = notify(&other);
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (0, "", "")
+    );
+    assert!(!beat.exists());
+    assert_open(&notify("not json"), "not JSON");
+    let done = json!({"type": "agent-turn-complete", "thread-id": "t", "turn-id": "9", "cwd": repo,
+                      "input-messages": [], "last-assistant-message": null, "client": "codex-tui"});
+    let run = notify(&done.to_string());
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{}", run.stderr);
+    let recorded: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&beat).unwrap()).unwrap();
+    assert_eq!(recorded["turn_id"], "9");
+    assert_eq!(recorded["at"], env.now.as_str());
+}

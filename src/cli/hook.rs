@@ -38,6 +38,10 @@ enum RuntimeHooks {
         #[command(subcommand)]
         event: CodexEvent,
     },
+    /// git hooks (prepare-commit-msg, pre-push), run from the shims
+    /// `hooks install --git` puts in the hooks directory. They read no stdin;
+    /// pre-push may exit non-zero, under `loopx.prePushStrict` only.
+    Git(crate::cli::hook_git::Args),
 }
 
 #[derive(Debug, Subcommand)]
@@ -84,9 +88,11 @@ struct Answer {
     stderr: Vec<String>,
 }
 
-/// Runs a hook program and returns its exit status: always 0.
+/// Runs a hook program and returns its exit status: always 0 (but for a
+/// strict pre-push, see [`crate::cli::hook_git`]).
 pub fn main(global: &GlobalArgs, args: &Args) -> i32 {
     let (runtime, name, result) = match &args.runtime {
+        RuntimeHooks::Git(args) => return crate::cli::hook_git::main(global, args),
         RuntimeHooks::ClaudeCode { event } => match event {
             Event::Stop(a) => (
                 Runtime::ClaudeCode,

@@ -16,7 +16,9 @@ pub struct Args {
         default_value_t = 20
     )]
     limit: usize,
-    /// Only commits that touched this todo (an id or a unique prefix).
+    /// Only commits that touched this todo (an id or a prefix, with or
+    /// without `todo_`); also lists the code commits on the repository's
+    /// branches that carry its `Loopx-Todo:` trailer, and where each is.
     #[arg(long, value_name = "ID")]
     todo: Option<String>,
     /// Only commits made by this agent.

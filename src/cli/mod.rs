@@ -6,6 +6,8 @@ mod doctor;
 mod gate;
 mod goal;
 mod hook;
+mod hook_git;
+mod hooks;
 mod init;
 mod log;
 mod prompt;
@@ -64,6 +66,10 @@ pub struct GlobalArgs {
     /// The goal to act on (else $LOOPX_GOAL, else the default goal).
     #[arg(long, global = true, env = "LOOPX_GOAL", value_name = "ID")]
     pub goal: Option<String>,
+    /// `--agent` was given on the command line (not only by $LOOPX_AGENT):
+    /// `hooks install` bakes only such an agent into what it installs.
+    #[arg(skip)]
+    pub agent_on_command_line: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -84,6 +90,7 @@ pub enum Command {
     Prompt(prompt::Args),
     Sync(sync::Args),
     Redact(redact::Args),
+    Hooks(hooks::Args),
     Hook(hook::Args),
 }
 
@@ -168,6 +175,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         Command::Prompt(args) => prompt::run(&ctx, args),
         Command::Sync(args) => sync::run(&ctx, args),
         Command::Redact(args) => redact::run(&ctx, args),
+        Command::Hooks(args) => hooks::run(&ctx, &cli.global, args),
         Command::Hook(_) => unreachable!("hook programs run from `main`, before a Context"),
     }
 }
@@ -191,13 +199,30 @@ fn empty_agent_flag(matches: &clap::ArgMatches) -> Option<clap::Error> {
     }
 }
 
+/// Whether `--agent` was given on the command line, not only by
+/// `LOOPX_AGENT` (clap hands both over as the same value).
+fn agent_on_command_line(matches: &clap::ArgMatches) -> bool {
+    let mut m = matches;
+    loop {
+        if m.value_source("agent") == Some(clap::parser::ValueSource::CommandLine) {
+            return true;
+        }
+        match m.subcommand() {
+            Some((_, sub)) => m = sub,
+            None => return false,
+        }
+    }
+}
+
 /// Runs the CLI on `args` and returns the process exit status.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
     let args: Vec<OsString> = args.into_iter().collect();
     let json = args.iter().any(|a| a == "--json");
-    let parsed = Cli::command()
-        .try_get_matches_from(&args)
-        .and_then(|m| empty_agent_flag(&m).map_or(Cli::from_arg_matches(&m), Err));
+    let parsed = Cli::command().try_get_matches_from(&args).and_then(|m| {
+        let mut cli = empty_agent_flag(&m).map_or(Cli::from_arg_matches(&m), Err)?;
+        cli.global.agent_on_command_line = agent_on_command_line(&m);
+        Ok(cli)
+    });
     let cli = match parsed {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {

@@ -28,9 +28,25 @@ pub struct LogEntry {
     pub todos: Vec<String>,
 }
 
+/// A code commit (on the repository's branches, not on loopx-state) whose
+/// message carries `Loopx-Todo: <id>` (added by the prepare-commit-msg hook).
+#[derive(Debug, Serialize)]
+pub struct CodeCommit {
+    pub commit: String,
+    /// The branches (local and remote-tracking) that contain it.
+    pub found_on: Vec<String>,
+    /// Committer date, as git prints it (ISO 8601).
+    pub time: String,
+    pub subject: String,
+    pub todos: Vec<String>,
+}
+
 #[derive(Debug, Serialize)]
 pub struct LogReport {
     pub entries: Vec<LogEntry>,
+    /// With `--todo`: the code commits that name the todo.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code_commits: Option<Vec<CodeCommit>>,
 }
 
 /// How far back `log` looks when filtering by todo or agent.
@@ -40,6 +56,14 @@ pub fn log(ctx: &Context, args: &LogArgs) -> Result<LogReport> {
     let Some(tip) = ctx.store.tip()? else {
         return Err(crate::store::Error::Missing.into());
     };
+    // A todo prefix may be given with or without `todo_`.
+    let want = args.todo.as_deref().map(|t| {
+        if t.starts_with("todo_") {
+            t.to_owned()
+        } else {
+            format!("todo_{t}")
+        }
+    });
     let filtering = args.todo.is_some() || args.agent.is_some();
     let scan = if filtering { SCAN_LIMIT } else { args.limit };
     let mut entries = Vec::new();
@@ -50,7 +74,7 @@ pub fn log(ctx: &Context, args: &LogArgs) -> Result<LogReport> {
         let agent = trailer(&info.message, "Loopx-Agent")
             .next()
             .map(str::to_owned);
-        if let Some(want) = &args.todo {
+        if let Some(want) = &want {
             if !todos.iter().any(|t| t.starts_with(want.as_str())) {
                 continue;
             }
@@ -71,5 +95,38 @@ pub fn log(ctx: &Context, args: &LogArgs) -> Result<LogReport> {
             break;
         }
     }
-    Ok(LogReport { entries })
+    let code_commits = match &want {
+        Some(want) => Some(code_commits(ctx, want, args.limit)?),
+        None => None,
+    };
+    Ok(LogReport {
+        entries,
+        code_commits,
+    })
+}
+
+/// The code commits on the repository's branches whose `Loopx-Todo`
+/// trailer names a todo starting with `want`, newest first.
+fn code_commits(ctx: &Context, want: &str, limit: usize) -> Result<Vec<CodeCommit>> {
+    let found = crate::git_cmd::hooks::commits_with_trailer(
+        ctx.repo_dir(),
+        crate::ops::hook_git::TODO_TRAILER,
+    )
+    .map_err(crate::store::Error::Git)?;
+    found
+        .into_iter()
+        .filter(|c| c.values.iter().any(|v| v.starts_with(want)))
+        .take(limit)
+        .map(|c| {
+            let found_on = crate::git_cmd::hooks::branches_containing(ctx.repo_dir(), &c.commit)
+                .map_err(crate::store::Error::Git)?;
+            Ok(CodeCommit {
+                commit: c.commit,
+                found_on,
+                time: c.time,
+                subject: c.subject,
+                todos: c.values,
+            })
+        })
+        .collect()
 }

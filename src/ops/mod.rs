@@ -221,6 +221,8 @@ pub mod done;
 pub mod gate;
 pub mod goal;
 pub mod hook;
+pub mod hook_git;
+pub mod hooks;
 pub mod lease;
 pub mod local;
 pub mod prompt;

@@ -1,5 +1,6 @@
 //! Reports → output: the `--json` envelope, errors, and human text.
 
+pub mod hooks;
 pub mod prompt;
 pub mod review;
 pub mod text;

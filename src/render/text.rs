@@ -138,6 +138,23 @@ pub fn log(r: &LogReport) -> String {
     if r.entries.is_empty() {
         out.push_str("no matching state commits\n");
     }
+    if let Some(code) = &r.code_commits {
+        if code.is_empty() {
+            out.push_str("no code commit carries its Loopx-Todo trailer\n");
+        } else {
+            out.push_str("code commits:\n");
+        }
+        for c in code {
+            let short = c.commit.get(..12).unwrap_or(&c.commit);
+            let _ = writeln!(
+                out,
+                "{short} {} {} (on {})",
+                c.time,
+                c.subject,
+                c.found_on.join(", ")
+            );
+        }
+    }
     out
 }
 

@@ -5,6 +5,7 @@ mod domain;
 mod env;
 mod faults;
 mod hook_programs;
+mod hooks_install;
 mod hostile;
 mod kernel;
 mod leaks;

@@ -21,24 +21,14 @@ pub enum Runtime {
     Codex,
 }
 
-/// Installs the runtime's hooks in `dir` with exactly the content of the
-/// shared contract (what `git loopx hooks install --claude-code|--codex`
-/// writes).
-pub fn install_hooks(_env: &TestEnv, dir: &Path, runtime: Runtime) {
-    let (folder, file, name) = match runtime {
-        Runtime::ClaudeCode => (".claude", "settings.json", "claude-code"),
-        Runtime::Codex => (".codex", "hooks.json", "codex"),
+/// Installs the runtime's hooks in `dir` with `git loopx hooks install
+/// --claude-code|--codex`, the way a user does.
+pub fn install_hooks(env: &TestEnv, dir: &Path, runtime: Runtime) {
+    let flag = match runtime {
+        Runtime::ClaudeCode => "--claude-code",
+        Runtime::Codex => "--codex",
     };
-    let entry = |event: &str| json!([{ "hooks": [{ "type": "command", "command": format!("git loopx hook {name} {event}") }] }]);
-    let settings = json!({
-        "hooks": { "SessionStart": entry("session-start"), "Stop": entry("stop") }
-    });
-    std::fs::create_dir_all(dir.join(folder)).unwrap();
-    std::fs::write(
-        dir.join(folder).join(file),
-        serde_json::to_string_pretty(&settings).unwrap() + "\n",
-    )
-    .unwrap();
+    env.loopx(dir, &["hooks", "install", flag]).success();
 }
 
 /// How a runtime reads a Stop hook's answer.

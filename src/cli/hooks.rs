@@ -1,0 +1,107 @@
+//! `git loopx hooks install|uninstall|status`
+
+use clap::Subcommand;
+
+use crate::cli::{GlobalArgs, Output};
+use crate::ops::hooks::{self, Integration};
+use crate::ops::Context;
+use crate::render;
+use crate::Result;
+
+/// Install, remove or show git-loopx's hooks: the Claude Code and Codex hook
+/// entries (`.claude/settings.json`, `.codex/hooks.json` in the worktree's
+/// root) and the git hooks (`prepare-commit-msg`, `pre-push`).
+///
+/// Your own settings and hooks are kept: entries are merged into the JSON
+/// files, and git hooks get a block between `# >>> git-loopx >>>` and
+/// `# <<< git-loopx <<<` lines. Installing twice changes nothing;
+/// `uninstall` puts your files back as they were.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: HooksCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum HooksCommand {
+    /// Install hooks (with no integration named: the git hooks only).
+    ///
+    /// With `--agent ID` given on the command line, the installed commands
+    /// run as that agent (`git loopx hook claude-code stop --agent ID`);
+    /// without it they find the agent when they run ($LOOPX_AGENT, else git
+    /// config loopx.agent). The pre-push hook syncs only after `git config
+    /// loopx.prePushSync true`.
+    Install(Which),
+    /// Remove what `install` put in (with no integration named: all of it).
+    Uninstall(Which),
+    /// Show, per integration, whether it is installed, where, and whether
+    /// its file was changed by hand since (with none named: all of them).
+    Status(Which),
+}
+
+#[derive(Debug, clap::Args)]
+struct Which {
+    /// Claude Code: `SessionStart` and `Stop` hooks in .claude/settings.json.
+    #[arg(long)]
+    claude_code: bool,
+    /// Codex: `SessionStart` and `Stop` hooks in .codex/hooks.json.
+    #[arg(long)]
+    codex: bool,
+    /// git: `prepare-commit-msg` (the Loopx-Todo trailer) and `pre-push`
+    /// (sync) in the hooks directory (core.hooksPath honoured).
+    #[arg(long)]
+    git: bool,
+}
+
+impl Which {
+    fn chosen(&self, default: &[Integration]) -> Vec<Integration> {
+        let named: Vec<Integration> = [
+            (self.claude_code, Integration::ClaudeCode),
+            (self.codex, Integration::Codex),
+            (self.git, Integration::Git),
+        ]
+        .into_iter()
+        .filter_map(|(on, i)| on.then_some(i))
+        .collect();
+        if named.is_empty() {
+            default.to_vec()
+        } else {
+            named
+        }
+    }
+}
+
+const ALL: [Integration; 3] = [
+    Integration::ClaudeCode,
+    Integration::Codex,
+    Integration::Git,
+];
+
+pub fn run(ctx: &Context, global: &GlobalArgs, args: &Args) -> Result<Output> {
+    // A bare repository has no worktree for the runtimes' files: with no
+    // integration named, only the git hooks.
+    let all: &[Integration] = if ctx.store.workdir().is_some() {
+        &ALL
+    } else {
+        &[Integration::Git]
+    };
+    match &args.command {
+        HooksCommand::Install(which) => {
+            let agent = if global.agent_on_command_line {
+                ctx.agent()
+            } else {
+                None
+            };
+            let report = hooks::install(ctx, &which.chosen(&[Integration::Git]), agent)?;
+            Ok(Output::new(&report, render::hooks::changes(&report)))
+        }
+        HooksCommand::Uninstall(which) => {
+            let report = hooks::uninstall(ctx, &which.chosen(all))?;
+            Ok(Output::new(&report, render::hooks::changes(&report)))
+        }
+        HooksCommand::Status(which) => {
+            let report = hooks::status(ctx, &which.chosen(all))?;
+            Ok(Output::new(&report, render::hooks::status(&report)))
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! What `hooks install` did to each file, kept host-locally under
+//! `<git common dir>/loopx/installed/` (never on the state branch, never in the
+//! worktree): whether we created the file (and which directories), the
+//! user's original bytes, and a hash of what we wrote. `uninstall` restores
+//! the original bytes exactly when the file still holds what we wrote, and
+//! `status` tells a file changed by hand since.
+//!
+//! Each file has two records named by a hash of its path: `<key>.json` (the
+//! record) and `<key>.orig` (the original bytes, absent for a file we
+//! created).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Code, Refusal};
+use crate::ops::Context;
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Record {
+    /// The file this is about.
+    pub path: PathBuf,
+    /// We created the file (it did not exist before the first install).
+    pub created: bool,
+    /// Directories we created for it, innermost first.
+    #[serde(default)]
+    pub dirs: Vec<PathBuf>,
+    /// SHA-1 of the bytes we last wrote.
+    pub written: String,
+    /// The `.orig` bytes are the user's file before we touched it, and the
+    /// file has not been changed by hand between two installs.
+    #[serde(default)]
+    pub exact: bool,
+}
+
+pub fn digest(bytes: &[u8]) -> String {
+    sha1_smol::Sha1::from(bytes).digest().to_string()
+}
+
+fn dir(ctx: &Context) -> PathBuf {
+    ctx.store.local_dir().join("installed")
+}
+
+fn key(path: &Path) -> String {
+    digest(path.as_os_str().as_encoded_bytes())
+}
+
+pub fn io_error(what: &str, path: &Path, e: &std::io::Error) -> Refusal {
+    Refusal::new(
+        Code::GitFailed,
+        format!("cannot {what} {}: {e}", path.display()),
+    )
+}
+
+/// The record of `path` and the user's original bytes, if any.
+pub fn load(ctx: &Context, path: &Path) -> Option<(Record, Option<Vec<u8>>)> {
+    let base = dir(ctx).join(key(path));
+    let record: Record =
+        serde_json::from_slice(&std::fs::read(base.with_extension("json")).ok()?).ok()?;
+    if record.path != path {
+        return None;
+    }
+    let original = std::fs::read(base.with_extension("orig")).ok();
+    Some((record, original))
+}
+
+/// Saves the record of `record.path`, with the original bytes when given
+/// (the `.orig` file is removed when `original` is `None`).
+pub fn save(ctx: &Context, record: &Record, original: Option<&[u8]>) -> Result<(), Refusal> {
+    let dir = dir(ctx);
+    std::fs::create_dir_all(&dir).map_err(|e| io_error("create", &dir, &e))?;
+    let base = dir.join(key(&record.path));
+    let orig = base.with_extension("orig");
+    match original {
+        Some(bytes) => std::fs::write(&orig, bytes).map_err(|e| io_error("write", &orig, &e))?,
+        None => {
+            let _ = std::fs::remove_file(&orig);
+        }
+    }
+    let json = base.with_extension("json");
+    let text = serde_json::to_vec_pretty(record).expect("records serialize");
+    std::fs::write(&json, text).map_err(|e| io_error("write", &json, &e))
+}
+
+/// Forgets the record of `path`.
+pub fn forget(ctx: &Context, path: &Path) {
+    let base = dir(ctx).join(key(path));
+    let _ = std::fs::remove_file(base.with_extension("json"));
+    let _ = std::fs::remove_file(base.with_extension("orig"));
+}

@@ -1,0 +1,138 @@
+//! Merging into and taking out of a runtime's hook configuration: order,
+//! indentation and the user's entries kept; bad files refused with the place.
+
+use super::*;
+
+const TEMPLATE: &str = include_str!("../../../hooks/claude-code/settings.json");
+const PREFIX: &str = "git loopx hook claude-code ";
+
+fn entries() -> Vec<Entry> {
+    template_entries(TEMPLATE, None)
+}
+
+#[test]
+fn a_new_file_is_the_template() {
+    let out = install("f", None, &entries(), PREFIX).unwrap().unwrap();
+    assert_eq!(out.text, TEMPLATE);
+    assert!(!out.reformatted);
+    assert_eq!(
+        install("f", Some(&out.text), &entries(), PREFIX).unwrap(),
+        None
+    );
+    assert_eq!(
+        uninstall("f", &out.text, PREFIX).unwrap(),
+        Some(Removed::Empty)
+    );
+}
+
+#[test]
+fn the_users_settings_and_hooks_are_kept_in_order_and_indentation() {
+    let user = r#"{
+"permissions": {
+    "allow": ["Bash(ls)"]
+},
+"hooks": {
+    "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo pre"}]}],
+    "Stop": [{"hooks": [{"type": "command", "command": "echo mine"}]}]
+},
+"model": "x"
+}"#;
+    let out = install("f", Some(user), &entries(), PREFIX)
+        .unwrap()
+        .unwrap();
+    assert!(out.reformatted, "the one-line arrays are laid out anew");
+    let v: Value = serde_json::from_str(&out.text).unwrap();
+    let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["permissions", "hooks", "model"]);
+    let stop = v["hooks"]["Stop"].as_array().unwrap();
+    assert_eq!(stop[0]["hooks"][0]["command"], "echo mine");
+    assert_eq!(
+        stop[1]["hooks"][0]["command"],
+        "git loopx hook claude-code stop"
+    );
+    assert!(out.text.contains("\n    \"permissions\""), "{}", out.text);
+    assert!(!out.text.ends_with('\n'));
+    let removed = uninstall("f", &out.text, PREFIX).unwrap().unwrap();
+    let Removed::Text(back) = removed else {
+        panic!()
+    };
+    let back: Value = serde_json::from_str(&back).unwrap();
+    assert_eq!(back, serde_json::from_str::<Value>(user).unwrap());
+}
+
+#[test]
+fn a_pretty_printed_file_is_kept_byte_for_byte_around_our_entries() {
+    let user = "{\n  \"hooks\": {\n    \"Stop\": [\n      {\n        \"hooks\": [\n          {\n            \"type\": \"command\",\n            \"command\": \"echo mine\"\n          }\n        ]\n      }\n    ]\n  },\n  \"z\": 1\n}\n";
+    let out = install("f", Some(user), &entries(), PREFIX)
+        .unwrap()
+        .unwrap();
+    assert!(!out.reformatted);
+    let Removed::Text(back) = uninstall("f", &out.text, PREFIX).unwrap().unwrap() else {
+        panic!()
+    };
+    assert_eq!(back, user);
+}
+
+#[test]
+fn another_agent_replaces_our_entries_in_place() {
+    let first = install("f", None, &entries(), PREFIX)
+        .unwrap()
+        .unwrap()
+        .text;
+    let agent = template_entries(TEMPLATE, Some("agent-a"));
+    let second = install("f", Some(&first), &agent, PREFIX)
+        .unwrap()
+        .unwrap()
+        .text;
+    let found = installed("f", &second, PREFIX).unwrap();
+    assert_eq!(
+        found,
+        [
+            (
+                "SessionStart".to_owned(),
+                "git loopx hook claude-code session-start --agent agent-a".to_owned()
+            ),
+            (
+                "Stop".to_owned(),
+                "git loopx hook claude-code stop --agent agent-a".to_owned()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn bad_json_and_unexpected_shapes_are_refused_with_the_place() {
+    let err = install("s.json", Some("{\"hooks\": "), &entries(), PREFIX).unwrap_err();
+    assert!(
+        err.message.starts_with("s.json is not valid JSON"),
+        "{err:?}"
+    );
+    let err = install("s.json", Some("[]"), &entries(), PREFIX).unwrap_err();
+    assert_eq!(
+        err.message,
+        "s.json: the top level is an array, expected an object"
+    );
+    let err = install(
+        "s.json",
+        Some(r#"{"hooks": {"Stop": {}}}"#),
+        &entries(),
+        PREFIX,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.message,
+        "s.json: `hooks.Stop` is an object, expected an array of hook groups"
+    );
+    let err = install(
+        "s.json",
+        Some(r#"{"hooks": {"Stop": [{"hooks": [1]}]}}"#),
+        &entries(),
+        PREFIX,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.message,
+        "s.json: `hooks.Stop[0].hooks[0]` is a number, expected an object"
+    );
+    assert!(uninstall("s.json", r#"{"hooks": 3}"#, PREFIX).is_err());
+}

@@ -1,0 +1,123 @@
+//! `hooks status`: per integration, whether our entries are in its files,
+//! where, and whether a file changed by hand since we wrote it.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::record::{self, digest};
+use super::{is_unexecutable, read, runtime_json, shim, targets, utf8, Integration, Kind};
+use crate::ops::Context;
+use crate::Result;
+
+/// Whether an integration's file holds our entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Installed {
+    Yes,
+    /// Some of our entries, not all.
+    Partly,
+    No,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StatusLine {
+    pub integration: Integration,
+    pub path: PathBuf,
+    pub installed: Installed,
+    /// What our entries run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<String>,
+    /// Whether the file changed since `hooks install` wrote it from this
+    /// clone; `None` when it was not installed from here.
+    pub changed_by_hand: Option<bool>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StatusReport {
+    pub files: Vec<StatusLine>,
+    /// `git config loopx.prePushSync`: the pre-push hook syncs.
+    pub pre_push_sync: bool,
+}
+
+/// `hooks status`: for each selected integration, whether it is installed,
+/// where, and whether its file was changed by hand.
+pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
+    let mut files = Vec::new();
+    for target in targets(ctx, which)? {
+        let current = read(&target.path)?;
+        let shown = target.path.display().to_string();
+        let changed_by_hand = match (&current, record::load(ctx, &target.path)) {
+            (Some(now), Some((record, _))) => Some(digest(now) != record.written),
+            (None, Some(_)) => Some(true),
+            _ => None,
+        };
+        let mut notes = Vec::new();
+        let (installed, commands) = match (&current, &target.kind) {
+            (None, _) => (Installed::No, Vec::new()),
+            (Some(now), Kind::Json { template, prefix }) => {
+                let found = match utf8(&target.path, now)
+                    .and_then(|t| runtime_json::installed(&shown, t, prefix).map_err(Into::into))
+                {
+                    Ok(found) => found,
+                    Err(e) => {
+                        notes.push(e.to_string());
+                        Vec::new()
+                    }
+                };
+                let wanted = runtime_json::template_entries(template, None);
+                let has = |event: &str| found.iter().any(|(e, _)| e == event);
+                let present = wanted.iter().filter(|w| has(&w.event)).count();
+                let installed = match present {
+                    0 => Installed::No,
+                    n if n == wanted.len() => Installed::Yes,
+                    _ => Installed::Partly,
+                };
+                let commands = found
+                    .into_iter()
+                    .map(|(e, c)| format!("{e}: {c}"))
+                    .collect();
+                (installed, commands)
+            }
+            (Some(now), Kind::Shim { name, .. }) => {
+                if is_unexecutable(&target.path) {
+                    notes.push("not executable: git does not run it".to_owned());
+                }
+                let text = String::from_utf8_lossy(now);
+                let call = format!("git loopx hook git {name}");
+                match shim::uninstall(&shown, now) {
+                    Ok(Some(_)) => (
+                        Installed::Yes,
+                        text.lines()
+                            .filter(|l| l.contains(&call))
+                            .map(|l| l.trim().to_owned())
+                            .collect(),
+                    ),
+                    Ok(None) => (Installed::No, Vec::new()),
+                    Err(e) => {
+                        notes.push(e.to_string());
+                        (Installed::Partly, Vec::new())
+                    }
+                }
+            }
+        };
+        files.push(StatusLine {
+            integration: target.integration,
+            path: target.path,
+            installed,
+            commands,
+            changed_by_hand,
+            notes,
+        });
+    }
+    let pre_push_sync = ctx
+        .store
+        .config_string("loopx.prePushSync")
+        .is_some_and(|v| crate::git_cmd::hooks::is_true(&v));
+    Ok(StatusReport {
+        files,
+        pre_push_sync,
+    })
+}

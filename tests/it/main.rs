@@ -8,5 +8,6 @@ mod hostile;
 mod kernel;
 mod leaks;
 mod race;
+mod scope;
 mod sync;
 mod turn;

@@ -11,6 +11,7 @@ mod prompt;
 mod quota;
 mod redact;
 mod review;
+mod run;
 mod should_run;
 mod status;
 mod sync;
@@ -83,6 +84,7 @@ pub enum Command {
     Prompt(prompt::Args),
     Sync(sync::Args),
     Redact(redact::Args),
+    Run(run::Args),
 }
 
 /// What a command hands back to be printed.
@@ -148,7 +150,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         None => std::env::current_dir()
             .map_err(|e| Error::invalid_input(format!("cannot read the current directory: {e}")))?,
     };
-    let ctx = Context::open(&dir, now, cli.global.agent.clone(), cli.global.goal.clone())?;
+    let mut ctx = Context::open(&dir, now, cli.global.agent.clone(), cli.global.goal.clone())?;
     match &cli.command {
         Command::Init(args) => init::run(&ctx, args),
         Command::Status(args) => status::run(&ctx, args),
@@ -166,6 +168,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         Command::Prompt(args) => prompt::run(&ctx, args),
         Command::Sync(args) => sync::run(&ctx, args),
         Command::Redact(args) => redact::run(&ctx, args),
+        Command::Run(args) => run::run(&mut ctx, args),
     }
 }
 

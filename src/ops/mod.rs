@@ -226,6 +226,7 @@ pub mod prompt;
 pub mod quota;
 pub mod redact;
 pub mod review;
+pub mod run;
 pub mod should_run;
 pub mod sync;
 pub mod writeback;

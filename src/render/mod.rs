@@ -2,6 +2,7 @@
 
 pub mod prompt;
 pub mod review;
+pub mod run;
 pub mod text;
 
 use serde_json::{json, Map, Value};

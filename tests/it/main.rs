@@ -8,6 +8,7 @@ mod hostile;
 mod kernel;
 mod leaks;
 mod race;
+mod run;
 mod scope;
 mod sync;
 mod turn;

@@ -16,8 +16,9 @@ use crate::{Error, Result};
 
 /// Run this agent's turns: the generic host loop, as a command.
 ///
-/// Each turn: decide (`should-run --turn K`, its receipt recorded; K is
-/// `<agent>-run-<time>-<nonce>-<n>`) → when the decision is `run`, run
+/// Each turn: decide (`should-run`; a `run` is recorded as by `should-run
+/// --turn K`, K being `<agent>-run-<time>-<nonce>-<n>`, while a skip writes
+/// nothing) → when the decision is `run`, run
 /// COMMAND through `sh -c` (pipes, quoting and `&&` work as in a shell) in
 /// the top directory of the worktree, with the turn's prompt (`git loopx
 /// prompt --turn K`) on its standard input and in $LOOPX_PROMPT, and

@@ -1,7 +1,7 @@
 //! `run`: the host loop of docs/agent-loop.md as a command.
 //!
-//! Each turn: decide (`should-run --turn K`, its receipt recorded) → when
-//! the decision is `run`, run the agent command through `sh -c` with the
+//! Each turn: decide (`should-run`; when it says run, `should-run --turn K`,
+//! which records the turn's receipt) → when the decision is `run`, run the agent command through `sh -c` with the
 //! turn's prompt → check that the turn wrote back (a writeback with turn K by
 //! this agent) → wait `scheduler_hint.wake_after_seconds`. The loop never
 //! stops in the middle of a write: a signal is looked at only between the
@@ -55,7 +55,8 @@ pub struct RunArgs {
 /// One turn: the decision and, when it ran, what the agent did.
 #[derive(Debug, Clone, Serialize)]
 pub struct Turn {
-    /// The turn key (`LOOPX_TURN`), under which the receipt is recorded.
+    /// The turn key (`LOOPX_TURN`), under which a turn that runs records
+    /// its receipt (a skip records none).
     pub key: String,
     pub decision: String,
     pub effective_action: String,
@@ -151,12 +152,21 @@ pub fn run(
         }
         ctx.now = host.now()?;
         let key = format!("{series}-{n}");
-        let (decided, error) = match should_run::should_run(ctx, &args.capabilities, Some(&key)) {
-            Ok(done) => done,
+        // Asked read-only first, so a wait writes nothing (SPEC §2.3: a skip
+        // records no receipt); a `run` is decided again and recorded under K,
+        // and that recorded decision is the one the turn follows.
+        let mut decided = match decide(ctx, &args.capabilities, None) {
+            Ok(decided) => decided,
             Err(e) => return Ok((report, Some(e))),
         };
-        if let Some(e) = error {
-            return Ok((report, Some(e)));
+        if decided.decision["should_run"] == Value::Bool(true) {
+            if host.interrupted() {
+                return Ok(interrupted(report));
+            }
+            decided = match decide(ctx, &args.capabilities, Some(&key)) {
+                Ok(decided) => decided,
+                Err(e) => return Ok((report, Some(e))),
+            };
         }
         report.goal = decided.goal.clone();
         let d = &decided.decision;
@@ -248,6 +258,18 @@ pub fn run(
         }
     }
     unreachable!("the turn counter does not run out")
+}
+
+/// `should-run` (with `--turn key` when given); an unreadable state is an error.
+fn decide(
+    ctx: &Context,
+    capabilities: &[String],
+    key: Option<&str>,
+) -> Result<should_run::ShouldRunReport> {
+    match should_run::should_run(ctx, capabilities, key)? {
+        (_, Some(e)) => Err(e),
+        (decided, None) => Ok(decided),
+    }
 }
 
 fn interrupted(mut report: RunReport) -> (RunReport, Option<Error>) {

@@ -90,6 +90,15 @@ fn run_until_idle_completes_a_three_todo_goal() {
     assert_eq!(out.stdout.lines().count(), 4, "{}", out.stdout);
     assert_eq!(done_count(&env, &repo), 3);
     assert_eq!(spent(&env, &repo), 3, "each turn spent exactly once");
+    let receipts = env
+        .loopx(&repo, &["--json", "history", "--kind", "turn"])
+        .success()
+        .json();
+    assert_eq!(
+        receipts["runs"].as_array().map(Vec::len),
+        Some(3),
+        "a receipt per turn that ran, none for the last (skip) decision: {receipts}"
+    );
     assert!(
         out.stderr
             .contains("fake agent: git loopx quota spend --turn agent-a-run-"),
@@ -247,6 +256,10 @@ fn run_needs_an_agent_and_a_command() {
     )
     .failure(2);
     assert_eq!(env.tip(&repo), tip, "a refused run writes nothing");
+    let bare = env.repo("no-state");
+    let out = run_loop(&env, &bare, &["--cmd", "touch ran"]).failure(3);
+    assert!(out.stderr.contains("state_missing"), "{}", out.stderr);
+    assert!(!bare.join("ran").exists());
 }
 
 #[test]
@@ -358,6 +371,7 @@ fn sigint_wakes_the_wait_between_turns() {
     let env = TestEnv::new();
     let (repo, _) = setup(&env, 1);
     env.loopx(&repo, &["gate", "add", "Ship it?"]).success();
+    let tip = env.tip(&repo);
     let (mut child, mut stdout) = spawn_loop(&env, &repo, &["--cmd", "true"], &[]);
     let mut first = String::new();
     stdout.read_line(&mut first).unwrap();
@@ -369,4 +383,5 @@ fn sigint_wakes_the_wait_between_turns() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "{rest:?}");
     assert_eq!(rest, ["interrupted after 0 turn(s) run"]);
+    assert_eq!(env.tip(&repo), tip, "a wait writes nothing");
 }

@@ -98,7 +98,8 @@ pub enum End {
     AgentFailed,
     /// SIGINT or SIGTERM.
     Interrupted,
-    /// A decision could not be made or recorded (the error says why).
+    /// A decision, the prompt, the agent's start or the writeback check
+    /// failed (the error says why).
     Error,
 }
 
@@ -210,13 +211,26 @@ pub fn run(
             continue;
         }
 
-        let prompt = prompt::prompt(ctx, args.runtime, &args.capabilities, Some(&key))?;
-        let status = run_agent(ctx.repo_dir(), &cmd, &agent, &key, &prompt)?;
+        let ran = prompt::prompt(ctx, args.runtime, &args.capabilities, Some(&key))
+            .and_then(|prompt| run_agent(ctx.repo_dir(), &cmd, &agent, &key, &prompt));
+        let status = match ran {
+            Ok(status) => status,
+            Err(e) => {
+                report.turns.push(turn);
+                return Ok((report, Some(e)));
+            }
+        };
         turn.agent_ran = true;
         turn.exit_code = status.code();
         turn.signal = status.signal();
-        turn.wrote_back = Some(wrote_back(ctx, &agent, &key)?);
         report.turns_run += 1;
+        turn.wrote_back = match wrote_back(ctx, &agent, &key) {
+            Ok(found) => Some(found),
+            Err(e) => {
+                report.turns.push(turn);
+                return Ok((report, Some(e)));
+            }
+        };
         failures = if turn.failed() { failures + 1 } else { 0 };
 
         let end = if host.interrupted() {

@@ -37,6 +37,6 @@ pub fn end_line(r: &RunReport) -> String {
         End::MaxTurns => format!("stopped after {ran}: --max-turns reached"),
         End::AgentFailed => format!("stopped after {ran}: the agent command kept failing"),
         End::Interrupted => format!("interrupted after {ran}"),
-        End::Error => format!("stopped after {ran}: the decision failed"),
+        End::Error => format!("stopped after {ran}: an error (below)"),
     }
 }

@@ -105,10 +105,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             let r = gate::list(ctx, *all)?;
             let mut text = String::new();
             for g in &r.gates {
-                let scope = g
-                    .blocks_agent
-                    .as_deref()
-                    .map_or("global".to_owned(), |a| format!("blocks {a}"));
+                let scope = crate::model::select::scope_of(g).label(g.unblocks.as_deref());
                 text.push_str(&format!("{}  [{scope}] {}\n", g.id, g.text));
             }
             if r.gates.is_empty() {

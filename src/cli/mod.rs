@@ -14,6 +14,7 @@ mod prompt;
 mod quota;
 mod redact;
 mod review;
+mod run;
 mod should_run;
 mod status;
 mod sync;
@@ -92,6 +93,7 @@ pub enum Command {
     Redact(redact::Args),
     Hooks(hooks::Args),
     Hook(hook::Args),
+    Run(run::Args),
 }
 
 /// What a command hands back to be printed.
@@ -157,7 +159,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         None => std::env::current_dir()
             .map_err(|e| Error::invalid_input(format!("cannot read the current directory: {e}")))?,
     };
-    let ctx = Context::open(&dir, now, cli.global.agent.clone(), cli.global.goal.clone())?;
+    let mut ctx = Context::open(&dir, now, cli.global.agent.clone(), cli.global.goal.clone())?;
     match &cli.command {
         Command::Init(args) => init::run(&ctx, args),
         Command::Status(args) => status::run(&ctx, args),
@@ -177,6 +179,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         Command::Redact(args) => redact::run(&ctx, args),
         Command::Hooks(args) => hooks::run(&ctx, &cli.global, args),
         Command::Hook(_) => unreachable!("hook programs run from `main`, before a Context"),
+        Command::Run(args) => run::run(&mut ctx, args),
     }
 }
 

@@ -30,6 +30,8 @@ pub enum Code {
     StateLocked,
     GitFailed,
     InvalidInput,
+    AgentFailed,
+    Interrupted,
 }
 
 impl Code {
@@ -57,12 +59,16 @@ impl Code {
             Code::StateLocked => "state_locked",
             Code::GitFailed => "git_failed",
             Code::InvalidInput => "invalid_input",
+            Code::AgentFailed => "agent_failed",
+            Code::Interrupted => "interrupted",
         }
     }
 
-    /// 1 refused by a rule, 2 usage, 3 repository or state problem.
+    /// 1 refused by a rule, 2 usage, 3 repository or state problem;
+    /// 130 (128 + SIGINT, as shells report it) for a run ended by a signal.
     pub fn exit_code(self) -> i32 {
         match self {
+            Code::Interrupted => 130,
             Code::InvalidInput => 2,
             Code::StateMissing
             | Code::StateInvalid

@@ -26,7 +26,7 @@ impl Candidate<'_> {
 pub struct Selection<'a> {
     /// Ready todos: this agent's own claims first, then unclaimed, by order.
     pub candidates: Vec<Candidate<'a>>,
-    /// Open gates this agent sees (global, or blocking this agent).
+    /// Open gates this agent sees (all but those blocking another agent).
     pub gates: Vec<&'a Todo>,
     /// Todos held back only because an open gate `unblocks` them.
     pub gated: Vec<&'a str>,
@@ -43,9 +43,56 @@ impl Selection<'_> {
     }
 }
 
-/// Whether an open gate concerns `agent`.
+/// How far an open gate reaches (SPEC §4 rule 5).
+///
+/// The stored `global` flag does not decide it: `gate add --unblocks X` sets
+/// it although the gate holds only X, and `todo add --role user --class
+/// user_gate` leaves it unset although the gate names nothing. What a gate
+/// *names* does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GateScope<'a> {
+    /// Names neither an agent nor a todo: stops all agent work in its goal.
+    Goal,
+    /// `blocks_agent`: only that agent sees it (and the todo it `unblocks`,
+    /// if any, waits for it whoever would take it).
+    Agent(&'a str),
+    /// `unblocks` and no agent: holds only that todo, seen by every agent.
+    Todo(&'a str),
+}
+
+impl GateScope<'_> {
+    /// Short words for a person: `global`, `blocks A`, `holds T`, or both.
+    pub fn label(self, unblocks: Option<&str>) -> String {
+        let holds = unblocks.map(|u| format!("holds {u}"));
+        match (self, holds) {
+            (GateScope::Goal, _) => "global".to_owned(),
+            (GateScope::Agent(a), None) => format!("blocks {a}"),
+            (GateScope::Agent(a), Some(h)) => format!("blocks {a}, {h}"),
+            (GateScope::Todo(t), _) => format!("holds {t}"),
+        }
+    }
+}
+
+/// The scope of a gate, from what it names.
+pub fn gate_scope<'a>(blocks_agent: Option<&'a str>, unblocks: Option<&'a str>) -> GateScope<'a> {
+    match (blocks_agent, unblocks) {
+        (Some(a), _) => GateScope::Agent(a),
+        (None, Some(t)) => GateScope::Todo(t),
+        (None, None) => GateScope::Goal,
+    }
+}
+
+/// The scope of a gate todo.
+pub fn scope_of(gate: &Todo) -> GateScope<'_> {
+    gate_scope(gate.blocks_agent.as_deref(), gate.unblocks.as_deref())
+}
+
+/// Whether an open gate concerns `agent`: every gate but another agent's.
 pub fn gate_visible(gate: &TodoFacts<'_>, agent: Option<&str>) -> bool {
-    gate.global || (gate.blocks_agent.is_some() && gate.blocks_agent == agent)
+    match gate_scope(gate.blocks_agent, gate.unblocks) {
+        GateScope::Agent(a) => Some(a) == agent,
+        GateScope::Goal | GateScope::Todo(_) => true,
+    }
 }
 
 fn resume_satisfied(gs: &GoalState, todo: &TodoFacts<'_>) -> bool {
@@ -106,12 +153,16 @@ pub fn select<'a>(
             created_at: todo.created_at,
         });
     }
-    // A ready todo that an open gate `unblocks` waits for the gate.
+    // A ready todo that an open gate `unblocks` waits for the gate; an open
+    // gate of the whole goal holds every one.
     if !open_gates.is_empty() {
+        let goal_wide = open_gates
+            .iter()
+            .any(|g| gate_scope(g.blocks_agent, g.unblocks) == GateScope::Goal);
         let (gated, ready) = sel
             .candidates
             .into_iter()
-            .partition(|c| open_gates.iter().any(|g| g.unblocks == Some(c.id)));
+            .partition(|c| goal_wide || open_gates.iter().any(|g| g.unblocks == Some(c.id)));
         sel.candidates = ready;
         sel.gated = gated.into_iter().map(|c: Candidate<'a>| c.id).collect();
     }

@@ -25,6 +25,7 @@ pub struct GateInfo {
     pub question: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blocks_agent: Option<String>,
+    /// The gate names no agent and no todo: it stops all agent work in the goal.
     pub global: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unblocks: Option<String>,
@@ -94,7 +95,7 @@ fn gate_info(g: &Todo) -> GateInfo {
         id: g.id.clone(),
         question: g.text.clone(),
         blocks_agent: g.blocks_agent.clone(),
-        global: g.global,
+        global: select::scope_of(g) == select::GateScope::Goal,
         unblocks: g.unblocks.clone(),
     }
 }
@@ -495,6 +496,36 @@ mod tests {
                         g.global = true;
                         g.unblocks = Some(x);
                     });
+                },
+                Some("a"),
+                (
+                    "skip",
+                    "operator_gate",
+                    "operator_gate_notify",
+                    WAKE_WAITING_FOR_USER,
+                ),
+                true,
+            ),
+            (
+                "5 a global gate stops all work, even with candidates",
+                |w| {
+                    w.todo(TodoClass::AdvancementTask, claimed_by("a"));
+                    w.todo(TodoClass::UserGate, |g| g.global = true);
+                },
+                Some("a"),
+                (
+                    "skip",
+                    "operator_gate",
+                    "operator_gate_notify",
+                    WAKE_WAITING_FOR_USER,
+                ),
+                true,
+            ),
+            (
+                "5 a gate with no scope is global (todo add --class user_gate)",
+                |w| {
+                    w.todo(TodoClass::AdvancementTask, |_| {});
+                    w.todo(TodoClass::UserGate, |_| {});
                 },
                 Some("a"),
                 (

@@ -41,11 +41,16 @@ pub struct TodoLine {
 pub struct GateLine {
     pub id: String,
     pub question: String,
-    /// `global`, or the agent it blocks.
+    /// `global` (it names nothing: all agent work in the goal waits for
+    /// it), the agent it blocks, or `todo` (it holds only the todo it
+    /// `unblocks`).
     pub scope: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unblocks: Option<String>,
     pub asked_at: Timestamp,
+    /// The scope in words for a person (`global`, `blocks A`, `holds T`).
+    #[serde(skip)]
+    pub scope_label: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -103,9 +108,14 @@ pub fn status(ctx: &Context) -> Result<StatusReport> {
         .map(|t| GateLine {
             id: t.id.clone(),
             question: t.text.clone(),
-            scope: t.blocks_agent.clone().unwrap_or_else(|| "global".into()),
+            scope: match select::scope_of(t) {
+                select::GateScope::Goal => "global".into(),
+                select::GateScope::Agent(a) => a.to_owned(),
+                select::GateScope::Todo(_) => "todo".into(),
+            },
             unblocks: t.unblocks.clone(),
             asked_at: t.created_at,
+            scope_label: select::scope_of(t).label(t.unblocks.as_deref()),
         })
         .collect();
     let user_actions = todos

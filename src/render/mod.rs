@@ -3,6 +3,7 @@
 pub mod hooks;
 pub mod prompt;
 pub mod review;
+pub mod run;
 pub mod text;
 
 use serde_json::{json, Map, Value};

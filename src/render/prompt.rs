@@ -37,14 +37,11 @@ pub fn prompt(r: &PromptReport, now: Timestamp) -> String {
         );
         gates(&mut out, r);
         match r.runtime {
-            Runtime::ClaudeCode => {
-                let _ = writeln!(
-                    out,
-                    "\nEnd the session now; the Stop hook lets it end while should-run says skip."
-                );
-            }
-            Runtime::Codex => {
-                let _ = writeln!(out, "\nFinish the task now without changes.");
+            Runtime::ClaudeCode | Runtime::Codex => {
+                let _ = writeln!(out, "\nEnd this turn now, without changes.");
+                if let Some(line) = stop_hook_line(r.runtime) {
+                    let _ = writeln!(out, "{line}");
+                }
             }
             Runtime::Generic => {}
         }
@@ -118,19 +115,30 @@ pub fn prompt(r: &PromptReport, now: Timestamp) -> String {
         out,
         "- Never edit the loopx-state branch by hand; every change goes through `git loopx`."
     );
-    match r.runtime {
-        Runtime::ClaudeCode => {
-            let _ = writeln!(
-                out,
-                "- When done, stop; the Stop hook asks `should-run` whether another turn follows."
-            );
-        }
-        Runtime::Codex => {
-            let _ = writeln!(out, "- Finish with a short summary of the writeback; the notify hook records the turn's end.");
-        }
-        Runtime::Generic => {}
+    if let Some(line) = stop_hook_line(r.runtime) {
+        let _ = writeln!(
+            out,
+            "- When the turn is done, stop with a short summary of the writeback."
+        );
+        let _ = writeln!(out, "- {line}");
     }
     out
+}
+
+/// What the runtime's git-loopx Stop hook does, for the runtimes that have
+/// one (installed by `git loopx hooks install`); a generic host names none.
+fn stop_hook_line(runtime: Runtime) -> Option<&'static str> {
+    match runtime {
+        Runtime::ClaudeCode => Some(
+            "If git-loopx's Claude Code Stop hook is installed (`git loopx hooks install --claude-code`), \
+             it asks `should-run` whether another turn follows and hands you its prompt; otherwise your host loop decides.",
+        ),
+        Runtime::Codex => Some(
+            "If git-loopx's Codex Stop hook is installed (`git loopx hooks install --codex`), \
+             it asks `should-run` whether another turn follows and hands you its prompt; otherwise your host loop decides.",
+        ),
+        Runtime::Generic => None,
+    }
 }
 
 fn gates(out: &mut String, r: &PromptReport) {

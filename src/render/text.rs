@@ -58,12 +58,7 @@ pub fn status(r: &StatusReport) -> String {
     } else {
         let _ = writeln!(out, "\nNeeds you:");
         for g in &r.gates {
-            let unblocks = g
-                .unblocks
-                .as_deref()
-                .map(|u| format!(", holds {u}"))
-                .unwrap_or_default();
-            let _ = writeln!(out, "  ? {}  {}  [{}{unblocks}]", g.id, g.question, g.scope);
+            let _ = writeln!(out, "  ? {}  {}  [{}]", g.id, g.question, g.scope_label);
             let _ = writeln!(
                 out,
                 "      answer: git loopx gate resolve {} --approve|--reject [--note …]",

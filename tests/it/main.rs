@@ -11,5 +11,7 @@ mod kernel;
 mod leaks;
 mod race;
 mod runtimes;
+mod run;
+mod scope;
 mod sync;
 mod turn;

@@ -1,0 +1,374 @@
+//! `run`: the host loop of docs/agent-loop.md as a command.
+//!
+//! Each turn: decide (`should-run`; when it says run, `should-run --turn K`,
+//! which records the turn's receipt) → when the decision is `run`, run the agent command through `sh -c` with the
+//! turn's prompt → check that the turn wrote back (a writeback with turn K by
+//! this agent) → wait `scheduler_hint.wake_after_seconds`. The loop never
+//! stops in the middle of a write: a signal is looked at only between the
+//! steps of a turn ([`Host::interrupted`]), and every write is one
+//! compare-and-swap commit, so what a turn wrote is whole or absent.
+//!
+//! The clock, the waiting, the signals and the progress output belong to the
+//! caller ([`Host`]); this module decides, runs the agent and reports.
+
+use std::io::Write as _;
+use std::os::fd::AsFd as _;
+use std::os::unix::process::ExitStatusExt as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::model::{Code, Refusal, RunKind, Timestamp};
+use crate::ops::prompt::{self, Runtime};
+use crate::ops::{non_empty, should_run, Context};
+use crate::{Error, Result};
+
+/// What the loop needs from its surroundings.
+pub trait Host {
+    /// The time decisions are made at (`LOOPX_NOW` when set, else the clock).
+    fn now(&self) -> Result<Timestamp>;
+    /// Waits `seconds` (the real clock); false when a signal cut it short.
+    fn sleep(&self, seconds: u64) -> bool;
+    /// Whether SIGINT or SIGTERM arrived.
+    fn interrupted(&self) -> bool;
+    /// One turn is over (called once per turn, in order; not for a last
+    /// decision that ends the loop, which the report's `end` tells).
+    fn turn(&mut self, turn: &Turn);
+}
+
+#[derive(Debug, Clone)]
+pub struct RunArgs {
+    /// The agent command, given to `sh -c`.
+    pub cmd: String,
+    /// Stop after this many turns in which the agent ran.
+    pub max_turns: Option<u32>,
+    /// Stop (successfully) at the first decision that is not `run`.
+    pub until_idle: bool,
+    /// Stop after this many failed turns in a row (0: never).
+    pub max_failures: u32,
+    pub runtime: Runtime,
+    pub capabilities: Vec<String>,
+}
+
+/// One turn: the decision and, when it ran, what the agent did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Turn {
+    /// The turn key (`LOOPX_TURN`), under which a turn that runs records
+    /// its receipt (a skip records none).
+    pub key: String,
+    pub decision: String,
+    pub effective_action: String,
+    pub reason: String,
+    /// The todo the decision selected.
+    pub todo: Option<String>,
+    /// The agent's exit status; absent when it did not run (or a signal ended it).
+    pub exit_code: Option<i32>,
+    /// The signal that ended the agent, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// Whether the agent ran this turn.
+    pub agent_ran: bool,
+    /// Whether the turn recorded a writeback with its key (when the agent ran).
+    pub wrote_back: Option<bool>,
+    /// Seconds until the next decision; absent when the loop ends here.
+    pub next_wake_seconds: Option<u64>,
+}
+
+impl Turn {
+    /// A turn that ran and failed: the agent exited non-zero, was killed,
+    /// or did not write back.
+    pub fn failed(&self) -> bool {
+        self.agent_ran && (self.exit_code != Some(0) || self.wrote_back != Some(true))
+    }
+}
+
+/// Why the loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum End {
+    /// `--until-idle`, and the decision was not `run`.
+    Idle,
+    /// The goal is stopped or finished (`stop_until_explicit_resume`).
+    Stopped,
+    /// `--max-turns` turns ran.
+    MaxTurns,
+    /// `--max-failures` failed turns in a row.
+    AgentFailed,
+    /// SIGINT or SIGTERM.
+    Interrupted,
+    /// A decision, the prompt, the agent's start or the writeback check
+    /// failed (the error says why).
+    Error,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RunReport {
+    pub agent: String,
+    pub goal: Option<String>,
+    pub command: String,
+    pub turns: Vec<Turn>,
+    /// Turns in which the agent ran.
+    pub turns_run: u32,
+    pub end: End,
+    /// The last decision's reason, for an idle or stopped end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_reason: Option<String>,
+}
+
+/// Runs the loop until it ends; the error, if the end is one, comes second.
+pub fn run(
+    ctx: &mut Context,
+    args: &RunArgs,
+    host: &mut dyn Host,
+) -> Result<(RunReport, Option<Error>)> {
+    let cmd = non_empty("--cmd", &args.cmd)?;
+    let agent = ctx
+        .agent()
+        .ok_or_else(|| {
+            Error::from(
+                Refusal::invalid_input("git loopx run needs an agent to run as").with_hint(
+                    "pass --agent <id>, set LOOPX_AGENT, or `git config loopx.agent <id>`",
+                ),
+            )
+        })?
+        .to_owned();
+    // Refuse a missing or unreadable state before the first turn.
+    ctx.load()?;
+    let series = turn_series(&agent, host.now()?);
+    let mut report = RunReport {
+        agent: agent.clone(),
+        goal: None,
+        command: cmd.clone(),
+        turns: Vec::new(),
+        turns_run: 0,
+        end: End::Error,
+        end_reason: None,
+    };
+    let mut failures = 0u32;
+    for n in 1.. {
+        if host.interrupted() {
+            return Ok(interrupted(report));
+        }
+        ctx.now = host.now()?;
+        let key = format!("{series}-{n}");
+        // Asked read-only first, so a wait writes nothing (SPEC §2.3: a skip
+        // records no receipt); a `run` is decided again and recorded under K,
+        // and that recorded decision is the one the turn follows.
+        let mut decided = match decide(ctx, &args.capabilities, None) {
+            Ok(decided) => decided,
+            Err(e) => return Ok((report, Some(e))),
+        };
+        if decided.decision["should_run"] == Value::Bool(true) {
+            if host.interrupted() {
+                return Ok(interrupted(report));
+            }
+            decided = match decide(ctx, &args.capabilities, Some(&key)) {
+                Ok(decided) => decided,
+                Err(e) => return Ok((report, Some(e))),
+            };
+        }
+        report.goal = decided.goal.clone();
+        let d = &decided.decision;
+        let mut turn = Turn {
+            key: key.clone(),
+            decision: text(d, &["decision"]),
+            effective_action: text(d, &["effective_action"]),
+            reason: text(d, &["reason"]),
+            todo: d["selected_todo"]["id"].as_str().map(str::to_owned),
+            exit_code: None,
+            signal: None,
+            agent_ran: false,
+            wrote_back: None,
+            next_wake_seconds: None,
+        };
+        let wake = d["scheduler_hint"]["wake_after_seconds"]
+            .as_i64()
+            .unwrap_or(0)
+            .max(0) as u64;
+        if d["should_run"] != Value::Bool(true) {
+            let end = if d["scheduler_hint"]["action"] == "stop_until_explicit_resume" {
+                Some(End::Stopped)
+            } else if args.until_idle {
+                Some(End::Idle)
+            } else {
+                None
+            };
+            if let Some(end) = end {
+                // Its line is the loop's last line (the caller's end line).
+                report.end = end;
+                report.end_reason = Some(format!("{}: {}", turn.effective_action, turn.reason));
+                report.turns.push(turn);
+                return Ok((report, None));
+            }
+            turn.next_wake_seconds = Some(wake);
+            host.turn(&turn);
+            report.turns.push(turn);
+            if !host.sleep(wake) {
+                return Ok(interrupted(report));
+            }
+            continue;
+        }
+
+        let ran = prompt::prompt(ctx, args.runtime, &args.capabilities, Some(&key))
+            .and_then(|prompt| run_agent(ctx.repo_dir(), &cmd, &agent, &key, &prompt));
+        let status = match ran {
+            Ok(status) => status,
+            Err(e) => {
+                report.turns.push(turn);
+                return Ok((report, Some(e)));
+            }
+        };
+        turn.agent_ran = true;
+        turn.exit_code = status.code();
+        turn.signal = status.signal();
+        report.turns_run += 1;
+        turn.wrote_back = match wrote_back(ctx, &agent, &key) {
+            Ok(found) => Some(found),
+            Err(e) => {
+                report.turns.push(turn);
+                return Ok((report, Some(e)));
+            }
+        };
+        failures = if turn.failed() { failures + 1 } else { 0 };
+
+        let end = if host.interrupted() {
+            Some(End::Interrupted)
+        } else if args.max_failures > 0 && failures >= args.max_failures {
+            Some(End::AgentFailed)
+        } else if args.max_turns.is_some_and(|max| report.turns_run >= max) {
+            Some(End::MaxTurns)
+        } else {
+            None
+        };
+        // --until-idle works through what is ready now: the next decision
+        // follows at once, and the first that is not `run` ends the loop.
+        let wake = if args.until_idle { 0 } else { wake };
+        turn.next_wake_seconds = end.is_none().then_some(wake);
+        host.turn(&turn);
+        report.turns.push(turn);
+        match end {
+            Some(End::Interrupted) => return Ok(interrupted(report)),
+            Some(End::AgentFailed) => {
+                let e = Refusal::new(
+                    Code::AgentFailed,
+                    format!(
+                        "the agent command failed {failures} turn(s) in a row (a non-zero exit, or no writeback for the turn)"
+                    ),
+                )
+                .with_hint("run the command by hand with the prompt of `git loopx prompt`; `--max-failures 0` never stops");
+                report.end = End::AgentFailed;
+                return Ok((report, Some(e.into())));
+            }
+            Some(end) => {
+                report.end = end;
+                return Ok((report, None));
+            }
+            None => {}
+        }
+        if wake > 0 && !host.sleep(wake) {
+            return Ok(interrupted(report));
+        }
+    }
+    unreachable!("the turn counter does not run out")
+}
+
+/// `should-run` (with `--turn key` when given); an unreadable state is an error.
+fn decide(
+    ctx: &Context,
+    capabilities: &[String],
+    key: Option<&str>,
+) -> Result<should_run::ShouldRunReport> {
+    match should_run::should_run(ctx, capabilities, key)? {
+        (_, Some(e)) => Err(e),
+        (decided, None) => Ok(decided),
+    }
+}
+
+fn interrupted(mut report: RunReport) -> (RunReport, Option<Error>) {
+    report.end = End::Interrupted;
+    let e = Refusal::new(
+        Code::Interrupted,
+        format!(
+            "interrupted after {} turn(s); nothing was left half-written",
+            report.turns.len()
+        ),
+    );
+    (report, Some(e.into()))
+}
+
+fn text(d: &Value, path: &[&str]) -> String {
+    let mut v = d;
+    for key in path {
+        v = &v[*key];
+    }
+    v.as_str().unwrap_or_default().to_owned()
+}
+
+/// The turn keys of one `run`: `<agent>-run-<time>-<nonce>`, then `-<n>`
+/// per turn — unique per turn, and telling which run made a receipt.
+fn turn_series(agent: &str, now: Timestamp) -> String {
+    let stamp: String = now
+        .to_string()
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
+    let nonce = crate::ops::todo::nonce();
+    format!("{agent}-run-{stamp}-{}", &nonce[..6])
+}
+
+/// Runs the agent command through `sh -c` in `dir`, the prompt on its
+/// standard input and in `LOOPX_PROMPT`. Its output goes to our standard
+/// error, so our standard output stays the loop's own (one line a turn, or
+/// one JSON object).
+fn run_agent(
+    dir: &Path,
+    cmd: &str,
+    agent: &str,
+    key: &str,
+    prompt: &prompt::PromptReport,
+) -> Result<std::process::ExitStatus> {
+    let spawn_error = |e: std::io::Error| {
+        Error::from(Refusal::new(
+            Code::AgentFailed,
+            format!("cannot run the agent command `{cmd}` with sh: {e}"),
+        ))
+    };
+    let stdout = std::io::stderr()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(spawn_error)?;
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .current_dir(dir)
+        .env("LOOPX_AGENT", agent)
+        .env("LOOPX_TURN", key)
+        .env("LOOPX_GOAL", &prompt.goal.id)
+        .env("LOOPX_PROMPT", &prompt.prompt)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::from(stdout))
+        .spawn()
+        .map_err(spawn_error)?;
+    // Written from a thread: an agent that never reads its input must not
+    // block the loop on a full pipe. It may close it early (EPIPE is fine).
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    let text = prompt.prompt.clone();
+    // Not joined: a process the agent left behind may hold the pipe open.
+    std::thread::spawn(move || {
+        let _ = stdin.write_all(text.as_bytes());
+    });
+    child.wait().map_err(spawn_error)
+}
+
+/// Whether this agent recorded a writeback under turn `key`.
+fn wrote_back(ctx: &Context, agent: &str, key: &str) -> Result<bool> {
+    let (_, state) = ctx.load()?;
+    let gs = ctx.goal(&state)?;
+    let found = gs
+        .runs
+        .all_facts()
+        .any(|r| r.kind == RunKind::Writeback && r.agent == Some(agent) && r.turn == Some(key));
+    Ok(found)
+}

@@ -229,7 +229,11 @@ pub fn fetch(ctx: &Context, remote: &str) -> Result<Option<Oid>> {
 }
 
 /// Pushes the local tip `tip` if the remote is still at `expected`.
+///
+/// Never publishes a state that a reader would refuse (a hand-made commit
+/// can hold one): every clone would inherit the breakage.
 pub fn push(ctx: &Context, remote: &str, tip: &Oid, expected: Option<&Oid>) -> Result<bool> {
+    transaction::state_at(&ctx.store, tip)?;
     check_leaks(ctx, tip, expected)?;
     let status = git_cmd::push_with_lease(
         ctx.repo_dir(),

@@ -299,3 +299,31 @@ fn help_and_version_answer_in_json_under_json() {
         assert!(help["help"].as_str().unwrap().contains("Usage: git loopx"));
     }
 }
+
+/// Found while testing the pre-push hook: `sync` published a state whose
+/// `loopx.yaml` no reader accepts, to a remote that had none, and so passed
+/// the breakage on to every clone.
+#[test]
+fn sync_never_publishes_a_state_no_reader_accepts() {
+    let env = TestEnv::new();
+    let remote = env.bare("remote.git");
+    let repo = env.state_repo("repo");
+    let url = remote.to_str().unwrap();
+    env.git(&repo, &["remote", "add", "origin", url]);
+    env.loopx(&repo, &["sync"]).success();
+    let published = env.git(&remote, &["rev-parse", "loopx-state"]);
+    let commit = env.commit_state_file(&repo, "loopx.yaml", "format: [unclosed\n");
+
+    let run = env.loopx(&repo, &["--json", "sync"]).failure(3);
+    assert_eq!(run.json()["error"]["code"], "state_invalid", "{}", run.stdout);
+    let message = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("loopx.yaml"), "{message}");
+    assert!(message.contains(&commit[..7]), "{message}");
+    assert_eq!(env.git(&remote, &["rev-parse", "loopx-state"]), published);
+
+    // Nor to a remote that has no state yet.
+    let empty = env.bare("empty.git");
+    env.git(&repo, &["remote", "add", "empty", empty.to_str().unwrap()]);
+    env.loopx(&repo, &["sync", "--remote", "empty"]).failure(3);
+    assert!(!env.git_ok(&empty, &["rev-parse", "--verify", "-q", "loopx-state"]));
+}

@@ -7,6 +7,7 @@
 
 use serde::Serialize;
 
+use crate::model::gate::{self, GateAction};
 use crate::model::{ids, Decision, Priority, Refusal, Role, Todo, TodoClass, TodoStatus};
 use crate::ops::todo::{headline, new_todo_id, nonce};
 use crate::ops::{add_note, mutate, non_empty, resolve_todo, touch, Context};
@@ -104,6 +105,7 @@ pub fn resolve(
         if gate.class != TodoClass::UserGate {
             return Err(Refusal::invalid_input(format!("{id} is not a gate")).into());
         }
+        gate::check_reserved(gate, agent.as_deref(), GateAction::Resolve)?;
         if gate.status != TodoStatus::Open {
             return Err(Refusal::invalid_input(format!(
                 "{id} is already resolved ({})",

@@ -4,6 +4,7 @@
 mod domain;
 mod env;
 mod faults;
+mod gates;
 mod hostile;
 mod kernel;
 mod leaks;

@@ -1,0 +1,260 @@
+//! Gates are the person's (issue 14): every way an acting agent could answer,
+//! change, hold or record work on a gate is refused with `gate_reserved`,
+//! and a person's resolution records who made it.
+
+use std::path::{Path, PathBuf};
+
+use crate::env::TestEnv;
+
+/// A state repository with one open agent todo and one open global gate
+/// (asked by agent a1): (repo, todo id, gate id).
+fn with_gate(env: &TestEnv) -> (PathBuf, String, String) {
+    let repo = env.state_repo("repo");
+    let todo = env.add_todo(&repo, "Write the parser");
+    let gate = env
+        .loopx(
+            &repo,
+            &[
+                "--json",
+                "--agent",
+                "a1",
+                "gate",
+                "add",
+                "May we publish under MIT?",
+            ],
+        )
+        .success()
+        .json()["gate"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (repo, todo, gate)
+}
+
+/// Runs git-loopx as agent a1 and checks it was refused with
+/// `gate_reserved`, naming the gate and the agent, and wrote nothing.
+#[track_caller]
+fn refused(env: &TestEnv, repo: &Path, gate: &str, args: &[&str]) -> serde_json::Value {
+    let before = env.tip(repo);
+    let mut all = vec!["--json", "--agent", "a1"];
+    all.extend_from_slice(args);
+    let out = env.loopx(repo, &all).failure(1).json();
+    assert_eq!(out["error"]["code"], "gate_reserved", "{out}");
+    let message = out["error"]["message"].as_str().unwrap();
+    assert!(message.contains(gate), "{message}");
+    assert!(message.contains("a1"), "{message}");
+    let hint = out["error"]["hint"].as_str().unwrap();
+    assert!(hint.contains("gate resolve"), "{hint}");
+    assert_eq!(
+        env.tip(repo),
+        before,
+        "a refused write leaves the state alone"
+    );
+    out
+}
+
+fn gate_status(env: &TestEnv, repo: &Path, gate: &str) -> serde_json::Value {
+    env.loopx(repo, &["--json", "todo", "show", gate])
+        .success()
+        .json()["todo"]
+        .clone()
+}
+
+#[test]
+fn an_agent_cannot_resolve_a_gate() {
+    let env = TestEnv::new();
+    let (repo, _, gate) = with_gate(&env);
+    refused(&env, &repo, &gate, &["gate", "resolve", &gate, "--approve"]);
+    assert_eq!(gate_status(&env, &repo, &gate)["status"], "open");
+}
+
+#[test]
+fn an_agent_named_by_environment_or_config_cannot_resolve_a_gate() {
+    let env = TestEnv::new();
+    let (repo, _, gate) = with_gate(&env);
+    let out = env
+        .loopx_cmd(&repo)
+        .env("LOOPX_AGENT", "a2")
+        .args(["--json", "gate", "resolve", &gate, "--reject"])
+        .output()
+        .unwrap();
+    let run = crate::env::Run::from(out).failure(1).json();
+    assert_eq!(run["error"]["code"], "gate_reserved");
+    assert!(run["error"]["message"].as_str().unwrap().contains("a2"));
+    env.git(&repo, &["config", "loopx.agent", "a3"]);
+    let run = env
+        .loopx(&repo, &["--json", "gate", "resolve", &gate, "--cancel"])
+        .failure(1)
+        .json();
+    assert_eq!(run["error"]["code"], "gate_reserved");
+    assert!(run["error"]["message"].as_str().unwrap().contains("a3"));
+    assert_eq!(gate_status(&env, &repo, &gate)["status"], "open");
+}
+
+#[test]
+fn an_agent_cannot_defer_a_gate() {
+    let env = TestEnv::new();
+    let (repo, _, gate) = with_gate(&env);
+    let out = refused(
+        &env,
+        &repo,
+        &gate,
+        &["todo", "update", &gate, "--status", "deferred"],
+    );
+    assert!(out["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("cannot defer"));
+}
+
+#[test]
+fn an_agent_cannot_update_a_gate() {
+    let env = TestEnv::new();
+    let (repo, todo, gate) = with_gate(&env);
+    let resume = format!("todo_done:{todo}");
+    for args in [
+        &["--status", "blocked"][..],
+        &["--note", "I think yes"],
+        &["--priority", "P4"],
+        &["--text", "Never mind"],
+        &["--resume-when", &resume],
+    ] {
+        let mut all = vec!["todo", "update", gate.as_str()];
+        all.extend_from_slice(args);
+        refused(&env, &repo, &gate, &all);
+    }
+    let g = gate_status(&env, &repo, &gate);
+    assert_eq!(g["status"], "open");
+    assert_eq!(g["priority"], "P1");
+    assert!(g.get("notes").is_none(), "{g}");
+}
+
+#[test]
+fn an_agent_cannot_claim_a_gate() {
+    let env = TestEnv::new();
+    let (repo, _, gate) = with_gate(&env);
+    refused(&env, &repo, &gate, &["todo", "claim", &gate]);
+    assert!(gate_status(&env, &repo, &gate).get("claim").is_none());
+}
+
+#[test]
+fn next_claim_never_picks_a_gate() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("repo");
+    env.loopx(&repo, &["gate", "add", "Ship it?"]).success();
+    let out = env
+        .loopx(
+            &repo,
+            &["--json", "--agent", "a1", "todo", "next", "--claim"],
+        )
+        .failure(1)
+        .json();
+    assert_eq!(out["error"]["code"], "nothing_ready", "{out}");
+}
+
+#[test]
+fn an_agent_cannot_claim_a_gate_through_the_remote() {
+    let env = TestEnv::new();
+    let (_remote, clones) = env.shared_state(&["a"]);
+    let repo = &clones[0];
+    let gate = env
+        .loopx(repo, &["--json", "gate", "add", "Ship it?"])
+        .success()
+        .json()["gate"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    env.loopx(repo, &["sync"]).success();
+    refused(&env, repo, &gate, &["todo", "claim", &gate, "--sync"]);
+}
+
+#[test]
+fn an_agent_cannot_renew_release_or_hand_off_a_gate() {
+    let env = TestEnv::new();
+    let (repo, _, gate) = with_gate(&env);
+    refused(&env, &repo, &gate, &["todo", "renew", &gate]);
+    refused(&env, &repo, &gate, &["todo", "release", &gate]);
+    let out = refused(
+        &env,
+        &repo,
+        &gate,
+        &["todo", "handoff", &gate, "--to", "b1", "--note", "yours"],
+    );
+    assert!(out["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("hand off"));
+}
+
+#[test]
+fn an_agent_cannot_complete_a_gate() {
+    let env = TestEnv::new();
+    let (repo, _, gate) = with_gate(&env);
+    refused(
+        &env,
+        &repo,
+        &gate,
+        &["todo", "done", &gate, "--evidence", "approved it myself"],
+    );
+    // A person is told to resolve it instead, as before.
+    let out = env
+        .loopx(&repo, &["--json", "todo", "done", &gate, "--evidence", "x"])
+        .failure(2)
+        .json();
+    assert_eq!(out["error"]["code"], "invalid_input");
+}
+
+#[test]
+fn an_agent_cannot_write_back_on_a_gate() {
+    let env = TestEnv::new();
+    let (repo, _, gate) = with_gate(&env);
+    refused(
+        &env,
+        &repo,
+        &gate,
+        &[
+            "writeback",
+            "--todo",
+            &gate,
+            "--outcome",
+            "outcome_progress",
+            "--summary",
+            "decided",
+        ],
+    );
+}
+
+#[test]
+fn an_agent_cannot_spend_on_a_writeback_on_a_gate() {
+    let env = TestEnv::new();
+    let (repo, todo, gate) = with_gate(&env);
+    // Only a hand-made commit (or an older git-loopx) puts a writeback on a
+    // gate: record one on the agent todo, then retarget it by hand.
+    let run = env
+        .loopx(
+            &repo,
+            &[
+                "--json",
+                "--agent",
+                "a1",
+                "writeback",
+                "--todo",
+                &todo,
+                "--outcome",
+                "outcome_progress",
+                "--summary",
+                "work",
+            ],
+        )
+        .success()
+        .json()["run"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = env.state_path_of(&repo, &run);
+    let text = env.state_file(&repo, &path).replace(&todo, &gate);
+    env.commit_state_file(&repo, &path, &format!("{text}\n"));
+    refused(&env, &repo, &gate, &["quota", "spend", "--writeback", &run]);
+    // Picked without --writeback, it is refused the same way.
+    refused(&env, &repo, &gate, &["quota", "spend"]);
+}

@@ -109,7 +109,18 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
                     .blocks_agent
                     .as_deref()
                     .map_or("global".to_owned(), |a| format!("blocks {a}"));
-                text.push_str(&format!("{}  [{scope}] {}\n", g.id, g.text));
+                text.push_str(&format!("{}  [{scope}] {}", g.id, g.text));
+                if let Some(d) = g.decision {
+                    text.push_str(&format!(
+                        "  ({} by {}{})",
+                        crate::ops::snake(&d),
+                        g.resolved_by.as_deref().unwrap_or("(not recorded)"),
+                        g.resolved_at
+                            .map(|t| format!(" at {t}"))
+                            .unwrap_or_default()
+                    ));
+                }
+                text.push('\n');
             }
             if r.gates.is_empty() {
                 text.push_str("no open gates\n");

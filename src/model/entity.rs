@@ -291,6 +291,13 @@ pub struct Todo {
     pub global: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<Decision>,
+    /// Who answered a gate: the git identity (`name <email>`) of the person
+    /// who resolved it, as git names the committer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_by: Option<String>,
+    /// When the gate was answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_at: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<Note>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -466,6 +473,8 @@ impl Todo {
             blocks_agent: None,
             global: false,
             decision: None,
+            resolved_by: None,
+            resolved_at: None,
             notes: Vec::new(),
             monitor: None,
             extra: Extra::new(),

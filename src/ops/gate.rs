@@ -98,6 +98,9 @@ pub fn resolve(
 ) -> Result<GateReport> {
     let note = note.map(|n| non_empty("--note", n)).transpose()?;
     let agent = ctx.agent().map(str::to_owned);
+    // Only a person gets this far (an agent is refused below): the
+    // resolution names them as git names the committer of the state commit.
+    let person = ctx.store.committer();
     let done = mutate(ctx, |state, goal| {
         let gs = state.goals.get_mut(goal).expect("goal exists");
         let id = resolve_todo(gs, query)?;
@@ -115,6 +118,8 @@ pub fn resolve(
         }
         gate.status = TodoStatus::Done;
         gate.decision = Some(decision);
+        gate.resolved_by = Some(person.clone());
+        gate.resolved_at = Some(ctx.now);
         if let Some(n) = &note {
             add_note(gate, ctx.now, agent.as_deref(), n)?;
         }

@@ -5,8 +5,8 @@ use serde::Serialize;
 
 use crate::model::quota::{self, Usage};
 use crate::model::{
-    select, GoalStatus, Priority, Role, Run, RunKind, Timestamp, Todo, TodoClass, TodoCounts,
-    TodoStatus,
+    select, Decision, GoalStatus, Priority, Role, Run, RunKind, Timestamp, Todo, TodoClass,
+    TodoCounts, TodoStatus,
 };
 use crate::ops::Context;
 use crate::store::Oid;
@@ -48,6 +48,26 @@ pub struct GateLine {
     pub asked_at: Timestamp,
 }
 
+/// A gate a person answered: who, when, and whether it counts.
+#[derive(Debug, Serialize)]
+pub struct AnsweredLine {
+    pub id: String,
+    pub question: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
+    /// The git identity of the person who resolved it (`name <email>`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved_by: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved_at: Option<Timestamp>,
+    /// False when `gate_signers` is set and the resolving commit is not
+    /// signed by a gate signer: the gate is then still open in effect.
+    pub counts: bool,
+}
+
+/// How many answered gates `status` lists.
+const ANSWERED_GATES: usize = 5;
+
 #[derive(Debug, Serialize)]
 pub struct ClaimLine {
     pub todo: String,
@@ -66,6 +86,8 @@ pub struct StatusReport {
     pub counts: TodoCounts,
     /// Open gates: decisions only the human can make.
     pub gates: Vec<GateLine>,
+    /// The latest gates a person answered, newest first.
+    pub answered: Vec<AnsweredLine>,
     /// Open `user_action` reminders.
     pub user_actions: Vec<TodoLine>,
     /// Live leases, soonest expiry first.
@@ -108,6 +130,20 @@ pub fn status(ctx: &Context) -> Result<StatusReport> {
             asked_at: t.created_at,
         })
         .collect();
+    let mut answered: Vec<AnsweredLine> = todos
+        .iter()
+        .filter(|t| t.is_gate() && t.status == TodoStatus::Done)
+        .map(|t| AnsweredLine {
+            id: t.id.clone(),
+            question: t.text.clone(),
+            decision: t.decision,
+            resolved_by: t.resolved_by.clone(),
+            resolved_at: t.resolved_at,
+            counts: true,
+        })
+        .collect();
+    answered.sort_by(|a, b| (b.resolved_at, &b.id).cmp(&(a.resolved_at, &a.id)));
+    answered.truncate(ANSWERED_GATES);
     let user_actions = todos
         .iter()
         .filter(|t| t.class == TodoClass::UserAction && !t.status.is_terminal())
@@ -161,6 +197,7 @@ pub fn status(ctx: &Context) -> Result<StatusReport> {
         },
         counts: state.counts(&gs.goal.id, now),
         gates,
+        answered,
         user_actions,
         claims,
         next,

@@ -258,3 +258,58 @@ fn an_agent_cannot_spend_on_a_writeback_on_a_gate() {
     // Picked without --writeback, it is refused the same way.
     refused(&env, &repo, &gate, &["quota", "spend"]);
 }
+
+#[test]
+fn a_persons_resolution_names_them_in_review_status_and_gate_list() {
+    let env = TestEnv::new();
+    let (repo, _, gate) = with_gate(&env);
+    env.git(&repo, &["config", "user.name", "Pat Person"]);
+    env.git(&repo, &["config", "user.email", "pat@example.com"]);
+    let resolved = env
+        .loopx_cmd(&repo)
+        .env_remove("GIT_COMMITTER_NAME")
+        .env_remove("GIT_COMMITTER_EMAIL")
+        .args(["--json", "gate", "resolve", &gate, "--approve"])
+        .output()
+        .unwrap();
+    let resolved = crate::env::Run::from(resolved).success().json();
+    let who = "Pat Person <pat@example.com>";
+    assert_eq!(resolved["gate"]["resolved_by"], who);
+    assert_eq!(resolved["gate"]["resolved_at"], crate::env::NOW);
+    // The state file carries it, and so does the commit's committer.
+    let file = env.state_file(&repo, &env.state_path_of(&repo, &gate));
+    assert!(
+        file.contains("resolved_by: Pat Person <pat@example.com>"),
+        "{file}"
+    );
+    assert_eq!(
+        env.git(&repo, &["log", "-1", "--format=%cn <%ce>", "loopx-state"]),
+        who
+    );
+
+    let status = env.loopx(&repo, &["--json", "status"]).success().json();
+    assert_eq!(status["answered"][0]["id"], gate.as_str());
+    assert_eq!(status["answered"][0]["resolved_by"], who);
+    assert_eq!(status["answered"][0]["decision"], "approve");
+    assert_eq!(status["answered"][0]["counts"], true);
+    assert!(status["gates"].as_array().unwrap().is_empty());
+    let text = env.loopx(&repo, &["status"]).success().stdout;
+    assert!(text.contains("Answered gates:"), "{text}");
+    assert!(
+        text.contains(&format!("{gate}  approve by {who} at {}", crate::env::NOW)),
+        "{text}"
+    );
+
+    let review = env.loopx(&repo, &["--json", "review"]).success().json();
+    assert_eq!(review["answered"][0]["id"], gate.as_str());
+    assert_eq!(review["answered"][0]["resolved_by"], who);
+    let text = env.loopx(&repo, &["review"]).success().stdout;
+    assert!(text.contains("Answered:"), "{text}");
+    assert!(text.contains(&format!("approve by {who}")), "{text}");
+
+    let list = env
+        .loopx(&repo, &["gate", "list", "--all"])
+        .success()
+        .stdout;
+    assert!(list.contains(&format!("(approve by {who}")), "{list}");
+}

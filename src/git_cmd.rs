@@ -4,6 +4,7 @@
 //! (push, fsck) or where the user's own git setup must be honoured.
 
 pub mod history;
+pub mod signing;
 
 use std::path::Path;
 use std::process::Command;

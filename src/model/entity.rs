@@ -30,6 +30,11 @@ pub struct Meta {
     pub format: u32,
     pub default_goal: String,
     pub created_at: Timestamp,
+    /// The keys that sign gate resolutions (ssh public keys, `type base64
+    /// [comment]`): when set, a resolution counts only when the state commit
+    /// that made it is signed by one of them (docs/gates.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gate_signers: Vec<String>,
     #[serde(flatten)]
     pub extra: Extra,
 }

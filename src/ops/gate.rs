@@ -101,7 +101,17 @@ pub fn resolve(
     // Only a person gets this far (an agent is refused below): the
     // resolution names them as git names the committer of the state commit.
     let person = ctx.store.committer();
-    let done = mutate(ctx, |state, goal| {
+    // Under a gate_signers policy the resolution is signed, and a gate whose
+    // earlier resolution does not count may be answered again.
+    let (signed, unsigned) = match ctx.load() {
+        Ok((tip, state)) if agent.is_none() => {
+            let policy = !crate::ops::signers::effective(ctx, &tip)?.is_empty();
+            let unsigned = crate::ops::signers::unsigned_resolutions(ctx, &tip, &state)?;
+            (policy, unsigned)
+        }
+        _ => (false, Default::default()),
+    };
+    let decide = |state: &mut crate::model::State, goal: &str| {
         let gs = state.goals.get_mut(goal).expect("goal exists");
         let id = resolve_todo(gs, query)?;
         let gate = gs.todos.get_mut(&id).expect("resolved");
@@ -109,7 +119,7 @@ pub fn resolve(
             return Err(Refusal::invalid_input(format!("{id} is not a gate")).into());
         }
         gate::check_reserved(gate, agent.as_deref(), GateAction::Resolve)?;
-        if gate.status != TodoStatus::Open {
+        if gate.status != TodoStatus::Open && !unsigned.contains(&id) {
             return Err(Refusal::invalid_input(format!(
                 "{id} is already resolved ({})",
                 crate::model::status_name(gate.status)
@@ -161,7 +171,12 @@ pub fn resolve(
             message = message.trailer("Loopx-Todo", t.id.clone());
         }
         Ok(((gate, unblocked), message))
-    })?;
+    };
+    let done = if signed {
+        crate::ops::signed::mutate_signed(ctx, decide)?
+    } else {
+        mutate(ctx, decide)?
+    };
     let (gate, unblocked) = done.value;
     Ok(GateReport {
         gate,

@@ -227,6 +227,8 @@ pub mod quota;
 pub mod redact;
 pub mod review;
 pub mod should_run;
+pub mod signed;
+pub mod signers;
 pub mod sync;
 pub mod writeback;
 

@@ -74,7 +74,9 @@ pub fn resolve_rev(ctx: &Context, rev: &str, tip: &Oid) -> Result<Oid> {
 }
 
 pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewReport> {
-    let (tip, state) = ctx.load()?;
+    let (tip, mut state) = ctx.load()?;
+    let goal_id = ctx.goal(&state)?.goal.id.clone();
+    let unsigned = crate::ops::signers::unsigned_resolutions(ctx, &tip, &state)?;
     let reviewed = ctx.store.try_find_ref(REVIEWED_REF)?;
     let since = match since {
         Some(rev) => Some(resolve_rev(ctx, rev, &tip)?),
@@ -110,7 +112,7 @@ pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewRep
             {
                 answered.push(Answered {
                     gate: gs.todos[id].clone(),
-                    counts: true,
+                    counts: !unsigned.contains(id),
                 });
                 rest.push(change);
             }
@@ -127,6 +129,9 @@ pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewRep
             _ => rest.push(change),
         }
     }
+    let _ = gs;
+    crate::ops::signers::reopen(&mut state, &goal_id, &unsigned);
+    let gs = ctx.goal(&state)?;
     let mut decisions: Vec<Todo> = gs
         .todos
         .values()

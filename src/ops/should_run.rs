@@ -49,7 +49,10 @@ pub fn should_run(
     }
     let Some(key) = turn else {
         return match transaction::load(&ctx.store) {
-            Ok((_, Some(state))) => {
+            Ok((Some(tip), Some(mut state))) => {
+                let goal = ctx.goal(&state)?.goal.id.clone();
+                let unsigned = crate::ops::signers::unsigned_resolutions(ctx, &tip, &state)?;
+                crate::ops::signers::reopen(&mut state, &goal, &unsigned);
                 let gs = ctx.goal(&state)?;
                 let decision =
                     should_run::decide(&state, gs, agent.as_deref(), capabilities, ctx.now);
@@ -58,13 +61,18 @@ pub fn should_run(
                     None,
                 ))
             }
-            Ok((_, None)) => Err(store::Error::Missing.into()),
+            Ok(_) => Err(store::Error::Missing.into()),
             Err(e @ store::Error::Corrupt { .. }) => Ok(health(ctx, e, agent)),
             Err(e) => Err(e.into()),
         };
     };
     let agent_id = agent.clone().expect("checked above");
     let nonce = nonce();
+    // Decided with unsigned resolutions reopened (a view: put back before the write).
+    let unsigned = match ctx.load() {
+        Ok((tip, state)) => crate::ops::signers::unsigned_resolutions(ctx, &tip, &state)?,
+        Err(_) => Default::default(),
+    };
     let done = mutate_maybe(ctx, |state, goal| {
         let gs = &state.goals[goal];
         if let Some(old) = gs.runs.all_facts().find(|r| {
@@ -74,7 +82,10 @@ pub fn should_run(
         }) {
             return Ok(((gs.runs[old.id].clone(), true), None));
         }
+        let saved = crate::ops::signers::reopen(state, goal, &unsigned);
+        let gs = &state.goals[goal];
         let decision = should_run::decide(state, gs, Some(&agent_id), capabilities, ctx.now);
+        crate::ops::signers::restore(state, goal, saved);
         let run_id = ids::derive_id(
             "run_",
             &[goal, "turn", &agent_id, &key, &ctx.now.to_string(), &nonce],

@@ -46,6 +46,10 @@ pub struct GateLine {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unblocks: Option<String>,
     pub asked_at: Timestamp,
+    /// It was resolved, but `gate_signers` is set and the resolving commit
+    /// is not signed by a gate signer: still open in effect.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub resolution_not_signed: bool,
 }
 
 /// A gate a person answered: who, when, and whether it counts.
@@ -114,7 +118,10 @@ fn line(todo: &Todo, now: Timestamp) -> TodoLine {
 }
 
 pub fn status(ctx: &Context) -> Result<StatusReport> {
-    let (tip, state) = ctx.load()?;
+    let (tip, mut state) = ctx.load()?;
+    let goal_id = ctx.goal(&state)?.goal.id.clone();
+    let unsigned = crate::ops::signers::unsigned_resolutions(ctx, &tip, &state)?;
+    crate::ops::signers::reopen(&mut state, &goal_id, &unsigned);
     let gs = ctx.goal(&state)?;
     let now = ctx.now;
     let mut todos: Vec<&Todo> = gs.todos.values().collect();
@@ -128,18 +135,19 @@ pub fn status(ctx: &Context) -> Result<StatusReport> {
             scope: t.blocks_agent.clone().unwrap_or_else(|| "global".into()),
             unblocks: t.unblocks.clone(),
             asked_at: t.created_at,
+            resolution_not_signed: unsigned.contains(&t.id),
         })
         .collect();
     let mut answered: Vec<AnsweredLine> = todos
         .iter()
-        .filter(|t| t.is_gate() && t.status == TodoStatus::Done)
+        .filter(|t| t.is_gate() && (t.status == TodoStatus::Done || unsigned.contains(&t.id)))
         .map(|t| AnsweredLine {
             id: t.id.clone(),
             question: t.text.clone(),
             decision: t.decision,
             resolved_by: t.resolved_by.clone(),
             resolved_at: t.resolved_at,
-            counts: true,
+            counts: !unsigned.contains(&t.id),
         })
         .collect();
     answered.sort_by(|a, b| (b.resolved_at, &b.id).cmp(&(a.resolved_at, &a.id)));

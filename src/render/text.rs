@@ -84,6 +84,12 @@ pub fn status(r: &StatusReport) -> String {
                 .map(|u| format!(", holds {u}"))
                 .unwrap_or_default();
             let _ = writeln!(out, "  ? {}  {}  [{}{unblocks}]", g.id, g.question, g.scope);
+            if g.resolution_not_signed {
+                let _ = writeln!(
+                    out,
+                    "      resolution not signed by a gate signer: answer it again with your signing key"
+                );
+            }
             let _ = writeln!(
                 out,
                 "      answer: git loopx gate resolve {} --approve|--reject [--note …]",

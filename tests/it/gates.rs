@@ -313,3 +313,152 @@ fn a_persons_resolution_names_them_in_review_status_and_gate_list() {
         .stdout;
     assert!(list.contains(&format!("(approve by {who}")), "{list}");
 }
+
+/// A person's ssh signing key in the test's HOME, set up as git's signing
+/// key in `repo`; returns the public key file.
+fn signing_key(env: &TestEnv, repo: &Path, name: &str) -> PathBuf {
+    let key = env.path(&format!("home/{name}"));
+    let made = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
+        .arg(&key)
+        .output()
+        .expect("ssh-keygen runs: these tests need openssh-client (ssh-keygen) on the machine");
+    assert!(made.status.success(), "{made:?}");
+    let public = key.with_extension("pub");
+    env.git(repo, &["config", "gpg.format", "ssh"]);
+    env.git(
+        repo,
+        &["config", "user.signingkey", public.to_str().unwrap()],
+    );
+    public
+}
+
+/// A repository whose agent todo waits for a gate, with a gate signer.
+fn with_policy(env: &TestEnv) -> (PathBuf, String, String) {
+    let repo = env.state_repo("repo");
+    let todo = env.add_todo(&repo, "Publish the crate");
+    let gate = env
+        .loopx(
+            &repo,
+            &["--json", "gate", "add", "Publish?", "--unblocks", &todo],
+        )
+        .success()
+        .json()["gate"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let key = signing_key(env, &repo, "person");
+    env.loopx(&repo, &["gate", "signers", "add", key.to_str().unwrap()])
+        .success();
+    let tip = env.tip(&repo);
+    assert_eq!(
+        env.git(&repo, &["log", "-1", "--format=%G?", &tip]).len(),
+        1,
+        "the policy's commit carries a signature"
+    );
+    assert!(env
+        .state_file(&repo, "loopx.yaml")
+        .contains("gate_signers:"));
+    (repo, todo, gate)
+}
+
+/// Resolves `gate` by hand, as an agent in a sandbox without the person's
+/// key could: an unsigned commit that marks it approved.
+fn hand_resolve(env: &TestEnv, repo: &Path, gate: &str) {
+    let path = env.state_path_of(repo, gate);
+    let text = env
+        .state_file(repo, &path)
+        .replace("status: open", "status: done")
+        .replace("global: true", "global: true\ndecision: approve");
+    env.commit_state_file(repo, &path, &format!("{text}\n"));
+}
+
+fn should_run(env: &TestEnv, repo: &Path) -> serde_json::Value {
+    env.loopx(repo, &["--json", "--agent", "a1", "should-run"])
+        .json()
+}
+
+#[test]
+fn a_signed_resolution_counts() {
+    let env = TestEnv::new();
+    let (repo, todo, gate) = with_policy(&env);
+    assert_eq!(should_run(&env, &repo)["should_run"], false);
+    env.loopx(&repo, &["gate", "resolve", &gate, "--approve"])
+        .success();
+    let tip = env.tip(&repo);
+    let signature = env.git(&repo, &["cat-file", "commit", &tip]);
+    assert!(signature.contains("gpgsig"), "{signature}");
+    let status = env.loopx(&repo, &["--json", "status"]).success().json();
+    assert!(status["gates"].as_array().unwrap().is_empty(), "{status}");
+    assert_eq!(status["answered"][0]["counts"], true);
+    let run = should_run(&env, &repo);
+    assert_eq!(run["should_run"], true, "{run}");
+    assert_eq!(run["selected_todo"]["id"], todo.as_str(), "{run}");
+}
+
+#[test]
+fn an_unsigned_resolution_does_not_count() {
+    let env = TestEnv::new();
+    let (repo, _, gate) = with_policy(&env);
+    hand_resolve(&env, &repo, &gate);
+    let status = env.loopx(&repo, &["--json", "status"]).success().json();
+    assert_eq!(status["gates"][0]["id"], gate.as_str(), "{status}");
+    assert_eq!(status["gates"][0]["resolution_not_signed"], true);
+    assert_eq!(status["answered"][0]["counts"], false);
+    let text = env.loopx(&repo, &["status"]).success().stdout;
+    assert!(
+        text.contains("resolution not signed by a gate signer"),
+        "{text}"
+    );
+    let run = should_run(&env, &repo);
+    assert_eq!(run["should_run"], false, "{run}");
+    let review = env.loopx(&repo, &["--json", "review"]).success().json();
+    assert_eq!(review["decisions"][0]["id"], gate.as_str(), "{review}");
+    // The person answers it again, signed; now it counts.
+    env.loopx(&repo, &["gate", "resolve", &gate, "--approve"])
+        .success();
+    assert_eq!(should_run(&env, &repo)["should_run"], true);
+}
+
+#[test]
+fn an_unsigned_policy_change_does_not_take_effect() {
+    let env = TestEnv::new();
+    let (repo, _, gate) = with_policy(&env);
+    // Dropping gate_signers by hand, then resolving by hand.
+    let meta = env.state_file(&repo, "loopx.yaml");
+    let dropped: String = meta
+        .lines()
+        .filter(|l| !l.starts_with("gate_signers:") && !l.trim_start().starts_with("- "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(!dropped.contains("ssh-ed25519"), "{dropped}");
+    env.commit_state_file(&repo, "loopx.yaml", &dropped);
+    hand_resolve(&env, &repo, &gate);
+    assert_eq!(should_run(&env, &repo)["should_run"], false);
+    let list = env
+        .loopx(&repo, &["--json", "gate", "signers", "list"])
+        .success()
+        .json();
+    assert_eq!(list["effective"].as_array().unwrap().len(), 1, "{list}");
+    assert!(list["in_file"].as_array().unwrap().is_empty(), "{list}");
+    // Replacing it with another key, unsigned, does not take effect either.
+    let other = signing_key(&env, &repo, "intruder");
+    let key = std::fs::read_to_string(&other).unwrap();
+    env.commit_state_file(
+        &repo,
+        "loopx.yaml",
+        &format!("{dropped}gate_signers:\n  - {}\n", key.trim()),
+    );
+    assert_eq!(should_run(&env, &repo)["should_run"], false);
+    // And an agent cannot change the policy through the command.
+    let refused = env
+        .loopx(
+            &repo,
+            &[
+                "--json", "--agent", "a1", "gate", "signers", "remove", "person",
+            ],
+        )
+        .failure(1)
+        .json();
+    assert_eq!(refused["error"]["code"], "gate_reserved");
+}

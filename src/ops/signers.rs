@@ -86,8 +86,11 @@ fn file_signers(ctx: &Context, commit: &Oid) -> Result<Vec<String>> {
 /// The policy in effect at `commit` (empty: none).
 pub fn effective(ctx: &Context, commit: &Oid) -> Result<Vec<String>> {
     let mut cache = load_cache(ctx);
+    let known = cache.len();
     let found = entry(ctx, &mut cache, commit)?;
-    save_cache(ctx, cache);
+    if cache.len() != known {
+        save_cache(ctx, cache);
+    }
     Ok(found.effective)
 }
 
@@ -99,8 +102,12 @@ fn entry(ctx: &Context, cache: &mut Vec<Entry>, commit: &Oid) -> Result<Entry> {
     let mut chain = Vec::new();
     let mut base = None;
     let mut next = Some(commit.clone());
+    // Usually the parent is known (the tip before the last write).
+    let mut chunk = 2;
     'walk: while let Some(from) = next.take() {
-        for info in ctx.store.first_parent_log(&from, 64)? {
+        let infos = ctx.store.first_parent_log(&from, chunk)?;
+        chunk = 64;
+        for info in infos {
             if let Some(e) = cache.iter().find(|e| e.commit == info.id.0) {
                 base = Some(e.clone());
                 break 'walk;
@@ -186,25 +193,45 @@ pub fn unsigned_resolutions(ctx: &Context, tip: &Oid, state: &State) -> Result<B
     if resolved.is_empty() || effective(ctx, tip)?.is_empty() {
         return Ok(out);
     }
-    let d = dir(ctx).join("resolutions");
+    // Verdicts by the gate's content (its canonical encoding): the same
+    // resolution is judged once, whatever commit it is read at.
+    let file = dir(ctx).join("resolutions");
+    let known = std::fs::read_to_string(&file).unwrap_or_default();
+    let mut added = String::new();
     for id in resolved {
-        let path = crate::codec::todo_path(&gs.todos[id]);
-        let Some(bytes) = ctx.store.read_file(tip, &path)? else {
-            continue;
-        };
-        let key = sha1_smol::Sha1::from(&bytes).digest().to_string();
-        let marker = d.join(&key);
-        let counts = match std::fs::read_to_string(&marker) {
-            Ok(v) => v == "1",
-            Err(_) => {
+        let gate = &gs.todos[id];
+        let key = sha1_smol::Sha1::from(crate::codec::encode(gate))
+            .digest()
+            .to_string();
+        let cached = known
+            .lines()
+            .find_map(|l| l.strip_prefix(key.as_str()))
+            .map(|v| v.trim() == "1");
+        let counts = match cached {
+            Some(c) => c,
+            None => {
+                let path = crate::codec::todo_path(gate);
+                let Some(bytes) = ctx.store.read_file(tip, &path)? else {
+                    continue;
+                };
                 let counts = resolution_counts(ctx, tip, &path, &bytes)?;
-                let _ = std::fs::create_dir_all(&d);
-                let _ = std::fs::write(&marker, if counts { "1" } else { "0" });
+                added.push_str(&format!("{key} {}\n", u8::from(counts)));
                 counts
             }
         };
         if !counts {
             out.insert(id.to_owned());
+        }
+    }
+    if !added.is_empty() {
+        use std::io::Write as _;
+        let _ = std::fs::create_dir_all(dir(ctx));
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&file)
+        {
+            let _ = f.write_all(added.as_bytes());
         }
     }
     Ok(out)

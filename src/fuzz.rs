@@ -316,6 +316,8 @@ pub(crate) fn rich_state(todos: usize, runs: usize) -> State {
             todo.blocks_agent = Some("agent-a".into());
             todo.global = true;
             todo.decision = Some([Decision::Approve, Decision::Reject, Decision::Cancel][i % 3]);
+            todo.resolved_by = Some("A Person <person@example.com>".into());
+            todo.resolved_at = Some(t(30));
         }
         todo.notes = (0..i % 4)
             .map(|n| Note {
@@ -918,7 +920,7 @@ fn gen_binary(
         let mut bytes = rng.pick(deltas).1.clone();
         if rng.chance(10) {
             let n = rng.size(512);
-            bytes = b"LXDELTA1".to_vec();
+            bytes = b"LXDELTA2".to_vec();
             bytes.extend((0..n).map(|_| rng.next() as u8));
         } else {
             mutate_binary(rng, &mut bytes, deltas);
@@ -930,7 +932,7 @@ fn gen_binary(
     let mut body = original[..original.len() - 8].to_vec();
     if rng.chance(10) {
         let n = rng.size(1024);
-        body = b"LXSTATE3".to_vec();
+        body = b"LXSTATE4".to_vec();
         body.extend((0..n).map(|_| rng.next() as u8));
     } else {
         mutate_binary(rng, &mut body, snapshots);

@@ -5,6 +5,7 @@
 
 pub mod history;
 pub mod hooks;
+pub mod signing;
 
 use std::path::Path;
 use std::process::Command;

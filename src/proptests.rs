@@ -153,6 +153,10 @@ fn selectable_todo() -> impl Strategy<Value = Todo> {
                     Some(Decision::Reject),
                     Some(Decision::Cancel),
                 ][decision as usize];
+                if todo.decision.is_some() {
+                    todo.resolved_by = Some("A Person <person@example.com>".into());
+                    todo.resolved_at = Some(t(i64::from(status) * 7));
+                }
                 todo.global = global;
                 (todo.requires_capabilities, todo.exclude_agents) = lists;
                 (todo.resume_when, todo.unblocks, todo.blocks_agent) = links;

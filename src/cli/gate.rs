@@ -48,6 +48,26 @@ enum GateCommand {
         #[arg(long)]
         all: bool,
     },
+    /// The keys whose signed resolutions count (the `gate_signers` policy).
+    ///
+    /// Once a key is added, a gate resolution counts only when its state
+    /// commit is signed by a gate signer, and a change to the list only when
+    /// signed by a current one. Git signs with your `user.signingkey`
+    /// (`gpg.format ssh`). See docs/gates.md.
+    Signers {
+        #[command(subcommand)]
+        command: SignersCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum SignersCommand {
+    /// Add a signing key: an ssh public key, or the path of a `.pub` file.
+    Add { key: String },
+    /// Remove a signing key (the key, its `.pub` file, or its comment).
+    Remove { key: String },
+    /// The keys in effect (and loopx.yaml's list, when a change did not take effect).
+    List,
 }
 
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
@@ -101,12 +121,44 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             }
             Ok(Output::new(&r, text))
         }
+        GateCommand::Signers { command } => {
+            use crate::ops::signers;
+            let r = match command {
+                SignersCommand::Add { key } => signers::change(ctx, true, key)?,
+                SignersCommand::Remove { key } => signers::change(ctx, false, key)?,
+                SignersCommand::List => signers::list(ctx)?,
+            };
+            let mut text = String::new();
+            if r.effective.is_empty() {
+                text.push_str("no gate signers: a person's resolution counts unsigned\n");
+            }
+            for k in &r.effective {
+                text.push_str(&format!("{k}\n"));
+            }
+            if matches!(command, SignersCommand::List) && r.in_file != r.effective {
+                text.push_str(
+                    "loopx.yaml lists other keys, set by a commit no gate signer signed: not in effect\n",
+                );
+            }
+            Ok(Output::new(&r, text))
+        }
         GateCommand::List { all } => {
             let r = gate::list(ctx, *all)?;
             let mut text = String::new();
             for g in &r.gates {
                 let scope = crate::model::select::scope_of(g).label(g.unblocks.as_deref());
-                text.push_str(&format!("{}  [{scope}] {}\n", g.id, g.text));
+                text.push_str(&format!("{}  [{scope}] {}", g.id, g.text));
+                if let Some(d) = g.decision {
+                    text.push_str(&format!(
+                        "  ({} by {}{})",
+                        crate::ops::snake(&d),
+                        g.resolved_by.as_deref().unwrap_or("(not recorded)"),
+                        g.resolved_at
+                            .map(|t| format!(" at {t}"))
+                            .unwrap_or_default()
+                    ));
+                }
+                text.push('\n');
             }
             if r.gates.is_empty() {
                 text.push_str("no open gates\n");

@@ -79,7 +79,12 @@ fn todo_summary(old: &Todo, new: &Todo) -> Vec<String> {
     }
     if old.decision != new.decision {
         if let Some(d) = &new.decision {
-            out.push(format!("decided: {}", name(d)));
+            let by = new
+                .resolved_by
+                .as_deref()
+                .map(|p| format!(" by {p}"))
+                .unwrap_or_default();
+            out.push(format!("decided: {}{by}", name(d)));
         }
     }
     if new.evidence.is_some() && old.evidence != new.evidence {

@@ -30,6 +30,11 @@ pub struct Meta {
     pub format: u32,
     pub default_goal: String,
     pub created_at: Timestamp,
+    /// The keys that sign gate resolutions (ssh public keys, `type base64
+    /// [comment]`): when set, a resolution counts only when the state commit
+    /// that made it is signed by one of them (docs/gates.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gate_signers: Vec<String>,
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -291,6 +296,13 @@ pub struct Todo {
     pub global: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<Decision>,
+    /// Who answered a gate: the git identity (`name <email>`) of the person
+    /// who resolved it, as git names the committer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_by: Option<String>,
+    /// When the gate was answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_at: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<Note>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -466,6 +478,8 @@ impl Todo {
             blocks_agent: None,
             global: false,
             decision: None,
+            resolved_by: None,
+            resolved_at: None,
             notes: Vec::new(),
             monitor: None,
             extra: Extra::new(),

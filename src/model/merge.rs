@@ -13,6 +13,11 @@
 //! sides changed a todo's claim, the remote's todo wins whole (its append-only
 //! lists still take the union) and the local claimant is told.
 //!
+//! A gate's resolution (`decision`, `resolved_by`, `resolved_at`) is kept
+//! whole: when both sides resolved a gate differently, all three come from
+//! the side whose `decision` won (rule `resolution`), so a decision is never
+//! credited to the person who took the other one.
+//!
 //! A todo's `evidence` is one string written by `todo done`, not a list: when
 //! both sides changed it, it is a field like any other (the higher `rev`
 //! wins, the other value is reported as a conflict).
@@ -34,7 +39,7 @@ pub struct Conflict {
     pub field: String,
     pub kept: Value,
     pub lost: Value,
-    /// `rev`, `tie`, `remote_claim` or `deleted`.
+    /// `rev`, `tie`, `remote_claim`, `resolution` or `deleted`.
     pub rule: &'static str,
 }
 
@@ -258,6 +263,9 @@ fn merge_fields(
             out.insert(key.clone(), v.clone());
         }
     }
+    if is_todo {
+        keep_resolution_whole(entity, b, l, r, &mut out, ctx);
+    }
     if l.contains_key("rev") || r.contains_key("rev") {
         out.insert("rev".into(), Value::from(rl.max(rr).saturating_add(1)));
     }
@@ -269,6 +277,50 @@ fn merge_fields(
         out.insert("updated_at".into(), u.clone());
     }
     out
+}
+
+/// The fields of a gate's resolution, which move together.
+const RESOLUTION: [&str; 3] = ["decision", "resolved_by", "resolved_at"];
+
+/// When both sides changed a gate's resolution, the field merge may take
+/// `decision` from one side and `resolved_by` from the other; take all of
+/// them from the side whose `decision` won instead.
+fn keep_resolution_whole(
+    entity: &str,
+    b: &Map<String, Value>,
+    l: &Map<String, Value>,
+    r: &Map<String, Value>,
+    out: &mut Map<String, Value>,
+    ctx: &mut Ctx<'_>,
+) {
+    let group = |m: &Map<String, Value>| RESOLUTION.map(|k| m.get(k).cloned());
+    let (gb, gl, gr) = (group(b), group(l), group(r));
+    if gl == gr || gl == gb || gr == gb {
+        return; // the same, or changed on one side only: taken whole already
+    }
+    let left_won = if l.get("decision") != r.get("decision") {
+        out.get("decision") == l.get("decision")
+    } else {
+        out.get("resolved_by") == l.get("resolved_by")
+    };
+    let (winner, loser) = if left_won { (l, r) } else { (r, l) };
+    ctx.conflicts
+        .retain(|c| !(c.entity == entity && RESOLUTION.contains(&c.field.as_str())));
+    for key in RESOLUTION {
+        match winner.get(key) {
+            Some(v) => out.insert(key.to_owned(), v.clone()),
+            None => out.remove(key),
+        };
+        if winner.get(key) != loser.get(key) {
+            ctx.conflicts.push(Conflict {
+                entity: entity.to_owned(),
+                field: key.to_owned(),
+                kept: winner.get(key).cloned().unwrap_or(Value::Null),
+                lost: loser.get(key).cloned().unwrap_or(Value::Null),
+                rule: "resolution",
+            });
+        }
+    }
 }
 
 /// Merges one entity; `None` when it is gone on the winning side.
@@ -472,5 +524,69 @@ mod tests {
         let todo = &merged.state.goals["g"].todos[&id];
         assert_eq!((todo.text.as_str(), todo.priority), ("local", Priority::P0));
         assert_eq!(todo.rev, u64::MAX);
+    }
+
+    /// Two people answered one gate differently at the same `rev`: the
+    /// merged gate carries one decision with the name of who took it.
+    #[test]
+    fn a_gates_resolution_is_merged_whole() {
+        use crate::model::{Decision, TodoStatus};
+        let now = Timestamp::from_unix(1_800_000_000);
+        let mut base = State::with_goal(Goal::new("g", "o", now), now);
+        let id = "todo_0123456789ab".to_owned();
+        let gate = Todo::new(
+            id.clone(),
+            "g",
+            "q",
+            Role::User,
+            TodoClass::UserGate,
+            Priority::P1,
+            None,
+            now,
+        );
+        base.goals
+            .get_mut("g")
+            .unwrap()
+            .todos
+            .insert(id.clone(), gate);
+        let resolve = |state: &mut State, d: Decision, who: &str, at: i64| {
+            let t = state
+                .goals
+                .get_mut("g")
+                .unwrap()
+                .todos
+                .get_mut(&id)
+                .unwrap();
+            t.status = TodoStatus::Done;
+            t.decision = Some(d);
+            t.resolved_by = Some(who.to_owned());
+            t.resolved_at = Some(Timestamp::from_unix(1_800_000_000 + at));
+            t.rev = 2;
+        };
+        // "approve" < "reject", but "Ann" < "Zed": a field-by-field tie
+        // break would pair reject with Ann.
+        for (first, second) in [(0, 1), (1, 0)] {
+            let sides = [
+                (Decision::Reject, "Zed <z@example.com>", 5),
+                (Decision::Approve, "Ann <a@example.com>", 9),
+            ];
+            let (mut local, mut remote) = (base.clone(), base.clone());
+            let (d, who, at) = sides[first];
+            resolve(&mut local, d, who, at);
+            let (d, who, at) = sides[second];
+            resolve(&mut remote, d, who, at);
+            let merged = merge(Some(&base), &local, &remote).expect("merges");
+            let t = &merged.state.goals["g"].todos[&id];
+            assert_eq!(t.decision, Some(Decision::Reject));
+            assert_eq!(t.resolved_by.as_deref(), Some("Zed <z@example.com>"));
+            assert_eq!(t.resolved_at, Some(Timestamp::from_unix(1_800_000_005)));
+            let lost: Vec<&str> = merged
+                .conflicts
+                .iter()
+                .filter(|c| c.rule == "resolution")
+                .map(|c| c.field.as_str())
+                .collect();
+            assert_eq!(lost, RESOLUTION);
+        }
     }
 }

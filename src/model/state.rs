@@ -48,6 +48,7 @@ impl State {
             format: FORMAT,
             default_goal: goal.id.clone(),
             created_at: now,
+            gate_signers: Vec::new(),
             extra: crate::model::Extra::new(),
         });
         state.goals.insert(goal.id.clone(), GoalState::new(goal));

@@ -194,6 +194,7 @@ fn check_completable(
     agent: Option<&str>,
     epoch: Option<u64>,
 ) -> Result<()> {
+    crate::model::gate::check_reserved(todo, agent, crate::model::gate::GateAction::Complete)?;
     if todo.class == TodoClass::UserGate {
         return Err(Refusal::invalid_input(format!(
             "{} is a gate: use `git loopx gate resolve`",

@@ -7,6 +7,7 @@
 
 use serde::Serialize;
 
+use crate::model::gate::{self, GateAction};
 use crate::model::{ids, Decision, Priority, Refusal, Role, Todo, TodoClass, TodoStatus};
 use crate::ops::todo::{headline, new_todo_id, nonce};
 use crate::ops::{add_note, mutate, non_empty, resolve_todo, touch, Context};
@@ -97,14 +98,28 @@ pub fn resolve(
 ) -> Result<GateReport> {
     let note = note.map(|n| non_empty("--note", n)).transpose()?;
     let agent = ctx.agent().map(str::to_owned);
-    let done = mutate(ctx, |state, goal| {
+    // Only a person gets this far (an agent is refused below): the
+    // resolution names them as git names the committer of the state commit.
+    let person = ctx.store.committer();
+    // Under a gate_signers policy the resolution is signed, and a gate whose
+    // earlier resolution does not count may be answered again.
+    let (signed, unsigned) = match ctx.load() {
+        Ok((tip, state)) if agent.is_none() => {
+            let policy = !crate::ops::signers::effective(ctx, &tip)?.is_empty();
+            let unsigned = crate::ops::signers::unsigned_resolutions(ctx, &tip, &state)?;
+            (policy, unsigned)
+        }
+        _ => (false, Default::default()),
+    };
+    let decide = |state: &mut crate::model::State, goal: &str| {
         let gs = state.goals.get_mut(goal).expect("goal exists");
         let id = resolve_todo(gs, query)?;
         let gate = gs.todos.get_mut(&id).expect("resolved");
         if gate.class != TodoClass::UserGate {
             return Err(Refusal::invalid_input(format!("{id} is not a gate")).into());
         }
-        if gate.status != TodoStatus::Open {
+        gate::check_reserved(gate, agent.as_deref(), GateAction::Resolve)?;
+        if gate.status != TodoStatus::Open && !unsigned.contains(&id) {
             return Err(Refusal::invalid_input(format!(
                 "{id} is already resolved ({})",
                 crate::model::status_name(gate.status)
@@ -113,6 +128,8 @@ pub fn resolve(
         }
         gate.status = TodoStatus::Done;
         gate.decision = Some(decision);
+        gate.resolved_by = Some(person.clone());
+        gate.resolved_at = Some(ctx.now);
         if let Some(n) = &note {
             add_note(gate, ctx.now, agent.as_deref(), n)?;
         }
@@ -154,7 +171,12 @@ pub fn resolve(
             message = message.trailer("Loopx-Todo", t.id.clone());
         }
         Ok(((gate, unblocked), message))
-    })?;
+    };
+    let done = if signed {
+        crate::ops::signed::mutate_signed(ctx, decide)?
+    } else {
+        mutate(ctx, decide)?
+    };
     let (gate, unblocked) = done.value;
     Ok(GateReport {
         gate,

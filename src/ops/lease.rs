@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::codec;
+use crate::model::gate::{self, GateAction};
 use crate::model::lease::{self, ClaimAction};
 use crate::model::{select, Claim, Code, Refusal, State, Todo};
 use crate::ops::{add_note, local, mutate, non_empty, resolve_todo, touch, Context};
@@ -37,6 +38,7 @@ fn claim_decision<'a>(
         let gs = state.goals.get_mut(goal).expect("goal exists");
         let id = resolve_todo(gs, query)?;
         let todo = gs.todos.get_mut(&id).expect("resolved");
+        gate::check_reserved(todo, Some(agent), GateAction::Claim)?;
         let action = lease::claim(todo, agent, ctx.now, ttl)?;
         touch(todo, ctx.now);
         let c = claimed(todo);
@@ -76,6 +78,7 @@ fn next_decision<'a>(
             .todos
             .get_mut(&id)
             .expect("selected");
+        gate::check_reserved(todo, Some(agent), GateAction::Claim)?;
         let action = lease::claim(todo, agent, ctx.now, ttl)?;
         touch(todo, ctx.now);
         let epoch = claimed(todo).epoch;
@@ -312,6 +315,7 @@ pub fn renew(ctx: &Context, query: &str, ttl: i64, epoch: Option<u64>) -> Result
         let id = resolve_todo(gs, query)?;
         let expected = local::expected_epoch(ctx, &agent, &id, epoch);
         let todo = gs.todos.get_mut(&id).expect("resolved");
+        gate::check_reserved(todo, Some(&agent), GateAction::Renew)?;
         let e = lease::renew(todo, &agent, expected, ctx.now, ttl)?;
         touch(todo, ctx.now);
         let message = Message::new(
@@ -335,6 +339,7 @@ pub fn release(ctx: &Context, query: &str, epoch: Option<u64>) -> Result<LeaseRe
         let id = resolve_todo(gs, query)?;
         let expected = local::expected_epoch(ctx, &agent, &id, epoch);
         let todo = gs.todos.get_mut(&id).expect("resolved");
+        gate::check_reserved(todo, Some(&agent), GateAction::Release)?;
         match lease::check_writer(todo, &agent, expected, ctx.now)? {
             lease::Standing::Holder(e) => {
                 lease::release(todo);
@@ -381,6 +386,7 @@ pub fn handoff(
         let id = resolve_todo(gs, query)?;
         let expected = local::expected_epoch(ctx, &agent, &id, epoch);
         let todo = gs.todos.get_mut(&id).expect("resolved");
+        gate::check_reserved(todo, Some(&agent), GateAction::Handoff)?;
         lease::check_writer(todo, &agent, expected, ctx.now)?;
         let e = lease::transfer(todo, to, ctx.now, ttl)?;
         add_note(

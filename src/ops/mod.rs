@@ -231,6 +231,8 @@ pub mod redact;
 pub mod review;
 pub mod run;
 pub mod should_run;
+pub mod signed;
+pub mod signers;
 pub mod sync;
 pub mod writeback;
 

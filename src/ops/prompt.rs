@@ -47,7 +47,10 @@ pub fn prompt(
     capabilities: &[String],
     turn: Option<&str>,
 ) -> Result<PromptReport> {
-    let (_, state) = ctx.load()?;
+    let (tip, mut state) = ctx.load()?;
+    let goal = ctx.goal(&state)?.goal.id.clone();
+    let unsigned = crate::ops::signers::unsigned_resolutions(ctx, &tip, &state)?;
+    crate::ops::signers::reopen(&mut state, &goal, &unsigned);
     let gs = ctx.goal(&state)?;
     let agent = ctx.agent();
     let decision = should_run::decide(&state, gs, agent, capabilities, ctx.now);

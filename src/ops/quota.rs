@@ -93,6 +93,13 @@ pub fn spend(
                 }
             }
         };
+        if let Some(todo) = target.todo.as_deref().and_then(|t| gs.todos.get(t)) {
+            crate::model::gate::check_reserved(
+                todo,
+                Some(&agent),
+                crate::model::gate::GateAction::Spend,
+            )?;
+        }
         if let Some(old) = live_spends
             .iter()
             .find(|r| r.writeback == Some(target.id.as_str()))

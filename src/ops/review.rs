@@ -21,6 +21,9 @@ pub struct ReviewReport {
     /// Open gates: the decisions waiting for you.
     pub decisions: Vec<Todo>,
     pub user_actions: Vec<Todo>,
+    /// Gates a person answered since then, with who answered
+    /// (`resolved_by`) and whether the answer counts.
+    pub answered: Vec<Answered>,
     /// Writebacks recorded since then, oldest first.
     pub delivered: Vec<Run>,
     /// Todos completed since then.
@@ -29,6 +32,16 @@ pub struct ReviewReport {
     pub changes: Vec<Change>,
     /// `--ack` moved `refs/loopx/reviewed` to `tip`.
     pub acked: bool,
+}
+
+/// A gate answered since the last review.
+#[derive(Debug, Serialize)]
+pub struct Answered {
+    #[serde(flatten)]
+    pub gate: Todo,
+    /// False when `gate_signers` is set and the resolving commit is not
+    /// signed by a gate signer: the gate is then still open in effect.
+    pub counts: bool,
 }
 
 impl ReviewReport {
@@ -61,7 +74,9 @@ pub fn resolve_rev(ctx: &Context, rev: &str, tip: &Oid) -> Result<Oid> {
 }
 
 pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewReport> {
-    let (tip, state) = ctx.load()?;
+    let (tip, mut state) = ctx.load()?;
+    let goal_id = ctx.goal(&state)?.goal.id.clone();
+    let unsigned = crate::ops::signers::unsigned_resolutions(ctx, &tip, &state)?;
     let reviewed = ctx.store.try_find_ref(REVIEWED_REF)?;
     let since = match since {
         Some(rev) => Some(resolve_rev(ctx, rev, &tip)?),
@@ -89,8 +104,18 @@ pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewRep
     let mut delivered = Vec::new();
     let mut completed = Vec::new();
     let mut rest = Vec::new();
+    let mut answered = Vec::new();
     for change in changes {
         match &change {
+            Change::TodoChanged { id, .. } | Change::TodoAdded { id, .. }
+                if gs.todos[id].is_gate() && gs.todos[id].status == TodoStatus::Done =>
+            {
+                answered.push(Answered {
+                    gate: gs.todos[id].clone(),
+                    counts: !unsigned.contains(id),
+                });
+                rest.push(change);
+            }
             Change::RunAdded { id, .. } if gs.runs[id].kind == RunKind::Writeback => {
                 delivered.push(gs.runs[id].clone())
             }
@@ -104,6 +129,9 @@ pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewRep
             _ => rest.push(change),
         }
     }
+    let _ = gs;
+    crate::ops::signers::reopen(&mut state, &goal_id, &unsigned);
+    let gs = ctx.goal(&state)?;
     let mut decisions: Vec<Todo> = gs
         .todos
         .values()
@@ -139,6 +167,7 @@ pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewRep
         commits,
         decisions,
         user_actions,
+        answered,
         delivered,
         completed,
         changes: rest,

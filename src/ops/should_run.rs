@@ -49,7 +49,10 @@ pub fn should_run(
     }
     let Some(key) = turn else {
         return match transaction::load(&ctx.store) {
-            Ok((_, Some(state))) => {
+            Ok((Some(tip), Some(mut state))) => {
+                let goal = ctx.goal(&state)?.goal.id.clone();
+                let unsigned = crate::ops::signers::unsigned_resolutions(ctx, &tip, &state)?;
+                crate::ops::signers::reopen(&mut state, &goal, &unsigned);
                 let gs = ctx.goal(&state)?;
                 let decision =
                     should_run::decide(&state, gs, agent.as_deref(), capabilities, ctx.now);
@@ -58,17 +61,23 @@ pub fn should_run(
                     None,
                 ))
             }
-            Ok((_, None)) => Err(store::Error::Missing.into()),
+            Ok(_) => Err(store::Error::Missing.into()),
             Err(e @ store::Error::Corrupt { .. }) => Ok(health(ctx, e, agent)),
             Err(e) => Err(e.into()),
         };
     };
     let agent_id = agent.clone().expect("checked above");
     let nonce = nonce();
+    // Decided with unsigned resolutions reopened (a view: put back before the write).
+    let unsigned = match ctx.load() {
+        Ok((tip, state)) => crate::ops::signers::unsigned_resolutions(ctx, &tip, &state)?,
+        Err(_) => Default::default(),
+    };
     let done = mutate_maybe(ctx, |state, goal| {
         if let Some(old) = find_receipt(&state.goals[goal], &agent_id, &key) {
             return Ok(((old, true), None));
         }
+        let saved = crate::ops::signers::reopen(state, goal, &unsigned);
         let decision = should_run::decide(
             state,
             &state.goals[goal],
@@ -76,6 +85,7 @@ pub fn should_run(
             capabilities,
             ctx.now,
         );
+        crate::ops::signers::restore(state, goal, saved);
         let (run, message) = new_receipt(state, goal, &agent_id, &key, &decision, ctx.now, &nonce);
         Ok(((run, false), Some(message)))
     });

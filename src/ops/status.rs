@@ -5,8 +5,8 @@ use serde::Serialize;
 
 use crate::model::quota::{self, Usage};
 use crate::model::{
-    select, GoalStatus, Priority, Role, Run, RunKind, Timestamp, Todo, TodoClass, TodoCounts,
-    TodoStatus,
+    select, Decision, GoalStatus, Priority, Role, Run, RunKind, Timestamp, Todo, TodoClass,
+    TodoCounts, TodoStatus,
 };
 use crate::ops::Context;
 use crate::store::Oid;
@@ -51,7 +51,31 @@ pub struct GateLine {
     /// The scope in words for a person (`global`, `blocks A`, `holds T`).
     #[serde(skip)]
     pub scope_label: String,
+    /// It was resolved, but `gate_signers` is set and the resolving commit
+    /// is not signed by a gate signer: still open in effect.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub resolution_not_signed: bool,
 }
+
+/// A gate a person answered: who, when, and whether it counts.
+#[derive(Debug, Serialize)]
+pub struct AnsweredLine {
+    pub id: String,
+    pub question: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
+    /// The git identity of the person who resolved it (`name <email>`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved_by: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved_at: Option<Timestamp>,
+    /// False when `gate_signers` is set and the resolving commit is not
+    /// signed by a gate signer: the gate is then still open in effect.
+    pub counts: bool,
+}
+
+/// How many answered gates `status` lists.
+const ANSWERED_GATES: usize = 5;
 
 #[derive(Debug, Serialize)]
 pub struct ClaimLine {
@@ -71,6 +95,8 @@ pub struct StatusReport {
     pub counts: TodoCounts,
     /// Open gates: decisions only the human can make.
     pub gates: Vec<GateLine>,
+    /// The latest gates a person answered, newest first.
+    pub answered: Vec<AnsweredLine>,
     /// Open `user_action` reminders.
     pub user_actions: Vec<TodoLine>,
     /// Live leases, soonest expiry first.
@@ -97,7 +123,10 @@ fn line(todo: &Todo, now: Timestamp) -> TodoLine {
 }
 
 pub fn status(ctx: &Context) -> Result<StatusReport> {
-    let (tip, state) = ctx.load()?;
+    let (tip, mut state) = ctx.load()?;
+    let goal_id = ctx.goal(&state)?.goal.id.clone();
+    let unsigned = crate::ops::signers::unsigned_resolutions(ctx, &tip, &state)?;
+    crate::ops::signers::reopen(&mut state, &goal_id, &unsigned);
     let gs = ctx.goal(&state)?;
     let now = ctx.now;
     let mut todos: Vec<&Todo> = gs.todos.values().collect();
@@ -116,8 +145,23 @@ pub fn status(ctx: &Context) -> Result<StatusReport> {
             unblocks: t.unblocks.clone(),
             asked_at: t.created_at,
             scope_label: select::scope_of(t).label(t.unblocks.as_deref()),
+            resolution_not_signed: unsigned.contains(&t.id),
         })
         .collect();
+    let mut answered: Vec<AnsweredLine> = todos
+        .iter()
+        .filter(|t| t.is_gate() && (t.status == TodoStatus::Done || unsigned.contains(&t.id)))
+        .map(|t| AnsweredLine {
+            id: t.id.clone(),
+            question: t.text.clone(),
+            decision: t.decision,
+            resolved_by: t.resolved_by.clone(),
+            resolved_at: t.resolved_at,
+            counts: !unsigned.contains(&t.id),
+        })
+        .collect();
+    answered.sort_by(|a, b| (b.resolved_at, &b.id).cmp(&(a.resolved_at, &a.id)));
+    answered.truncate(ANSWERED_GATES);
     let user_actions = todos
         .iter()
         .filter(|t| t.class == TodoClass::UserAction && !t.status.is_terminal())
@@ -171,6 +215,7 @@ pub fn status(ctx: &Context) -> Result<StatusReport> {
         },
         counts: state.counts(&gs.goal.id, now),
         gates,
+        answered,
         user_actions,
         claims,
         next,

@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::model::gate::GateAction;
 use crate::model::{ids, Priority, Refusal, Role, State, Timestamp, Todo, TodoClass, TodoStatus};
 use crate::ops::{non_empty, Context};
 use crate::store::{Message, Oid, Write};
@@ -243,6 +244,12 @@ pub fn update(ctx: &Context, query: &str, args: &UpdateArgs) -> Result<TodoRepor
         let gs = state.goals.get_mut(goal).expect("goal exists");
         let id = super::resolve_todo(gs, query)?;
         let todo = gs.todos.get_mut(&id).expect("resolved");
+        let action = if args.status == Some(TodoStatus::Deferred) {
+            GateAction::Defer
+        } else {
+            GateAction::Update
+        };
+        crate::model::gate::check_reserved(todo, agent.as_deref(), action)?;
         if todo.status == TodoStatus::Done {
             return Err(
                 Refusal::invalid_input(format!("{id} is done: add a new todo instead")).into(),

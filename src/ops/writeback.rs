@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::model::gate::{self, GateAction};
 use crate::model::{ids, lease, Extra, Outcome, Refusal, Run, RunKind, Validation};
 use crate::ops::todo::{headline, nonce};
 use crate::ops::{local, mutate_maybe, non_empty, resolve_todo, Context};
@@ -68,6 +69,7 @@ pub fn writeback(ctx: &Context, args: &WritebackArgs) -> Result<WritebackReport>
     let done = mutate_maybe(ctx, |state, goal| {
         let gs = state.goals.get_mut(goal).expect("goal exists");
         let todo_id = resolve_todo(gs, &args.todo)?;
+        gate::check_reserved(&gs.todos[&todo_id], Some(&agent), GateAction::Writeback)?;
         if let Some(t) = &turn {
             if let Some(old) = gs.runs.all_facts().find(|r| {
                 r.kind == RunKind::Writeback

@@ -55,6 +55,30 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
         return out;
     }
 
+    if !r.answered.is_empty() {
+        h(&mut out, "Answered");
+    }
+    for a in &r.answered {
+        let g = &a.gate;
+        let decision = g
+            .decision
+            .map_or_else(|| "resolved".to_owned(), |d| crate::ops::snake(&d));
+        let _ = write!(
+            out,
+            "{item}{} {}: {decision} by {}",
+            code(&g.id),
+            g.text,
+            g.resolved_by.as_deref().unwrap_or("(not recorded)")
+        );
+        if let Some(at) = g.resolved_at {
+            let _ = write!(out, " at {at}");
+        }
+        if !a.counts {
+            out.push_str(" — resolution not signed by a gate signer: still open");
+        }
+        out.push('\n');
+    }
+
     h(&mut out, "Delivered");
     if r.delivered.is_empty() && r.completed.is_empty() {
         let _ = writeln!(out, "{item}nothing");

@@ -35,6 +35,26 @@ pub fn span(seconds: i64) -> String {
     }
 }
 
+/// `approve by Name <email> at T`, and why it does not count when it does not.
+fn answer(g: &crate::ops::status::AnsweredLine) -> String {
+    let mut out = g
+        .decision
+        .map_or_else(|| "resolved".to_owned(), |d| crate::ops::snake(&d));
+    let _ = write!(
+        out,
+        " by {}",
+        g.resolved_by.as_deref().unwrap_or("(not recorded)")
+    );
+    if let Some(at) = g.resolved_at {
+        let _ = write!(out, " at {at}");
+    }
+    let _ = write!(out, ": {}", g.question);
+    if !g.counts {
+        out.push_str("  [resolution not signed by a gate signer: still open]");
+    }
+    out
+}
+
 pub fn status(r: &StatusReport) -> String {
     let mut out = String::new();
     let paused = if r.goal.status == crate::model::GoalStatus::Stopped {
@@ -59,6 +79,12 @@ pub fn status(r: &StatusReport) -> String {
         let _ = writeln!(out, "\nNeeds you:");
         for g in &r.gates {
             let _ = writeln!(out, "  ? {}  {}  [{}]", g.id, g.question, g.scope_label);
+            if g.resolution_not_signed {
+                let _ = writeln!(
+                    out,
+                    "      resolution not signed by a gate signer: answer it again with your signing key"
+                );
+            }
             let _ = writeln!(
                 out,
                 "      answer: git loopx gate resolve {} --approve|--reject [--note …]",
@@ -67,6 +93,12 @@ pub fn status(r: &StatusReport) -> String {
         }
         for a in &r.user_actions {
             let _ = writeln!(out, "  - {}  {}", a.id, a.text);
+        }
+    }
+    if !r.answered.is_empty() {
+        let _ = writeln!(out, "\nAnswered gates:");
+        for g in &r.answered {
+            let _ = writeln!(out, "  {}  {}", g.id, answer(g));
         }
     }
 

@@ -28,7 +28,7 @@ use crate::model::{
 };
 
 /// Changes whenever the layout below changes (the cache key holds it too).
-const MAGIC: &[u8; 8] = b"LXSTATE3";
+const MAGIC: &[u8; 8] = b"LXSTATE4";
 
 /// The state as cache bytes.
 pub fn encode(state: &State) -> Vec<u8> {
@@ -105,7 +105,7 @@ pub fn decode(bytes: Vec<u8>) -> Option<State> {
 }
 
 /// Changes whenever the delta layout below changes.
-const DELTA_MAGIC: &[u8; 8] = b"LXDELTA1";
+const DELTA_MAGIC: &[u8; 8] = b"LXDELTA2";
 
 /// One file a commit changed, as a cached delta carries it: todos and runs
 /// in this compact form (replaying them decodes no YAML), anything else as
@@ -364,6 +364,8 @@ impl Writer {
             blocks_agent,
             global,
             decision,
+            resolved_by,
+            resolved_at,
             notes,
             monitor,
             extra,
@@ -426,6 +428,8 @@ impl Writer {
             Some(Decision::Reject) => 2,
             Some(Decision::Cancel) => 3,
         });
+        self.opt_str(resolved_by.as_deref());
+        self.opt_time(*resolved_at);
         self.len(notes.len());
         for Note {
             at,
@@ -784,6 +788,8 @@ impl<'a> Reader<'a> {
                 3 => Some(Decision::Cancel),
                 _ => return None,
             },
+            resolved_by: self.opt_string()?,
+            resolved_at: self.opt(Self::time)?,
             notes: {
                 let n = self.len()?;
                 (0..n)
@@ -845,6 +851,8 @@ impl<'a> Reader<'a> {
         if self.byte()? > 3 {
             return None; // decision
         }
+        self.skip_opt()?; // resolved_by
+        self.opt(Self::time)?; // resolved_at
         for _ in 0..self.len()? {
             self.time()?;
             self.skip_opt()?;

@@ -435,6 +435,14 @@ impl GixStore {
         )
     }
 
+    /// Who the state commits of this process are by, as git would name the
+    /// committer: `name <email>` (`GIT_COMMITTER_*`, else `committer.*` or
+    /// `user.*` config).
+    pub fn committer(&self) -> String {
+        let (name, email) = self.identity();
+        format!("{name} <{email}>")
+    }
+
     /// The signature of a new state commit: git's identity, and `now` unless
     /// `GIT_COMMITTER_DATE` pins the time (as it does for plain git).
     fn signature(&self, now: Timestamp) -> gix::actor::Signature {

@@ -147,7 +147,7 @@ pub fn check_readable(changes: &[FileChange]) -> Result<(), Error> {
 /// refusing it would make that todo unwritable, even to clear it, and the
 /// write adds nothing new. `sync` still refuses to push it, and `redact`
 /// removes it from unpushed history.
-fn refuse_new_leaks<S: Store + ?Sized>(
+pub fn refuse_new_leaks<S: Store + ?Sized>(
     store: &S,
     base: Option<&Oid>,
     changes: &[FileChange],

@@ -315,7 +315,12 @@ fn sync_never_publishes_a_state_no_reader_accepts() {
     let commit = env.commit_state_file(&repo, "loopx.yaml", "format: [unclosed\n");
 
     let run = env.loopx(&repo, &["--json", "sync"]).failure(3);
-    assert_eq!(run.json()["error"]["code"], "state_invalid", "{}", run.stdout);
+    assert_eq!(
+        run.json()["error"]["code"],
+        "state_invalid",
+        "{}",
+        run.stdout
+    );
     let message = run.json()["error"]["message"].as_str().unwrap().to_owned();
     assert!(message.contains("loopx.yaml"), "{message}");
     assert!(message.contains(&commit[..7]), "{message}");

@@ -4,6 +4,7 @@
 mod domain;
 mod env;
 mod faults;
+mod gates;
 mod hook_programs;
 mod hooks_install;
 mod hostile;

@@ -168,8 +168,23 @@ fn step(
     block_allowed: impl Fn(u32) -> bool,
 ) -> Result<(Step, Option<Oid>)> {
     let nonce = nonce();
+    // Gates whose resolution does not count under `gate_signers` are open
+    // for the decision (as for `should-run`).
+    let unsigned = match ctx.load() {
+        Ok((tip, state)) => crate::ops::signers::unsigned_resolutions(ctx, &tip, &state)?,
+        Err(_) => Default::default(),
+    };
     let done = mutate_maybe(ctx, |state, goal| {
-        let gs = &state.goals[goal];
+        let reopened;
+        let view: &crate::model::State = if unsigned.is_empty() {
+            state
+        } else {
+            let mut v = state.clone();
+            crate::ops::signers::reopen(&mut v, goal, &unsigned);
+            reopened = v;
+            &reopened
+        };
+        let gs = &view.goals[goal];
         let (turn, writebacks) = progress(gs, agent, session, recorded);
         let blocks = if writebacks == recorded.writebacks {
             recorded.blocks
@@ -177,7 +192,7 @@ fn step(
             0
         };
         let key = session::turn_key(session, turn);
-        let decision = should_run::decide(state, gs, Some(agent), &[], ctx.now);
+        let decision = should_run::decide(view, gs, Some(agent), &[], ctx.now);
         let mut step = Step {
             turn,
             writebacks,

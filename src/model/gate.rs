@@ -1,0 +1,102 @@
+//! Gates are the person's (issue 14): what an acting agent may not do to a
+//! gate, as a pure rule the use cases call inside their transaction.
+//!
+//! An *acting agent* is any identity from `--agent`, `LOOPX_AGENT` or
+//! `git config loopx.agent`; a *person* acts with none. An agent may ask a
+//! question (`gate add`) and read gates, but it cannot answer one, change
+//! one, hold one or record work on one. That includes a note through
+//! `todo update --note`: a note is harmless on its own, but the rule is
+//! simpler to audit when nothing an agent writes lands in a gate's file.
+
+use crate::model::{Code, Refusal, Todo};
+
+/// What an agent tried to do to a gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GateAction {
+    Resolve,
+    Defer,
+    Update,
+    Claim,
+    Renew,
+    Release,
+    Handoff,
+    Complete,
+    Writeback,
+    Spend,
+}
+
+impl GateAction {
+    fn verb(self) -> &'static str {
+        match self {
+            GateAction::Resolve => "resolve",
+            GateAction::Defer => "defer",
+            GateAction::Update => "update",
+            GateAction::Claim => "claim",
+            GateAction::Renew => "renew a lease on",
+            GateAction::Release => "release",
+            GateAction::Handoff => "hand off",
+            GateAction::Complete => "complete",
+            GateAction::Writeback => "write back on",
+            GateAction::Spend => "spend quota on a writeback on",
+        }
+    }
+}
+
+/// Refuses `action` on `todo` when it is a gate and `agent` names an acting
+/// agent (`gate_reserved`); a person (no agent) and non-gates pass.
+pub fn check_reserved(todo: &Todo, agent: Option<&str>, action: GateAction) -> Result<(), Refusal> {
+    match agent {
+        Some(agent) if todo.is_gate() => Err(reserved(&todo.id, agent, action)),
+        _ => Ok(()),
+    }
+}
+
+/// The `gate_reserved` refusal for `agent` doing `action` on gate `id`.
+pub fn reserved(id: &str, agent: &str, action: GateAction) -> Refusal {
+    Refusal::new(
+        Code::GateReserved,
+        format!(
+            "{id} is a gate: agent {agent} cannot {} it, only a person answers a gate",
+            action.verb()
+        ),
+    )
+    .with_hint(format!(
+        "a person answers it with `git loopx gate resolve {id} --approve|--reject|--cancel`, \
+         run without an agent identity (no --agent, LOOPX_AGENT or loopx.agent)"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Priority, Role, Timestamp, TodoClass};
+
+    fn todo(class: TodoClass) -> Todo {
+        Todo::new(
+            "todo_0123456789ab".to_owned(),
+            "g",
+            "q",
+            class.role(),
+            class,
+            Priority::P1,
+            None,
+            Timestamp::from_unix(1_800_000_000),
+        )
+    }
+
+    #[test]
+    fn only_an_agent_on_a_gate_is_refused() {
+        let gate = todo(TodoClass::UserGate);
+        let refused = check_reserved(&gate, Some("a1"), GateAction::Resolve).unwrap_err();
+        assert_eq!(refused.code, Code::GateReserved);
+        assert!(refused.message.contains("todo_0123456789ab"));
+        assert!(refused.message.contains("a1"));
+        assert!(refused.hint.unwrap().contains("gate resolve"));
+        assert!(check_reserved(&gate, None, GateAction::Resolve).is_ok());
+        let task = todo(TodoClass::AdvancementTask);
+        assert_eq!(task.role, Role::Agent);
+        assert!(check_reserved(&task, Some("a1"), GateAction::Claim).is_ok());
+        let action = todo(TodoClass::UserAction);
+        assert!(check_reserved(&action, Some("a1"), GateAction::Update).is_ok());
+    }
+}

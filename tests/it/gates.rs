@@ -1,0 +1,464 @@
+//! Gates are the person's (issue 14): every way an acting agent could answer,
+//! change, hold or record work on a gate is refused with `gate_reserved`,
+//! and a person's resolution records who made it.
+
+use std::path::{Path, PathBuf};
+
+use crate::env::TestEnv;
+
+/// A state repository with one open agent todo and one open global gate
+/// (asked by agent a1): (repo, todo id, gate id).
+fn with_gate(env: &TestEnv) -> (PathBuf, String, String) {
+    let repo = env.state_repo("repo");
+    let todo = env.add_todo(&repo, "Write the parser");
+    let gate = env
+        .loopx(
+            &repo,
+            &[
+                "--json",
+                "--agent",
+                "a1",
+                "gate",
+                "add",
+                "May we publish under MIT?",
+            ],
+        )
+        .success()
+        .json()["gate"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (repo, todo, gate)
+}
+
+/// Runs git-loopx as agent a1 and checks it was refused with
+/// `gate_reserved`, naming the gate and the agent, and wrote nothing.
+#[track_caller]
+fn refused(env: &TestEnv, repo: &Path, gate: &str, args: &[&str]) -> serde_json::Value {
+    let before = env.tip(repo);
+    let mut all = vec!["--json", "--agent", "a1"];
+    all.extend_from_slice(args);
+    let out = env.loopx(repo, &all).failure(1).json();
+    assert_eq!(out["error"]["code"], "gate_reserved", "{out}");
+    let message = out["error"]["message"].as_str().unwrap();
+    assert!(message.contains(gate), "{message}");
+    assert!(message.contains("a1"), "{message}");
+    let hint = out["error"]["hint"].as_str().unwrap();
+    assert!(hint.contains("gate resolve"), "{hint}");
+    assert_eq!(
+        env.tip(repo),
+        before,
+        "a refused write leaves the state alone"
+    );
+    out
+}
+
+fn gate_status(env: &TestEnv, repo: &Path, gate: &str) -> serde_json::Value {
+    env.loopx(repo, &["--json", "todo", "show", gate])
+        .success()
+        .json()["todo"]
+        .clone()
+}
+
+#[test]
+fn an_agent_cannot_resolve_a_gate() {
+    let env = TestEnv::new();
+    let (repo, _, gate) = with_gate(&env);
+    refused(&env, &repo, &gate, &["gate", "resolve", &gate, "--approve"]);
+    assert_eq!(gate_status(&env, &repo, &gate)["status"], "open");
+}
+
+#[test]
+fn an_agent_named_by_environment_or_config_cannot_resolve_a_gate() {
+    let env = TestEnv::new();
+    let (repo, _, gate) = with_gate(&env);
+    let out = env
+        .loopx_cmd(&repo)
+        .env("LOOPX_AGENT", "a2")
+        .args(["--json", "gate", "resolve", &gate, "--reject"])
+        .output()
+        .unwrap();
+    let run = crate::env::Run::from(out).failure(1).json();
+    assert_eq!(run["error"]["code"], "gate_reserved");
+    assert!(run["error"]["message"].as_str().unwrap().contains("a2"));
+    env.git(&repo, &["config", "loopx.agent", "a3"]);
+    let run = env
+        .loopx(&repo, &["--json", "gate", "resolve", &gate, "--cancel"])
+        .failure(1)
+        .json();
+    assert_eq!(run["error"]["code"], "gate_reserved");
+    assert!(run["error"]["message"].as_str().unwrap().contains("a3"));
+    assert_eq!(gate_status(&env, &repo, &gate)["status"], "open");
+}
+
+#[test]
+fn an_agent_cannot_defer_a_gate() {
+    let env = TestEnv::new();
+    let (repo, _, gate) = with_gate(&env);
+    let out = refused(
+        &env,
+        &repo,
+        &gate,
+        &["todo", "update", &gate, "--status", "deferred"],
+    );
+    assert!(out["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("cannot defer"));
+}
+
+#[test]
+fn an_agent_cannot_update_a_gate() {
+    let env = TestEnv::new();
+    let (repo, todo, gate) = with_gate(&env);
+    let resume = format!("todo_done:{todo}");
+    for args in [
+        &["--status", "blocked"][..],
+        &["--note", "I think yes"],
+        &["--priority", "P4"],
+        &["--text", "Never mind"],
+        &["--resume-when", &resume],
+    ] {
+        let mut all = vec!["todo", "update", gate.as_str()];
+        all.extend_from_slice(args);
+        refused(&env, &repo, &gate, &all);
+    }
+    let g = gate_status(&env, &repo, &gate);
+    assert_eq!(g["status"], "open");
+    assert_eq!(g["priority"], "P1");
+    assert!(g.get("notes").is_none(), "{g}");
+}
+
+#[test]
+fn an_agent_cannot_claim_a_gate() {
+    let env = TestEnv::new();
+    let (repo, _, gate) = with_gate(&env);
+    refused(&env, &repo, &gate, &["todo", "claim", &gate]);
+    assert!(gate_status(&env, &repo, &gate).get("claim").is_none());
+}
+
+#[test]
+fn next_claim_never_picks_a_gate() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("repo");
+    env.loopx(&repo, &["gate", "add", "Ship it?"]).success();
+    let out = env
+        .loopx(
+            &repo,
+            &["--json", "--agent", "a1", "todo", "next", "--claim"],
+        )
+        .failure(1)
+        .json();
+    assert_eq!(out["error"]["code"], "nothing_ready", "{out}");
+}
+
+#[test]
+fn an_agent_cannot_claim_a_gate_through_the_remote() {
+    let env = TestEnv::new();
+    let (_remote, clones) = env.shared_state(&["a"]);
+    let repo = &clones[0];
+    let gate = env
+        .loopx(repo, &["--json", "gate", "add", "Ship it?"])
+        .success()
+        .json()["gate"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    env.loopx(repo, &["sync"]).success();
+    refused(&env, repo, &gate, &["todo", "claim", &gate, "--sync"]);
+}
+
+#[test]
+fn an_agent_cannot_renew_release_or_hand_off_a_gate() {
+    let env = TestEnv::new();
+    let (repo, _, gate) = with_gate(&env);
+    refused(&env, &repo, &gate, &["todo", "renew", &gate]);
+    refused(&env, &repo, &gate, &["todo", "release", &gate]);
+    let out = refused(
+        &env,
+        &repo,
+        &gate,
+        &["todo", "handoff", &gate, "--to", "b1", "--note", "yours"],
+    );
+    assert!(out["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("hand off"));
+}
+
+#[test]
+fn an_agent_cannot_complete_a_gate() {
+    let env = TestEnv::new();
+    let (repo, _, gate) = with_gate(&env);
+    refused(
+        &env,
+        &repo,
+        &gate,
+        &["todo", "done", &gate, "--evidence", "approved it myself"],
+    );
+    // A person is told to resolve it instead, as before.
+    let out = env
+        .loopx(&repo, &["--json", "todo", "done", &gate, "--evidence", "x"])
+        .failure(2)
+        .json();
+    assert_eq!(out["error"]["code"], "invalid_input");
+}
+
+#[test]
+fn an_agent_cannot_write_back_on_a_gate() {
+    let env = TestEnv::new();
+    let (repo, _, gate) = with_gate(&env);
+    refused(
+        &env,
+        &repo,
+        &gate,
+        &[
+            "writeback",
+            "--todo",
+            &gate,
+            "--outcome",
+            "outcome_progress",
+            "--summary",
+            "decided",
+        ],
+    );
+}
+
+#[test]
+fn an_agent_cannot_spend_on_a_writeback_on_a_gate() {
+    let env = TestEnv::new();
+    let (repo, todo, gate) = with_gate(&env);
+    // Only a hand-made commit (or an older git-loopx) puts a writeback on a
+    // gate: record one on the agent todo, then retarget it by hand.
+    let run = env
+        .loopx(
+            &repo,
+            &[
+                "--json",
+                "--agent",
+                "a1",
+                "writeback",
+                "--todo",
+                &todo,
+                "--outcome",
+                "outcome_progress",
+                "--summary",
+                "work",
+            ],
+        )
+        .success()
+        .json()["run"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = env.state_path_of(&repo, &run);
+    let text = env.state_file(&repo, &path).replace(&todo, &gate);
+    env.commit_state_file(&repo, &path, &format!("{text}\n"));
+    refused(&env, &repo, &gate, &["quota", "spend", "--writeback", &run]);
+    // Picked without --writeback, it is refused the same way.
+    refused(&env, &repo, &gate, &["quota", "spend"]);
+}
+
+#[test]
+fn a_persons_resolution_names_them_in_review_status_and_gate_list() {
+    let env = TestEnv::new();
+    let (repo, _, gate) = with_gate(&env);
+    env.git(&repo, &["config", "user.name", "Pat Person"]);
+    env.git(&repo, &["config", "user.email", "pat@example.com"]);
+    let resolved = env
+        .loopx_cmd(&repo)
+        .env_remove("GIT_COMMITTER_NAME")
+        .env_remove("GIT_COMMITTER_EMAIL")
+        .args(["--json", "gate", "resolve", &gate, "--approve"])
+        .output()
+        .unwrap();
+    let resolved = crate::env::Run::from(resolved).success().json();
+    let who = "Pat Person <pat@example.com>";
+    assert_eq!(resolved["gate"]["resolved_by"], who);
+    assert_eq!(resolved["gate"]["resolved_at"], crate::env::NOW);
+    // The state file carries it, and so does the commit's committer.
+    let file = env.state_file(&repo, &env.state_path_of(&repo, &gate));
+    assert!(
+        file.contains("resolved_by: Pat Person <pat@example.com>"),
+        "{file}"
+    );
+    assert_eq!(
+        env.git(&repo, &["log", "-1", "--format=%cn <%ce>", "loopx-state"]),
+        who
+    );
+
+    let status = env.loopx(&repo, &["--json", "status"]).success().json();
+    assert_eq!(status["answered"][0]["id"], gate.as_str());
+    assert_eq!(status["answered"][0]["resolved_by"], who);
+    assert_eq!(status["answered"][0]["decision"], "approve");
+    assert_eq!(status["answered"][0]["counts"], true);
+    assert!(status["gates"].as_array().unwrap().is_empty());
+    let text = env.loopx(&repo, &["status"]).success().stdout;
+    assert!(text.contains("Answered gates:"), "{text}");
+    assert!(
+        text.contains(&format!("{gate}  approve by {who} at {}", crate::env::NOW)),
+        "{text}"
+    );
+
+    let review = env.loopx(&repo, &["--json", "review"]).success().json();
+    assert_eq!(review["answered"][0]["id"], gate.as_str());
+    assert_eq!(review["answered"][0]["resolved_by"], who);
+    let text = env.loopx(&repo, &["review"]).success().stdout;
+    assert!(text.contains("Answered:"), "{text}");
+    assert!(text.contains(&format!("approve by {who}")), "{text}");
+
+    let list = env
+        .loopx(&repo, &["gate", "list", "--all"])
+        .success()
+        .stdout;
+    assert!(list.contains(&format!("(approve by {who}")), "{list}");
+}
+
+/// A person's ssh signing key in the test's HOME, set up as git's signing
+/// key in `repo`; returns the public key file.
+fn signing_key(env: &TestEnv, repo: &Path, name: &str) -> PathBuf {
+    let key = env.path(&format!("home/{name}"));
+    let made = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
+        .arg(&key)
+        .output()
+        .expect("ssh-keygen runs: these tests need openssh-client (ssh-keygen) on the machine");
+    assert!(made.status.success(), "{made:?}");
+    let public = key.with_extension("pub");
+    env.git(repo, &["config", "gpg.format", "ssh"]);
+    env.git(
+        repo,
+        &["config", "user.signingkey", public.to_str().unwrap()],
+    );
+    public
+}
+
+/// A repository whose agent todo waits for a gate, with a gate signer.
+fn with_policy(env: &TestEnv) -> (PathBuf, String, String) {
+    let repo = env.state_repo("repo");
+    let todo = env.add_todo(&repo, "Publish the crate");
+    let gate = env
+        .loopx(
+            &repo,
+            &["--json", "gate", "add", "Publish?", "--unblocks", &todo],
+        )
+        .success()
+        .json()["gate"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let key = signing_key(env, &repo, "person");
+    env.loopx(&repo, &["gate", "signers", "add", key.to_str().unwrap()])
+        .success();
+    let tip = env.tip(&repo);
+    assert_eq!(
+        env.git(&repo, &["log", "-1", "--format=%G?", &tip]).len(),
+        1,
+        "the policy's commit carries a signature"
+    );
+    assert!(env
+        .state_file(&repo, "loopx.yaml")
+        .contains("gate_signers:"));
+    (repo, todo, gate)
+}
+
+/// Resolves `gate` by hand, as an agent in a sandbox without the person's
+/// key could: an unsigned commit that marks it approved.
+fn hand_resolve(env: &TestEnv, repo: &Path, gate: &str) {
+    let path = env.state_path_of(repo, gate);
+    let text = env
+        .state_file(repo, &path)
+        .replace("status: open", "status: done")
+        .replace("global: true", "global: true\ndecision: approve");
+    env.commit_state_file(repo, &path, &format!("{text}\n"));
+}
+
+fn should_run(env: &TestEnv, repo: &Path) -> serde_json::Value {
+    env.loopx(repo, &["--json", "--agent", "a1", "should-run"])
+        .json()
+}
+
+#[test]
+fn a_signed_resolution_counts() {
+    let env = TestEnv::new();
+    let (repo, todo, gate) = with_policy(&env);
+    assert_eq!(should_run(&env, &repo)["should_run"], false);
+    env.loopx(&repo, &["gate", "resolve", &gate, "--approve"])
+        .success();
+    let tip = env.tip(&repo);
+    let signature = env.git(&repo, &["cat-file", "commit", &tip]);
+    assert!(signature.contains("gpgsig"), "{signature}");
+    let status = env.loopx(&repo, &["--json", "status"]).success().json();
+    assert!(status["gates"].as_array().unwrap().is_empty(), "{status}");
+    assert_eq!(status["answered"][0]["counts"], true);
+    let run = should_run(&env, &repo);
+    assert_eq!(run["should_run"], true, "{run}");
+    assert_eq!(run["selected_todo"]["id"], todo.as_str(), "{run}");
+}
+
+#[test]
+fn an_unsigned_resolution_does_not_count() {
+    let env = TestEnv::new();
+    let (repo, _, gate) = with_policy(&env);
+    hand_resolve(&env, &repo, &gate);
+    let status = env.loopx(&repo, &["--json", "status"]).success().json();
+    assert_eq!(status["gates"][0]["id"], gate.as_str(), "{status}");
+    assert_eq!(status["gates"][0]["resolution_not_signed"], true);
+    assert_eq!(status["answered"][0]["counts"], false);
+    let text = env.loopx(&repo, &["status"]).success().stdout;
+    assert!(
+        text.contains("resolution not signed by a gate signer"),
+        "{text}"
+    );
+    let run = should_run(&env, &repo);
+    assert_eq!(run["should_run"], false, "{run}");
+    let review = env.loopx(&repo, &["--json", "review"]).success().json();
+    assert_eq!(review["decisions"][0]["id"], gate.as_str(), "{review}");
+    // The person answers it again, signed; now it counts.
+    env.loopx(&repo, &["gate", "resolve", &gate, "--approve"])
+        .success();
+    assert_eq!(should_run(&env, &repo)["should_run"], true);
+}
+
+#[test]
+fn an_unsigned_policy_change_does_not_take_effect() {
+    let env = TestEnv::new();
+    let (repo, _, gate) = with_policy(&env);
+    // Dropping gate_signers by hand, then resolving by hand.
+    let meta = env.state_file(&repo, "loopx.yaml");
+    let dropped: String = meta
+        .lines()
+        .filter(|l| !l.starts_with("gate_signers:") && !l.trim_start().starts_with("- "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(!dropped.contains("ssh-ed25519"), "{dropped}");
+    env.commit_state_file(&repo, "loopx.yaml", &dropped);
+    hand_resolve(&env, &repo, &gate);
+    assert_eq!(should_run(&env, &repo)["should_run"], false);
+    let list = env
+        .loopx(&repo, &["--json", "gate", "signers", "list"])
+        .success()
+        .json();
+    assert_eq!(list["effective"].as_array().unwrap().len(), 1, "{list}");
+    assert!(list["in_file"].as_array().unwrap().is_empty(), "{list}");
+    // Replacing it with another key, unsigned, does not take effect either.
+    let other = signing_key(&env, &repo, "intruder");
+    let key = std::fs::read_to_string(&other).unwrap();
+    env.commit_state_file(
+        &repo,
+        "loopx.yaml",
+        &format!("{dropped}gate_signers:\n  - {}\n", key.trim()),
+    );
+    assert_eq!(should_run(&env, &repo)["should_run"], false);
+    // And an agent cannot change the policy through the command.
+    let refused = env
+        .loopx(
+            &repo,
+            &[
+                "--json", "--agent", "a1", "gate", "signers", "remove", "person",
+            ],
+        )
+        .failure(1)
+        .json();
+    assert_eq!(refused["error"]["code"], "gate_reserved");
+}

@@ -412,6 +412,33 @@ fn an_unsigned_resolution_does_not_count() {
     );
     let run = should_run(&env, &repo);
     assert_eq!(run["should_run"], false, "{run}");
+    // Nor in what the runtimes' hooks and the prompt decide.
+    let stop = env
+        .loopx_cmd(&repo)
+        .args(["hook", "claude-code", "stop", "--agent", "a1"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            child.stdin.take().unwrap().write_all(
+                br#"{"session_id":"s1","hook_event_name":"Stop","stop_hook_active":false}"#,
+            )?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(stop.status.code(), Some(0));
+    assert!(
+        stop.stdout.is_empty(),
+        "the Stop hook blocked on an unsigned resolution: {}",
+        String::from_utf8_lossy(&stop.stdout)
+    );
+    let prompt = env
+        .loopx(&repo, &["--json", "--agent", "a1", "prompt"])
+        .success()
+        .json();
+    assert!(prompt["todo"].is_null(), "{prompt}");
     let review = env.loopx(&repo, &["--json", "review"]).success().json();
     assert_eq!(review["decisions"][0]["id"], gate.as_str(), "{review}");
     // The person answers it again, signed; now it counts.

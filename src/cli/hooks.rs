@@ -26,10 +26,11 @@ pub struct Args {
 enum HooksCommand {
     /// Install hooks (with no integration named: the git hooks only).
     ///
-    /// With `--agent ID` given on the command line, the installed commands
-    /// run as that agent (`git loopx hook claude-code stop --agent ID`);
-    /// without it they find the agent when they run ($LOOPX_AGENT, else git
-    /// config loopx.agent). The pre-push hook syncs only after `git config
+    /// With `--agent ID` given on the command line, the Claude Code and
+    /// Codex commands run as that agent (`git loopx hook claude-code stop
+    /// --agent ID`); without it they find the agent when they run
+    /// ($LOOPX_AGENT, else git config loopx.agent). The git hooks always
+    /// find it when they run: they serve every worktree and your own commits. The pre-push hook syncs only after `git config
     /// loopx.prePushSync true`.
     Install(Which),
     /// Remove what `install` put in (with no integration named: all of it).

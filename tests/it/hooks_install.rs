@@ -507,7 +507,7 @@ fn pre_push_syncs_only_when_asked_and_blocks_only_when_strict() {
 }
 
 #[test]
-fn only_an_agent_named_on_the_command_line_is_baked_in() {
+fn only_an_agent_named_on_the_command_line_is_baked_in_and_never_into_git_hooks() {
     let env = TestEnv::new();
     let repo = env.state_repo("r");
     let mut cmd = env.loopx_cmd(&repo);
@@ -546,30 +546,47 @@ fn only_an_agent_named_on_the_command_line_is_baked_in() {
         [
             "SessionStart: git loopx hook claude-code session-start --agent agent-b",
             "Stop: git loopx hook claude-code stop --agent agent-b",
-            "git loopx hook git prepare-commit-msg --agent agent-b \"$@\" </dev/null || :",
-            "git loopx hook git pre-push --agent agent-b \"$@\" </dev/null || exit $?",
+            // One hooks directory serves every worktree and the person's
+            // own commits: the git hooks act for whoever is named at commit
+            // time, never for an agent baked in.
+            "git loopx hook git prepare-commit-msg \"$@\" </dev/null || :",
+            "git loopx hook git pre-push \"$@\" </dev/null || exit $?",
         ]
     );
-    // The baked-in agent is the one whose claim names the commit.
+    // While agent-b holds a claim, a person's commit names no todo; the
+    // agent's own commit (LOOPX_AGENT at commit time) does.
     let todo = env.add_todo(&repo, "parse headers");
     env.loopx(&repo, &["--agent", "agent-b", "todo", "claim", &todo])
         .success();
-    std::fs::write(repo.join("code.txt"), "1\n").unwrap();
-    env.git(&repo, &["add", "code.txt"]);
-    git_as(&env, &repo, None, &["commit", "-q", "-m", "headers"]).success();
-    assert_eq!(
+    let trailer = || {
         env.git(
             &repo,
-            &["log", "-1", "--format=%(trailers:key=Loopx-Todo,valueonly)"]
-        ),
-        todo
-    );
+            &["log", "-1", "--format=%(trailers:key=Loopx-Todo,valueonly)"],
+        )
+    };
+    std::fs::write(repo.join("code.txt"), "0\n").unwrap();
+    env.git(&repo, &["add", "code.txt"]);
+    git_as(&env, &repo, None, &["commit", "-q", "-m", "by a person"]).success();
+    assert_eq!(trailer(), "");
+    std::fs::write(repo.join("code.txt"), "1\n").unwrap();
+    env.git(&repo, &["add", "code.txt"]);
+    git_as(
+        &env,
+        &repo,
+        Some("agent-b"),
+        &["commit", "-q", "-m", "headers"],
+    )
+    .success();
+    assert_eq!(trailer(), todo);
 
     // An empty message (the editor opens next) gets no trailer, so leaving
     // it empty still aborts the commit.
     std::fs::write(repo.join("code.txt"), "2\n").unwrap();
     let mut commit = env.command(Path::new("git"), &repo);
-    commit.env("GIT_EDITOR", "true").args(["commit", "-a"]);
+    commit
+        .env("GIT_EDITOR", "true")
+        .env("LOOPX_AGENT", "agent-b")
+        .args(["commit", "-a"]);
     let out: Run = commit.output().unwrap().into();
     assert_ne!(out.code, 0, "an empty message made a commit");
     assert!(

@@ -178,7 +178,9 @@ enum Next {
 }
 
 /// `hooks install`: merges our entries into each selected integration's
-/// files. `agent` is baked into the installed commands.
+/// files. `agent` is baked into the runtimes' commands (a Claude Code or
+/// Codex configuration serves one agent), never into the git hooks (see
+/// [`shim::block`]).
 pub fn install(ctx: &Context, which: &[Integration], agent: Option<&str>) -> Result<HooksReport> {
     if let Some(agent) = agent {
         crate::model::ids::check_name("agent", agent)?;
@@ -202,8 +204,8 @@ pub fn install(ctx: &Context, which: &[Integration], agent: Option<&str>) -> Res
                     done.text.into_bytes()
                 })
             }
-            Kind::Shim { name, template } => {
-                let block = shim::block(template, name, agent);
+            Kind::Shim { template, .. } => {
+                let block = shim::block(template);
                 if is_unexecutable(&target.path) {
                     notes.push("the hook is not executable, so git does not run it (chmod +x to turn it on)".to_owned());
                 }

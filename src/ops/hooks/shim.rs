@@ -17,20 +17,18 @@ pub const END: &str = "# <<< git-loopx <<<";
 pub const SHEBANG: &str = "#!/bin/sh\n";
 
 /// The block of the shipped template `template` (its lines from [`BEGIN`]
-/// to [`END`], each ending in a newline), with `--agent ID` baked into the
-/// `git loopx hook git <name>` call when an agent is given.
-pub fn block(template: &str, name: &str, agent: Option<&str>) -> String {
+/// to [`END`], each ending in a newline).
+///
+/// No agent is ever baked in: one hooks directory serves every worktree,
+/// and the person's own commits too, so the git hooks act for whoever
+/// `LOOPX_AGENT` or `loopx.agent` (per worktree) names at commit time.
+pub fn block(template: &str) -> String {
     let begin = template.find(BEGIN).expect("template has the begin marker");
     let end = template[begin..]
         .find(END)
         .expect("template has the end marker")
         + begin;
-    let mut block = format!("{}{END}\n", &template[begin..end]);
-    if let Some(agent) = agent {
-        let call = format!("git loopx hook git {name}");
-        block = block.replacen(&call, &format!("{call} --agent {agent}"), 1);
-    }
-    block
+    format!("{}{END}\n", &template[begin..end])
 }
 
 /// Where our block sits in a hook file: the byte range of its lines.
@@ -178,18 +176,16 @@ mod tests {
     const TEMPLATE: &str = "#!/bin/sh\n# >>> git-loopx >>>\n# note\ngit loopx hook git pre-push \"$@\" || exit $?\n# <<< git-loopx <<<\n";
 
     #[test]
-    fn block_is_taken_from_the_template_with_the_agent_baked_in() {
+    fn block_is_taken_from_the_template() {
         assert_eq!(
-            block(TEMPLATE, "pre-push", None),
+            block(TEMPLATE),
             "# >>> git-loopx >>>\n# note\ngit loopx hook git pre-push \"$@\" || exit $?\n# <<< git-loopx <<<\n"
         );
-        assert!(block(TEMPLATE, "pre-push", Some("agent-a"))
-            .contains("git loopx hook git pre-push --agent agent-a \"$@\""));
     }
 
     #[test]
     fn a_new_hook_is_the_shebang_and_the_block() {
-        let b = block(TEMPLATE, "pre-push", None);
+        let b = block(TEMPLATE);
         let out = install("h", None, &b).unwrap().unwrap();
         assert_eq!(out, format!("#!/bin/sh\n{b}").into_bytes());
         assert_eq!(install("h", Some(&out), &b).unwrap(), None);
@@ -199,7 +195,7 @@ mod tests {
 
     #[test]
     fn the_users_lines_are_kept_and_the_block_goes_after_the_shebang() {
-        let b = block(TEMPLATE, "pre-push", None);
+        let b = block(TEMPLATE);
         let user = b"#!/bin/bash\nset -e\necho mine\nexit 0\n";
         let out = install("h", Some(user), &b).unwrap().unwrap();
         assert_eq!(
@@ -208,15 +204,15 @@ mod tests {
         );
         assert_eq!(install("h", Some(&out), &b).unwrap(), None);
         assert_eq!(uninstall("h", &out).unwrap().unwrap(), user);
-        // Another agent replaces the block in place.
-        let other = block(TEMPLATE, "pre-push", Some("b"));
+        // A block from another version is replaced in place.
+        let other = b.replace("# note", "# a newer note");
         let replaced = install("h", Some(&out), &other).unwrap().unwrap();
         assert_eq!(uninstall("h", &replaced).unwrap().unwrap(), user);
     }
 
     #[test]
     fn a_hook_without_a_shebang_gets_the_block_on_top() {
-        let b = block(TEMPLATE, "pre-push", None);
+        let b = block(TEMPLATE);
         let out = install("h", Some(b"echo x"), &b).unwrap().unwrap();
         assert_eq!(out, format!("{b}echo x").into_bytes());
         assert_eq!(uninstall("h", &out).unwrap().unwrap(), b"echo x");
@@ -224,7 +220,7 @@ mod tests {
 
     #[test]
     fn scripts_for_other_interpreters_and_broken_blocks_are_refused() {
-        let b = block(TEMPLATE, "pre-push", None);
+        let b = block(TEMPLATE);
         let err = install("h", Some(b"#!/usr/bin/env python3\nprint(1)\n"), &b).unwrap_err();
         assert!(err.message.contains("python3 script"), "{err:?}");
         assert!(install("h", Some(b"#!/usr/bin/env -S bash -e\n"), &b).is_ok());

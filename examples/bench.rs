@@ -13,6 +13,9 @@
 //! `--only sizes|contention|merge|turn` runs one part;
 //! `--setup DIR N` only builds a repository of N todos under DIR and prints its path.
 
+#[path = "support/binary.rs"]
+mod binary;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -91,16 +94,7 @@ fn opts() -> Opts {
 }
 
 fn bin() -> PathBuf {
-    // The example lives in target/<profile>/examples/; the binary one level up.
-    let exe = std::env::current_exe().expect("current exe");
-    let dir = exe.parent().and_then(Path::parent).expect("target dir");
-    let b = dir.join("git-loopx");
-    assert!(
-        b.exists(),
-        "build the binary first: cargo build --release (looked for {})",
-        b.display()
-    );
-    b
+    binary::git_loopx("bench")
 }
 
 fn hermetic<'a>(cmd: &'a mut Command, home: &Path) -> &'a mut Command {

@@ -1,4 +1,4 @@
-//! The soak: `cargo build --release && cargo run --release --example soak`.
+//! The soak: `cargo run --release --example soak`.
 //!
 //! One repository with 4 linked worktrees (`git worktree add`) and 16 writer
 //! threads spread over them, each looping real `git-loopx` processes as its
@@ -28,6 +28,9 @@
 //! (4), `--kill-percent P` (share of commands killed, default 10),
 //! `--seed N`.
 
+#[path = "support/binary.rs"]
+mod binary;
+
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -52,7 +55,7 @@ usage: cargo run --release --example soak -- [options]
   --kill-percent P   share of commands SIGKILLed mid-command (default 10)
   --seed N           seed of the random choices (default: from the clock)
 
-Build the binary first: cargo build --release.";
+Run under cargo, which builds the git-loopx binary first (else: cargo build --release).";
 
 struct Opts {
     seconds: u64,
@@ -105,31 +108,7 @@ fn opts() -> Opts {
 }
 
 fn bin() -> PathBuf {
-    // The example lives in target/<profile>/examples/; the binary one level up.
-    let exe = std::env::current_exe().expect("current exe");
-    let dir = exe.parent().and_then(Path::parent).expect("target dir");
-    let b = dir.join("git-loopx");
-    if !b.exists() {
-        // Under `cargo run --example soak` cargo builds the example, not the
-        // binary: build it the same way.
-        if let Some(cargo) = std::env::var_os("CARGO") {
-            let release = dir.file_name().is_some_and(|p| p == "release");
-            let mut build = Command::new(cargo);
-            build.args(["build", "--bin", "git-loopx"]);
-            if release {
-                build.arg("--release");
-            }
-            let _ = build.status();
-        }
-    }
-    if !b.exists() {
-        eprintln!(
-            "soak: build the binary first: cargo build --release (looked for {})",
-            b.display()
-        );
-        std::process::exit(2);
-    }
-    b
+    binary::git_loopx("soak")
 }
 
 /// splitmix64.

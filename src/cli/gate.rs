@@ -22,8 +22,9 @@ enum GateCommand {
         /// Only this agent waits for the answer.
         #[arg(long, value_name = "AGENT", conflicts_with = "global")]
         blocks_agent: Option<String>,
-        /// Every agent sees the gate (the default).
-        #[arg(long)]
+        /// The gate stops all agent work in the goal (the default when it
+        /// names neither an agent nor a todo).
+        #[arg(long, conflicts_with = "unblocks")]
         global: bool,
         /// The todo that waits for this gate.
         #[arg(long, value_name = "ID")]

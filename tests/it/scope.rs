@@ -164,3 +164,23 @@ fn the_prompt_names_only_hooks_that_exist() {
         assert!(!text.contains("notify hook"), "{text}");
     }
 }
+
+/// `gate add --global --unblocks X` was accepted and `--global` silently
+/// dropped (the gate held only X): an explicit flag is refused rather than
+/// ignored, and nothing is written.
+#[test]
+fn global_and_unblocks_together_are_refused_not_ignored() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let todo = env.add_todo(&repo, "Publish the crate");
+    let tip = env.tip(&repo);
+    let run = env
+        .loopx(
+            &repo,
+            &["gate", "add", "Publish?", "--global", "--unblocks", &todo],
+        )
+        .failure(2);
+    assert!(run.stderr.contains("--global"), "{}", run.stderr);
+    assert!(run.stderr.contains("--unblocks"), "{}", run.stderr);
+    assert_eq!(env.tip(&repo), tip, "nothing written");
+}

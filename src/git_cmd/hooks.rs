@@ -14,19 +14,7 @@ fn spawn_err(e: std::io::Error) -> String {
 /// `core.hooksPath` (relative to the worktree's root, as git takes it), else
 /// the common git directory's `hooks` (shared by linked worktrees).
 pub fn hooks_dir(dir: &Path) -> Result<PathBuf, String> {
-    let out = run(dir, &["rev-parse", "--git-path", "hooks"]).map_err(spawn_err)?;
-    if !out.success {
-        return Err(format!(
-            "git rev-parse --git-path hooks: {}",
-            out.stderr.trim()
-        ));
-    }
-    let path = PathBuf::from(out.stdout.trim_end_matches('\n'));
-    Ok(if path.is_absolute() {
-        path
-    } else {
-        dir.join(path)
-    })
+    git_path(dir, "hooks")
 }
 
 /// A git path of the worktree at `dir` (`MERGE_HEAD`, say).

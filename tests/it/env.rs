@@ -71,6 +71,25 @@ pub fn path_with_loopx() -> std::ffi::OsString {
     std::env::join_paths(dirs).expect("PATH entries join")
 }
 
+/// Runs `cmd` with `stdin` written to its standard input (a hook's JSON).
+pub fn run_with_stdin(cmd: &mut Command, stdin: &[u8]) -> Run {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the program runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(stdin)
+        .expect("stdin is written");
+    child.wait_with_output().expect("the program ends").into()
+}
+
 impl TestEnv {
     pub fn new() -> Self {
         let root = tempfile::tempdir().expect("tempdir");

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::env::TestEnv;
+use crate::env::{run_with_stdin, TestEnv};
 
 /// A state repository with one open agent todo and one open global gate
 /// (asked by agent a1): (repo, todo id, gate id).
@@ -413,26 +413,16 @@ fn an_unsigned_resolution_does_not_count() {
     let run = should_run(&env, &repo);
     assert_eq!(run["should_run"], false, "{run}");
     // Nor in what the runtimes' hooks and the prompt decide.
-    let stop = env
-        .loopx_cmd(&repo)
-        .args(["hook", "claude-code", "stop", "--agent", "a1"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write as _;
-            child.stdin.take().unwrap().write_all(
-                br#"{"session_id":"s1","hook_event_name":"Stop","stop_hook_active":false}"#,
-            )?;
-            child.wait_with_output()
-        })
-        .unwrap();
-    assert_eq!(stop.status.code(), Some(0));
+    let stop = run_with_stdin(
+        env.loopx_cmd(&repo)
+            .args(["hook", "claude-code", "stop", "--agent", "a1"]),
+        br#"{"session_id":"s1","hook_event_name":"Stop","stop_hook_active":false}"#,
+    );
+    assert_eq!(stop.code, 0);
     assert!(
         stop.stdout.is_empty(),
         "the Stop hook blocked on an unsigned resolution: {}",
-        String::from_utf8_lossy(&stop.stdout)
+        stop.stdout
     );
     let prompt = env
         .loopx(&repo, &["--json", "--agent", "a1", "prompt"])

@@ -1,32 +1,16 @@
 //! The runtime hook programs on their own: the loop guard, turn keys that
 //! replay, and fail-open (exit 0, no block, the reason on stderr).
 
-use std::io::Write as _;
 use std::path::Path;
-use std::process::Stdio;
 
 use serde_json::json;
 
-use crate::env::{Run, TestEnv};
+use crate::env::{run_with_stdin, Run, TestEnv};
 use crate::runtimes::{install_hooks, Runtime, Session, StopAnswer};
 
 /// Runs `git loopx <args>` in `dir` with `stdin`.
 fn hook(env: &TestEnv, dir: &Path, args: &[&str], stdin: &str) -> Run {
-    let mut child = env
-        .loopx_cmd(dir)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap().into()
+    run_with_stdin(env.loopx_cmd(dir).args(args), stdin.as_bytes())
 }
 
 /// A stop that did not block: exit 0, nothing on stdout, `why` on stderr.

@@ -7,13 +7,11 @@
 //! status and stdout exactly as the runtime does. Its "model" runs the
 //! `git loopx` commands the prompt lists, with a real code commit.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use serde_json::{json, Value};
 
-use crate::env::{Run, TestEnv};
+use crate::env::{run_with_stdin, Run, TestEnv};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Runtime {
@@ -106,22 +104,7 @@ impl<'a> Session<'a> {
         assert!(!commands.is_empty(), "no {event} hook installed");
         commands
             .into_iter()
-            .map(|command| {
-                let mut child = self
-                    .sh(&command)
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap();
-                child
-                    .stdin
-                    .take()
-                    .unwrap()
-                    .write_all(input.to_string().as_bytes())
-                    .unwrap();
-                Run::from(child.wait_with_output().unwrap())
-            })
+            .map(|command| run_with_stdin(&mut self.sh(&command), input.to_string().as_bytes()))
             .collect()
     }
 

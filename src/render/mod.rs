@@ -1,6 +1,7 @@
 //! Reports → output: the `--json` envelope, errors, and human text.
 
 pub mod hooks;
+pub mod markdown;
 pub mod prompt;
 pub mod review;
 pub mod run;

@@ -1,0 +1,146 @@
+//! Markdown that is safe to post where a forge renders it (a pull request
+//! comment, an issue): agent-written text becomes inert, and a comment
+//! fits the forge's size limit.
+//!
+//! Every piece of text that came from the state (todo text, summaries,
+//! notes, evidence, questions, names) goes through [`text`] before it is
+//! placed in Markdown; only what git-loopx itself writes (headings, ids,
+//! commit ids, field names) is left as is. [`text`] keeps the words readable
+//! and makes them mean nothing to the renderer:
+//!
+//! - every ASCII punctuation character is backslash-escaped (CommonMark lets
+//!   any of them be escaped, and an escaped one is a literal character): no
+//!   heading, list, emphasis, table cell, link or image, no HTML tag, no
+//!   entity, no code span can start;
+//! - line breaks become spaces, so nothing starts a new block (a heading or
+//!   a quote on the next line);
+//! - an `@` is followed by a zero-width space, so no one is mentioned (forges
+//!   find mentions in the rendered text, after escapes are gone), and `#`
+//!   references to issues are broken the same way.
+//!
+//! A bare `https://…` address is escaped like the rest; should a forge still
+//! turn it into a link, the address shown is the address followed, unlike a
+//! `[label](target)` link, which never forms.
+
+/// GitHub's limit on the body of a comment, in characters.
+pub const COMMENT_LIMIT: usize = 65_536;
+
+/// A zero-width space: invisible, but it ends a mention or a reference.
+const BREAK: char = '\u{200B}';
+
+/// `raw` (agent-written text) as inert inline Markdown.
+pub fn text(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len() + raw.len() / 4);
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' => {
+                if chars.peek() != Some(&'\n') {
+                    out.push(' ');
+                }
+            }
+            '\n' | '\t' | '\u{b}' | '\u{c}' => out.push(' '),
+            '@' | '#' => {
+                out.push('\\');
+                out.push(c);
+                out.push(BREAK);
+            }
+            c if c.is_ascii_punctuation() => {
+                out.push('\\');
+                out.push(c);
+            }
+            // Other control characters (and the bidi overrides, which
+            // reorder what a reader sees) are dropped from a comment.
+            c if c.is_control() || is_bidi_control(c) => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}')
+}
+
+/// `body` cut to at most `limit` characters at a line boundary, with a last
+/// line that says how much was left out and where to read all of it.
+/// Returned unchanged when it fits.
+pub fn fit(body: &str, limit: usize, whole: &str) -> String {
+    if body.chars().count() <= limit {
+        return body.to_owned();
+    }
+    let lines: Vec<&str> = body.split_inclusive('\n').collect();
+    // Room for the closing line, whatever the counts turn out to be.
+    let note = |left: usize| {
+        format!("\n_… {left} more line(s) left out to fit the comment limit of {limit} characters: run `{whole}` for all of it._\n")
+    };
+    let room = limit.saturating_sub(note(lines.len()).chars().count());
+    let mut out = String::new();
+    let mut used = 0;
+    let mut kept = 0;
+    for line in &lines {
+        let n = line.chars().count();
+        if used + n > room {
+            break;
+        }
+        out.push_str(line);
+        used += n;
+        kept += 1;
+    }
+    if !out.ends_with('\n') && !out.is_empty() {
+        out.push('\n');
+    }
+    out.push_str(&note(lines.len() - kept));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_text_cannot_start_blocks_links_html_or_mentions() {
+        let hostile = "done\n## Heading\n<script>alert(1)</script> [x](javascript:alert(1)) @someone #12 ![i](http://x/i.png) `code` | cell | &amp; > quote";
+        let safe = text(hostile);
+        assert!(!safe.contains('\n'));
+        // Every punctuation character is escaped (so it is a literal).
+        let mut escaped = false;
+        for c in safe.chars() {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else {
+                assert!(!c.is_ascii_punctuation(), "unescaped `{c}` in {safe}");
+            }
+        }
+        assert!(safe.contains("\\#\u{200B}\\#\u{200B} Heading"), "{safe}");
+        assert!(safe.contains(r"\<script\>"), "{safe}");
+        assert!(safe.contains("@\u{200B}someone"), "{safe}");
+        assert!(safe.contains("#\u{200B}12"), "{safe}");
+        // The words stay readable.
+        assert!(safe.contains("alert"));
+        assert!(safe.contains("someone"));
+    }
+
+    #[test]
+    fn plain_words_pass_unchanged_and_line_breaks_become_spaces() {
+        assert_eq!(text("Wrote the tokenizer"), "Wrote the tokenizer");
+        assert_eq!(text("a\r\nb\rc\nd"), "a b c d");
+        assert_eq!(text("é ü 日本"), "é ü 日本");
+        assert_eq!(text("a\u{1b}[2Jb\u{202E}c"), r"a\[2Jbc");
+    }
+
+    #[test]
+    fn a_long_body_is_cut_at_a_line_with_a_note() {
+        let body: String = (0..1000).map(|i| format!("- line {i}\n")).collect();
+        let cut = fit(&body, 2000, "git loopx pr");
+        assert!(cut.chars().count() <= 2000, "{}", cut.chars().count());
+        assert!(cut.contains("more line(s) left out"));
+        assert!(cut.contains("`git loopx pr`"));
+        assert!(cut
+            .lines()
+            .all(|l| l.is_empty() || l.starts_with("- line") || l.starts_with("_…")));
+        assert_eq!(fit("short\n", 2000, "x"), "short\n");
+    }
+}

@@ -552,3 +552,25 @@ mod transport_tests {
         assert_eq!(parse_push_porcelain(same, "refs/heads/other"), None);
     }
 }
+
+/// The commit `rev` names, as git reads revisions (`loopx-state~3`,
+/// `loopx-state@{1}`, `origin/loopx-state`, a short id), or `None` when git
+/// knows no such commit.
+pub fn resolve_commit(dir: &Path, rev: &str) -> Result<Option<String>, String> {
+    let spec = format!("{rev}^{{commit}}");
+    let out = run(
+        dir,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            "--end-of-options",
+            &spec,
+        ],
+    )
+    .map_err(|e| format!("cannot run git: {e}"))?;
+    if !out.success {
+        return Ok(None);
+    }
+    Ok(Some(out.stdout.trim().to_owned()))
+}

@@ -229,6 +229,7 @@ pub mod prompt;
 pub mod quota;
 pub mod redact;
 pub mod review;
+pub mod revision;
 pub mod run;
 pub mod should_run;
 pub mod signed;

@@ -7,7 +7,7 @@ use crate::model::diff::{self, Change};
 use crate::model::{Run, RunKind, Todo, TodoClass, TodoStatus};
 use crate::ops::Context;
 use crate::store::{transaction, Error as StoreError, Oid, Store, REVIEWED_REF};
-use crate::{Error, Result};
+use crate::Result;
 
 #[derive(Debug, Serialize)]
 pub struct ReviewReport {
@@ -50,36 +50,13 @@ impl ReviewReport {
     }
 }
 
-/// Resolves a state revision: a ref name, or a (prefix of a) state commit id.
-pub fn resolve_rev(ctx: &Context, rev: &str, tip: &Oid) -> Result<Oid> {
-    if let Some(oid) = ctx.store.try_find_ref(rev)? {
-        return Ok(oid);
-    }
-    let rev_l = rev.to_ascii_lowercase();
-    if rev_l.len() >= 4 && rev_l.bytes().all(|b| b.is_ascii_hexdigit()) {
-        let matches: Vec<Oid> = ctx
-            .store
-            .first_parent_log(tip, usize::MAX)?
-            .into_iter()
-            .map(|c| c.id)
-            .filter(|id| id.0.starts_with(&rev_l))
-            .collect();
-        if let [one] = matches.as_slice() {
-            return Ok(one.clone());
-        }
-    }
-    Err(Error::invalid_input(format!(
-        "`{rev}` is not a ref or a commit of loopx-state"
-    )))
-}
-
 pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewReport> {
     let (tip, mut state) = ctx.load()?;
     let goal_id = ctx.goal(&state)?.goal.id.clone();
     let unsigned = crate::ops::signers::unsigned_resolutions(ctx, &tip, &state)?;
     let reviewed = ctx.store.try_find_ref(REVIEWED_REF)?;
     let since = match since {
-        Some(rev) => Some(resolve_rev(ctx, rev, &tip)?),
+        Some(rev) => Some(crate::ops::revision::state_commit(ctx, rev)?),
         None => reviewed.clone(),
     };
     let old_state = match &since {

@@ -11,6 +11,7 @@ mod hostile;
 mod kernel;
 mod leaks;
 mod race;
+mod reviewing;
 mod run;
 mod runtimes;
 mod scope;

@@ -66,12 +66,13 @@ impl Code {
         }
     }
 
-    /// 1 refused by a rule, 2 usage, 3 repository or state problem;
-    /// 130 (128 + SIGINT, as shells report it) for a run ended by a signal.
+    /// 1 refused by a rule, 2 usage (bad input: also an id that names no
+    /// todo, or several), 3 repository or state problem; 130 (128 + SIGINT,
+    /// as shells report it) for a run ended by a signal.
     pub fn exit_code(self) -> i32 {
         match self {
             Code::Interrupted => 130,
-            Code::InvalidInput => 2,
+            Code::InvalidInput | Code::TodoNotFound | Code::AmbiguousId => 2,
             Code::StateMissing
             | Code::StateInvalid
             | Code::NotARepo

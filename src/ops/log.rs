@@ -56,14 +56,12 @@ pub fn log(ctx: &Context, args: &LogArgs) -> Result<LogReport> {
     let Some(tip) = ctx.store.tip()? else {
         return Err(crate::store::Error::Missing.into());
     };
-    // A todo prefix may be given with or without `todo_`.
-    let want = args.todo.as_deref().map(|t| {
-        if t.starts_with("todo_") {
-            t.to_owned()
-        } else {
-            format!("todo_{t}")
-        }
-    });
+    // The todo, by its id or a unique prefix (with or without `todo_`), in
+    // any goal: one that names no todo is refused, as `history` refuses it.
+    let want = match args.todo.as_deref() {
+        Some(query) => Some(find_todo(ctx, query)?),
+        None => None,
+    };
     let filtering = args.todo.is_some() || args.agent.is_some();
     let scan = if filtering { SCAN_LIMIT } else { args.limit };
     let mut entries = Vec::new();
@@ -75,7 +73,7 @@ pub fn log(ctx: &Context, args: &LogArgs) -> Result<LogReport> {
             .next()
             .map(str::to_owned);
         if let Some(want) = &want {
-            if !todos.iter().any(|t| t.starts_with(want.as_str())) {
+            if !todos.iter().any(|t| t == want) {
                 continue;
             }
         }
@@ -105,8 +103,34 @@ pub fn log(ctx: &Context, args: &LogArgs) -> Result<LogReport> {
     })
 }
 
+/// The full id of the todo `query` names, in any goal of the current state.
+fn find_todo(ctx: &Context, query: &str) -> Result<String> {
+    let (_, state) = ctx.load()?;
+    let query = query.trim();
+    let full = if query.starts_with("todo_") {
+        query.to_owned()
+    } else {
+        format!("todo_{query}")
+    };
+    if !full[5..]
+        .bytes()
+        .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    {
+        return Err(crate::model::Refusal::invalid_input(format!(
+            "`{query}` is not a todo id or a prefix of one"
+        ))
+        .into());
+    }
+    let ids = state
+        .goals
+        .values()
+        .flat_map(|g| g.todos.keys())
+        .collect::<std::collections::BTreeSet<&str>>();
+    Ok(crate::model::ids::resolve_prefix("todo", &full, ids)?.to_owned())
+}
+
 /// The code commits on the repository's branches whose `Loopx-Todo`
-/// trailer names a todo starting with `want`, newest first.
+/// trailer names the todo `want`, newest first.
 fn code_commits(ctx: &Context, want: &str, limit: usize) -> Result<Vec<CodeCommit>> {
     let found = crate::git_cmd::hooks::commits_with_trailer(
         ctx.repo_dir(),
@@ -115,7 +139,7 @@ fn code_commits(ctx: &Context, want: &str, limit: usize) -> Result<Vec<CodeCommi
     .map_err(crate::store::Error::Git)?;
     found
         .into_iter()
-        .filter(|c| c.values.iter().any(|v| v.starts_with(want)))
+        .filter(|c| c.values.iter().any(|v| v == want))
         .take(limit)
         .map(|c| {
             let found_on = crate::git_cmd::hooks::branches_containing(ctx.repo_dir(), &c.commit)

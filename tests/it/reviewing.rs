@@ -36,3 +36,64 @@ fn review_since_takes_any_revision_git_takes() {
     let message = run.json()["error"]["message"].as_str().unwrap().to_owned();
     assert!(message.contains("not a commit git knows"), "{message}");
 }
+
+/// `log --todo` with an id that names no todo printed "no matching state
+/// commits" and exited 0, while `history --todo` refused it: both refuse
+/// it now, as the bad input it is (exit 2), and a prefix that matches
+/// several todos likewise.
+#[test]
+fn log_and_history_refuse_a_todo_that_does_not_exist() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let todo = env.add_todo(&repo, "first");
+    for command in ["log", "history"] {
+        let run = env
+            .loopx(&repo, &["--json", command, "--todo", "todo_ffffffff"])
+            .failure(2);
+        assert_eq!(run.json()["error"]["code"], "todo_not_found", "{command}");
+        // A real one (by prefix) still works.
+        env.loopx(&repo, &[command, "--todo", &todo[5..9]])
+            .success();
+    }
+}
+
+/// `log --todo` lists the todo's state commits and the code commits that
+/// carry its trailer.
+#[test]
+fn log_todo_lists_state_and_code_commits() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let todo = env.add_todo(&repo, "parse headers");
+    env.loopx(&repo, &["--agent", "a", "todo", "claim", &todo])
+        .success();
+    let trailer = format!("Loopx-Todo: {todo}");
+    env.git(
+        &repo,
+        &[
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "parse",
+            "--trailer",
+            &trailer,
+        ],
+    );
+    let code = env.git(&repo, &["rev-parse", "HEAD"]);
+    let log = env
+        .loopx(&repo, &["--json", "log", "--todo", &todo[5..10]])
+        .success()
+        .json();
+    let subjects: Vec<&str> = log["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["subject"].as_str().unwrap())
+        .collect();
+    assert!(
+        subjects.iter().any(|s| s.starts_with("todo claim")),
+        "{log}"
+    );
+    assert!(subjects.iter().any(|s| s.starts_with("todo add")), "{log}");
+    assert_eq!(log["code_commits"][0]["commit"], code.as_str(), "{log}");
+}

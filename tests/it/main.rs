@@ -16,5 +16,6 @@ mod reviewing;
 mod run;
 mod runtimes;
 mod scope;
+mod state_pr_workflow;
 mod sync;
 mod turn;

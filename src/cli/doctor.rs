@@ -2,17 +2,21 @@
 
 use crate::cli::Output;
 use crate::model::{Code, Refusal};
-use crate::ops::{doctor, Context};
+use crate::ops::{check_state, doctor, Context};
 use crate::render;
 use crate::Result;
 
 /// Check the environment and the state, and say how to fix what is wrong.
 ///
-/// Exits 3 when a check fails.
+/// With `--rev <commit>`, check one state commit instead: every file and
+/// every cross-reference, each problem with its file, line and field.
+///
+/// Exits 3 when a check fails (`--rev`: when the commit has an error;
+/// warnings are shown and do not fail).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Also run `git fsck` on the repository.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "rev")]
     fsck: bool,
     /// Repair what can be repaired safely, and say what was done: remove ref
     /// lock files left by killed writers (only when no git-loopx writer is
@@ -20,11 +24,37 @@ pub struct Args {
     /// `git gc --prune=now` beside a writer), move the branch to a new commit
     /// restoring the newest intact state from its reflog, listing the writes
     /// that could not be recovered.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "rev")]
     repair: bool,
+    /// Check this state commit (any revision git takes: loopx-state~2, a
+    /// pull request's head, origin/loopx-state, a commit id) and report
+    /// every problem: files that do not parse, files in the wrong place,
+    /// duplicate ids, references to todos or runs that do not exist,
+    /// impossible claims, gates whose status and decision disagree. It need
+    /// not be on loopx-state, and nothing is written.
+    #[arg(long, value_name = "COMMIT")]
+    rev: Option<String>,
 }
 
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
+    if let Some(rev) = &args.rev {
+        let report = check_state::check_rev(ctx, rev)?;
+        let mut out = Output::new(&report, render::text::state_check(&report));
+        if !report.valid {
+            out.failure = Some(
+                Refusal::new(
+                    Code::StateInvalid,
+                    format!(
+                        "state commit {} has {} error(s)",
+                        report.commit.short(),
+                        report.errors
+                    ),
+                )
+                .into(),
+            );
+        }
+        return Ok(out);
+    }
     let report = doctor::doctor(ctx, args.fsck, args.repair)?;
     let mut out = Output::new(&report, render::text::doctor(&report));
     if !report.healthy {

@@ -7,6 +7,7 @@
 //! writing uses our own emitter in [`emit`], see `docs/ARCHITECTURE.md`.
 
 mod emit;
+pub mod inspect;
 
 use std::collections::BTreeMap;
 

@@ -19,6 +19,7 @@ pub mod should_run;
 mod state;
 mod time;
 pub mod tracked;
+pub mod validate;
 
 pub use entity::*;
 pub use facts::{RunFacts, TodoFacts};

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{ids, Agent, Goal, Meta, Role, Run, Todo, Tracked, FORMAT};
+use crate::model::{ids, Agent, Goal, Meta, Run, Todo, Tracked, FORMAT};
 
 /// Everything under one goal.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -138,28 +138,9 @@ fn check_todo(goal: &str, id: &str, todo: &Todo) -> Result<(), String> {
             todo.goal
         ));
     }
-    if todo.class.role() != todo.role {
-        return Err(format!(
-            "class {:?} does not belong to role {:?}",
-            todo.class, todo.role
-        ));
+    // The shape rules are shared with `doctor --rev`, which reports them all.
+    match crate::model::validate::todo_shape(todo).into_iter().next() {
+        Some((_, message)) => Err(message),
+        None => Ok(()),
     }
-    if todo.text.trim().is_empty() {
-        return Err("text is empty".into());
-    }
-    if let Some(claim) = &todo.claim {
-        if todo.role == Role::User {
-            return Err("a user todo cannot be claimed".into());
-        }
-        if claim.epoch == 0 || claim.epoch < todo.last_epoch {
-            return Err(format!(
-                "claim epoch {} is below last_epoch {}",
-                claim.epoch, todo.last_epoch
-            ));
-        }
-        if claim.expires_at < claim.acquired_at {
-            return Err("claim expires before it was acquired".into());
-        }
-    }
-    Ok(())
 }

@@ -217,6 +217,7 @@ mod tests {
 }
 
 pub mod agent;
+pub mod check_state;
 pub mod done;
 pub mod gate;
 pub mod goal;

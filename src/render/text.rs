@@ -222,6 +222,53 @@ pub fn doctor(r: &DoctorReport) -> String {
     out
 }
 
+/// `doctor --rev`: one line per problem, as compilers print them
+/// (`path:line:column: error: field: message`), then a summary line.
+pub fn state_check(r: &crate::ops::check_state::StateCheck) -> String {
+    use crate::model::validate::Severity;
+    let mut out = String::new();
+    for p in &r.problems {
+        let mut at = p.path.clone();
+        for n in [p.line, p.column].into_iter().flatten() {
+            let _ = write!(at, ":{n}");
+        }
+        let level = match p.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        let field = p
+            .field
+            .as_ref()
+            .map(|f| format!("{f}: "))
+            .unwrap_or_default();
+        let _ = writeln!(out, "{at}: {level}: {field}{}", p.message);
+    }
+    let named = if r.rev == r.commit.0 {
+        String::new()
+    } else {
+        format!(" ({})", r.rev)
+    };
+    let checked = format!(
+        "state commit {}{named}, {} file(s)",
+        r.commit.short(),
+        r.files
+    );
+    if r.valid {
+        let warned = match r.warnings {
+            0 => String::new(),
+            n => format!(", {n} warning(s)"),
+        };
+        let _ = writeln!(out, "ok: {checked}{warned}");
+    } else {
+        let _ = writeln!(
+            out,
+            "{} error(s), {} warning(s) in {checked}",
+            r.errors, r.warnings
+        );
+    }
+    out
+}
+
 pub fn todo_list(r: &crate::ops::todo::ListReport, now: crate::model::Timestamp) -> String {
     let mut out = String::new();
     for t in &r.todos {

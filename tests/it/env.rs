@@ -427,3 +427,65 @@ impl TestEnv {
         (remote, dirs)
     }
 }
+
+/// `LOOPX_TEST_DOCTOR_REV=1 cargo test`: when each test's environment is
+/// dropped, `doctor --rev` checks every state commit git-loopx made in each
+/// of its repositories (commits carrying a `Loopx-Op` trailer whose
+/// ancestors all do too: a hand-made commit, and what was built on it, may
+/// be broken on purpose). Off by default; it costs one variable lookup.
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        if std::env::var_os("LOOPX_TEST_DOCTOR_REV").is_none() || std::thread::panicking() {
+            return;
+        }
+        let Ok(entries) = std::fs::read_dir(self.root.path()) else {
+            return;
+        };
+        for dir in entries.flatten().map(|e| e.path()) {
+            if dir.join(".git").exists() {
+                self.doctor_every_loopx_commit(&dir);
+            }
+        }
+    }
+}
+
+impl TestEnv {
+    fn doctor_every_loopx_commit(&self, repo: &Path) {
+        let log = self
+            .git_cmd(repo)
+            .args([
+                "log",
+                "--topo-order",
+                "--reverse",
+                "--format=%H %P%x00%(trailers:key=Loopx-Op,valueonly,separator=%x2C)%x01",
+                "refs/heads/loopx-state",
+                "--",
+            ])
+            .output()
+            .expect("git runs");
+        if !log.status.success() {
+            return; // no state branch
+        }
+        let mut tainted = std::collections::HashSet::new();
+        for record in String::from_utf8_lossy(&log.stdout).split('\x01') {
+            let Some((ids, op)) = record.trim_start().split_once('\0') else {
+                continue;
+            };
+            let mut ids = ids.split_whitespace();
+            let commit = ids.next().expect("a commit id").to_owned();
+            if op.trim().is_empty() || ids.any(|p| tainted.contains(p)) {
+                tainted.insert(commit);
+                continue;
+            }
+            let run = self.loopx(repo, &["doctor", "--rev", &commit]);
+            assert_eq!(
+                run.code,
+                0,
+                "LOOPX_TEST_DOCTOR_REV: doctor --rev {commit} in {}:\n{}{}",
+                repo.display(),
+                run.stdout,
+                run.stderr
+            );
+        }
+    }
+}

@@ -1,6 +1,7 @@
 //! The one integration-test binary: drives the real `git-loopx` against real
 //! repositories built in temporary directories by [`env::TestEnv`].
 
+mod doctor_rev;
 mod domain;
 mod env;
 mod faults;
@@ -15,5 +16,6 @@ mod reviewing;
 mod run;
 mod runtimes;
 mod scope;
+mod state_pr_workflow;
 mod sync;
 mod turn;

@@ -1,0 +1,180 @@
+//! examples/ci/loopx-state-pr.yml runs the commands this suite runs: its
+//! steps that call `git loopx` are read from the file and run against a
+//! fixture repository.
+//!
+//! How the workflow is run here, simply: the file is parsed as YAML, and
+//! every step of every job whose `run:` mentions `git loopx` is run with
+//! `sh -e` (GitHub runs `bash -e`; the scripts are POSIX sh) in a clone of
+//! the fixture remote, detached at the pull request's head as
+//! `actions/checkout` leaves it. A step's `env:` values that are `${{ … }}`
+//! expressions are replaced by fixture values from [`expression`]; an
+//! expression it does not know fails the test, and so does one inside a
+//! script. The install step is not run: the binary under test is first on
+//! PATH.
+
+use std::path::Path;
+
+use crate::env::TestEnv;
+
+const WORKFLOW: &str = include_str!("../../examples/ci/loopx-state-pr.yml");
+
+/// The fixture value of a workflow expression.
+fn expression(expr: &str, head: &str) -> String {
+    match expr {
+        "github.event.pull_request.head.sha" => head.to_owned(),
+        "github.event.pull_request.base.ref" => "loopx-state".to_owned(),
+        other => panic!("the workflow uses `${{{{ {other} }}}}`: give it a fixture value here"),
+    }
+}
+
+/// The steps that run `git loopx`: their env (unevaluated) and script.
+fn loopx_steps() -> Vec<(Vec<(String, String)>, String)> {
+    let doc: serde_json::Value = serde_norway::from_str(WORKFLOW).expect("the workflow is YAML");
+    let mut out = Vec::new();
+    for job in doc["jobs"].as_object().expect("jobs").values() {
+        for step in job["steps"].as_array().expect("steps") {
+            let Some(script) = step["run"].as_str() else {
+                continue;
+            };
+            if !script.contains("git loopx") {
+                continue;
+            }
+            assert!(
+                !script.contains("${{"),
+                "an expression inside a script: {script}"
+            );
+            let env = step["env"]
+                .as_object()
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| {
+                            (
+                                k.clone(),
+                                v.as_str().expect("env values are text").to_owned(),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            out.push((env, script.to_owned()));
+        }
+    }
+    out
+}
+
+/// Runs the workflow's `git loopx` steps in `ci` for a pull request whose
+/// head is `head`: the exit status of the first failing step (or 0), and
+/// everything printed.
+fn run_workflow(env: &TestEnv, ci: &Path, head: &str) -> (i32, String) {
+    env.git(ci, &["checkout", "-q", "--detach", head]);
+    let mut printed = String::new();
+    for (vars, script) in loopx_steps() {
+        let file = env.path("step.sh");
+        std::fs::write(&file, &script).unwrap();
+        let mut cmd = env.command(Path::new("sh"), ci);
+        cmd.arg("-e").arg(&file);
+        for (key, value) in vars {
+            let value = match value
+                .trim()
+                .strip_prefix("${{")
+                .and_then(|v| v.strip_suffix("}}"))
+            {
+                Some(expr) => expression(expr.trim(), head),
+                None => {
+                    assert!(!value.contains("${{"), "{key}: {value}");
+                    value
+                }
+            };
+            cmd.env(key, value);
+        }
+        let out = cmd.output().expect("sh runs");
+        printed += &String::from_utf8_lossy(&out.stdout);
+        printed += &String::from_utf8_lossy(&out.stderr);
+        let code = out.status.code().unwrap_or(-1);
+        if code != 0 {
+            return (code, printed);
+        }
+    }
+    (0, printed)
+}
+
+#[test]
+fn the_workflow_checks_every_commit_of_a_pull_request_into_loopx_state() {
+    let steps = loopx_steps();
+    let script: String = steps.iter().map(|(_, s)| s.as_str()).collect();
+    assert_eq!(
+        script.matches("git loopx doctor --rev").count(),
+        2,
+        "the head, and each commit of the range: {script}"
+    );
+    assert!(WORKFLOW.contains("cargo install --locked --git"));
+    assert!(WORKFLOW.contains("branches: [loopx-state]"));
+
+    let env = TestEnv::new();
+    let (remote, dirs) = env.shared_state(&["a"]);
+    let a = &dirs[0];
+    // The base: a gate waiting for the person.
+    let gate = env
+        .loopx(a, &["--json", "gate", "add", "Ship the parser?"])
+        .success()
+        .json()["gate"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    env.loopx(a, &["sync"]).success();
+    let push = |branch: &str| {
+        env.git(
+            a,
+            &[
+                "push",
+                "-q",
+                "origin",
+                &format!("loopx-state:refs/heads/{branch}"),
+            ],
+        );
+        env.tip(a)
+    };
+    // A good pull request: the person answers the gate and adds a todo.
+    env.loopx(a, &["gate", "resolve", &gate, "--approve", "--note", "go"])
+        .success();
+    env.add_todo(a, "Announce the release");
+    let good = push("pr-good");
+    // A bad one on top: a hand edit whose gate unblocks a todo that is not there.
+    let path = env.state_path_of(a, &gate);
+    let text = env.state_file(a, &path) + "\nunblocks: todo_dead00beef00\n";
+    env.commit_state_file(a, &path, &text);
+    let bad = push("pr-bad");
+    // A head that is fine, over a commit that is not: the range is checked too.
+    let fixed = env
+        .state_file(a, &path)
+        .replace("\nunblocks: todo_dead00beef00", "")
+        + "\n";
+    env.commit_state_file(a, &path, &fixed);
+    let fixed_head = push("pr-fixed");
+
+    let ci = env.clone_of(&remote, "ci");
+    let (code, printed) = run_workflow(&env, &ci, &good);
+    assert_eq!(code, 0, "{printed}");
+    assert_eq!(printed.matches("ok: state commit").count(), 2, "{printed}");
+
+    let (code, printed) = run_workflow(&env, &ci, &bad);
+    assert_ne!(code, 0, "{printed}");
+    assert!(printed.contains(&format!("{path}:")), "{printed}");
+    assert!(
+        printed.contains("unblocks: `todo_dead00beef00` names no todo"),
+        "{printed}"
+    );
+
+    // Checking the head alone is not enough: a commit of the range fails.
+    assert_eq!(
+        env.loopx(&ci, &["doctor", "--rev", &fixed_head]).code,
+        0,
+        "the fixed head passes on its own"
+    );
+    let (code, printed) = run_workflow(&env, &ci, &fixed_head);
+    assert_ne!(code, 0, "{printed}");
+    assert!(
+        printed.contains(&bad[..10]),
+        "names the bad commit: {printed}"
+    );
+}

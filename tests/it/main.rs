@@ -16,6 +16,6 @@ mod reviewing;
 mod run;
 mod runtimes;
 mod scope;
-mod state_pr_workflow;
 mod sync;
 mod turn;
+mod workflows;

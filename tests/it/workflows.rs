@@ -1,6 +1,6 @@
-//! examples/ci/loopx-state-pr.yml runs the commands this suite runs: its
-//! steps that call `git loopx` are read from the file and run against a
-//! fixture repository.
+//! The example CI workflows (examples/ci/) run the commands this suite
+//! runs: their steps that call `git loopx` are read from the files and run
+//! against fixture repositories.
 //!
 //! How the workflow is run here, simply: the file is parsed as YAML, and
 //! every step of every job whose `run:` mentions `git loopx` is run with
@@ -16,10 +16,11 @@ use std::path::Path;
 
 use crate::env::TestEnv;
 
-const WORKFLOW: &str = include_str!("../../examples/ci/loopx-state-pr.yml");
+const STATE_PR: &str = include_str!("../../examples/ci/loopx-state-pr.yml");
 
-/// The fixture value of a workflow expression.
-fn expression(expr: &str, head: &str) -> String {
+/// The fixture value of a workflow expression for a pull request whose
+/// head is `head`, into loopx-state.
+fn state_pr_expression(expr: &str, head: &str) -> String {
     match expr {
         "github.event.pull_request.head.sha" => head.to_owned(),
         "github.event.pull_request.base.ref" => "loopx-state".to_owned(),
@@ -27,9 +28,10 @@ fn expression(expr: &str, head: &str) -> String {
     }
 }
 
-/// The steps that run `git loopx`: their env (unevaluated) and script.
-fn loopx_steps() -> Vec<(Vec<(String, String)>, String)> {
-    let doc: serde_json::Value = serde_norway::from_str(WORKFLOW).expect("the workflow is YAML");
+/// The steps of `workflow` that run `git loopx`: their env (unevaluated)
+/// and script.
+fn loopx_steps(workflow: &str) -> Vec<(Vec<(String, String)>, String)> {
+    let doc: serde_json::Value = serde_norway::from_str(workflow).expect("the workflow is YAML");
     let mut out = Vec::new();
     for job in doc["jobs"].as_object().expect("jobs").values() {
         for step in job["steps"].as_array().expect("steps") {
@@ -62,13 +64,20 @@ fn loopx_steps() -> Vec<(Vec<(String, String)>, String)> {
     out
 }
 
-/// Runs the workflow's `git loopx` steps in `ci` for a pull request whose
-/// head is `head`: the exit status of the first failing step (or 0), and
+/// Runs the `git loopx` steps of `workflow` in `ci` for a pull request
+/// whose head is `head`, with `expression` giving each `${{ … }}` its
+/// fixture value: the exit status of the first failing step (or 0), and
 /// everything printed.
-fn run_workflow(env: &TestEnv, ci: &Path, head: &str) -> (i32, String) {
+fn run_workflow(
+    env: &TestEnv,
+    ci: &Path,
+    workflow: &str,
+    head: &str,
+    expression: &dyn Fn(&str) -> String,
+) -> (i32, String) {
     env.git(ci, &["checkout", "-q", "--detach", head]);
     let mut printed = String::new();
-    for (vars, script) in loopx_steps() {
+    for (vars, script) in loopx_steps(workflow) {
         let file = env.path("step.sh");
         std::fs::write(&file, &script).unwrap();
         let mut cmd = env.command(Path::new("sh"), ci);
@@ -79,7 +88,7 @@ fn run_workflow(env: &TestEnv, ci: &Path, head: &str) -> (i32, String) {
                 .strip_prefix("${{")
                 .and_then(|v| v.strip_suffix("}}"))
             {
-                Some(expr) => expression(expr.trim(), head),
+                Some(expr) => expression(expr.trim()),
                 None => {
                     assert!(!value.contains("${{"), "{key}: {value}");
                     value
@@ -100,15 +109,15 @@ fn run_workflow(env: &TestEnv, ci: &Path, head: &str) -> (i32, String) {
 
 #[test]
 fn the_workflow_checks_every_commit_of_a_pull_request_into_loopx_state() {
-    let steps = loopx_steps();
+    let steps = loopx_steps(STATE_PR);
     let script: String = steps.iter().map(|(_, s)| s.as_str()).collect();
     assert_eq!(
         script.matches("git loopx doctor --rev").count(),
         2,
         "the head, and each commit of the range: {script}"
     );
-    assert!(WORKFLOW.contains("cargo install --locked --git"));
-    assert!(WORKFLOW.contains("branches: [loopx-state]"));
+    assert!(STATE_PR.contains("cargo install --locked --git"));
+    assert!(STATE_PR.contains("branches: [loopx-state]"));
 
     let env = TestEnv::new();
     let (remote, dirs) = env.shared_state(&["a"]);
@@ -153,11 +162,14 @@ fn the_workflow_checks_every_commit_of_a_pull_request_into_loopx_state() {
     let fixed_head = push("pr-fixed");
 
     let ci = env.clone_of(&remote, "ci");
-    let (code, printed) = run_workflow(&env, &ci, &good);
+    let (code, printed) = run_workflow(&env, &ci, STATE_PR, &good, &|e| {
+        state_pr_expression(e, &good)
+    });
     assert_eq!(code, 0, "{printed}");
     assert_eq!(printed.matches("ok: state commit").count(), 2, "{printed}");
 
-    let (code, printed) = run_workflow(&env, &ci, &bad);
+    let (code, printed) =
+        run_workflow(&env, &ci, STATE_PR, &bad, &|e| state_pr_expression(e, &bad));
     assert_ne!(code, 0, "{printed}");
     assert!(printed.contains(&format!("{path}:")), "{printed}");
     assert!(
@@ -171,7 +183,9 @@ fn the_workflow_checks_every_commit_of_a_pull_request_into_loopx_state() {
         0,
         "the fixed head passes on its own"
     );
-    let (code, printed) = run_workflow(&env, &ci, &fixed_head);
+    let (code, printed) = run_workflow(&env, &ci, STATE_PR, &fixed_head, &|e| {
+        state_pr_expression(e, &fixed_head)
+    });
     assert_ne!(code, 0, "{printed}");
     assert!(
         printed.contains(&bad[..10]),

@@ -15,5 +15,6 @@ mod reviewing;
 mod run;
 mod runtimes;
 mod scope;
+mod state_diff;
 mod sync;
 mod turn;

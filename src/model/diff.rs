@@ -3,6 +3,7 @@
 //! [`Change`] is what `review` groups; [`semantic`] tells the same kind of
 //! change as facts, one per line, for `git loopx diff`.
 
+mod fact;
 pub mod semantic;
 
 use std::collections::BTreeSet;

@@ -39,8 +39,9 @@ fn sorted_chunks(patches: &str, starts: &str) -> String {
         }
         chunks.last_mut().unwrap().push_str(line);
     }
+    let mut chunks: Vec<&str> = chunks.iter().map(|c| c.trim_end()).collect();
     chunks.sort();
-    chunks.concat()
+    chunks.join("\n\n")
 }
 
 struct History {

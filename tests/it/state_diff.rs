@@ -303,6 +303,21 @@ fn diff_takes_the_last_commit_any_revision_and_refuses_non_state_commits() {
     let message = run.json()["error"]["message"].as_str().unwrap().to_owned();
     assert!(message.contains("not a commit git knows"), "{message}");
     env.loopx(&repo, &["diff", "..loopx-state"]).failure(2);
+
+    // Every goal and the agents by default; --goal keeps to one goal.
+    env.loopx(
+        &repo,
+        &["--agent", "agent-b", "agent", "register", "agent-b"],
+    )
+    .success();
+    let all = env.loopx(&repo, &["diff"]).success().stdout;
+    assert!(all.contains("agent agent-b registered"), "{all}");
+    let one = env
+        .loopx(&repo, &["--goal", "main", "diff"])
+        .success()
+        .stdout;
+    assert!(one.contains(", goal main: 0 facts"), "{one}");
+    env.loopx(&repo, &["--goal", "nope", "diff"]).failure(2);
 }
 
 #[test]

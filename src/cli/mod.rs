@@ -2,6 +2,7 @@
 //! place where a result becomes output and an exit status.
 
 mod agent;
+mod diff;
 mod doctor;
 mod gate;
 mod goal;
@@ -78,6 +79,7 @@ pub enum Command {
     Init(init::Args),
     Status(status::Args),
     Log(log::Args),
+    Diff(diff::Args),
     Doctor(doctor::Args),
     Goal(goal::Args),
     Agent(agent::Args),
@@ -104,6 +106,9 @@ pub struct Output {
     pub text: String,
     /// Exit status for a command that succeeded but found problems (`doctor`).
     pub failure: Option<Error>,
+    /// `text` is Markdown (`--markdown`): its zero-width spaces, which keep
+    /// mentions inert, are printed as they are, not as `\u{200b}`.
+    pub markdown: bool,
 }
 
 /// Whether this process answers in JSON (`--json`): set once by [`main`]
@@ -124,6 +129,15 @@ impl Output {
             json,
             text,
             failure: None,
+            markdown: false,
+        }
+    }
+
+    /// Like [`Output::new`]; when `markdown`, the text is Markdown.
+    pub fn markdown(report: &impl serde::Serialize, text: String, markdown: bool) -> Self {
+        Output {
+            markdown,
+            ..Output::new(report, text)
         }
     }
 }
@@ -164,6 +178,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         Command::Init(args) => init::run(&ctx, args),
         Command::Status(args) => status::run(&ctx, args),
         Command::Log(args) => log::run(&ctx, args),
+        Command::Diff(args) => diff::run(&ctx, args),
         Command::Doctor(args) => doctor::run(&ctx, args),
         Command::Todo(args) => todo::run(&ctx, args),
         Command::Goal(args) => goal::run(&ctx, args),
@@ -286,6 +301,8 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
             if cli.global.json {
                 let value = render::ok_json(out.json, out.failure.as_ref());
                 emit(&value.to_string(), "");
+            } else if out.markdown {
+                emit(&render::markdown_safe(&out.text), "");
             } else {
                 emit_text(&out.text, "");
                 if let Some(err) = &out.failure {

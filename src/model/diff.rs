@@ -1,4 +1,10 @@
 //! Semantic diff of two states: what a reviewer wants to know changed.
+//!
+//! [`Change`] is what `review` groups; [`semantic`] tells the same kind of
+//! change as facts, one per line, for `git loopx diff`.
+
+mod fact;
+pub mod semantic;
 
 use std::collections::BTreeSet;
 

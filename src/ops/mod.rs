@@ -73,6 +73,11 @@ impl Context {
         self.goal.as_deref().unwrap_or(&state.meta.default_goal)
     }
 
+    /// The goal named by `--goal`/`LOOPX_GOAL`, if one was.
+    pub fn goal_flag(&self) -> Option<&str> {
+        self.goal.as_deref()
+    }
+
     /// The selected goal of `state`; refuses an unknown `--goal`.
     pub fn goal<'a>(&self, state: &'a State) -> Result<&'a GoalState> {
         let id = self.goal_id(state);
@@ -218,6 +223,7 @@ mod tests {
 
 pub mod agent;
 pub mod check_state;
+pub mod diff;
 pub mod done;
 pub mod gate;
 pub mod goal;

@@ -16,6 +16,7 @@ mod reviewing;
 mod run;
 mod runtimes;
 mod scope;
+mod state_diff;
 mod sync;
 mod turn;
 mod workflows;

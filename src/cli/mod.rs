@@ -10,6 +10,7 @@ mod hook_git;
 mod hooks;
 mod init;
 mod log;
+mod pr;
 mod prompt;
 mod quota;
 mod redact;
@@ -88,6 +89,7 @@ pub enum Command {
     ShouldRun(should_run::Args),
     Quota(quota::Args),
     Review(review::Args),
+    Pr(pr::Args),
     Prompt(prompt::Args),
     Sync(sync::Args),
     Redact(redact::Args),
@@ -104,6 +106,9 @@ pub struct Output {
     pub text: String,
     /// Exit status for a command that succeeded but found problems (`doctor`).
     pub failure: Option<Error>,
+    /// `text` is Markdown (`--markdown`): its zero-width spaces, which keep
+    /// mentions inert, are printed as they are, not as `\u{200b}`.
+    pub markdown: bool,
 }
 
 /// Whether this process answers in JSON (`--json`): set once by [`main`]
@@ -124,6 +129,15 @@ impl Output {
             json,
             text,
             failure: None,
+            markdown: false,
+        }
+    }
+
+    /// Like [`Output::new`]; when `markdown`, the text is Markdown.
+    pub fn markdown(report: &impl serde::Serialize, text: String, markdown: bool) -> Self {
+        Output {
+            markdown,
+            ..Output::new(report, text)
         }
     }
 }
@@ -174,6 +188,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         Command::ShouldRun(args) => should_run::run(&ctx, args),
         Command::Quota(args) => quota::run(&ctx, args),
         Command::Review(args) => review::run(&ctx, args),
+        Command::Pr(args) => pr::run(&ctx, args),
         Command::Prompt(args) => prompt::run(&ctx, args),
         Command::Sync(args) => sync::run(&ctx, args),
         Command::Redact(args) => redact::run(&ctx, args),
@@ -286,6 +301,8 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
             if cli.global.json {
                 let value = render::ok_json(out.json, out.failure.as_ref());
                 emit(&value.to_string(), "");
+            } else if out.markdown {
+                emit(&render::markdown_safe(&out.text), "");
             } else {
                 emit_text(&out.text, "");
                 if let Some(err) = &out.failure {

@@ -2,6 +2,7 @@
 
 pub mod hooks;
 pub mod markdown;
+pub mod pr;
 pub mod prompt;
 pub mod review;
 pub mod run;
@@ -59,11 +60,24 @@ pub fn error_text(err: &Error) -> String {
 /// screen, set the terminal's title, rewrite a line with a carriage return,
 /// nor reorder what a reader sees. JSON output is escaped by its encoder.
 pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
-    fn unsafe_char(c: char) -> bool {
+    escape_unsafe(text, |c| {
         (c.is_control() && c != '\n' && c != '\t')
             || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
-    }
-    if !text.chars().any(unsafe_char) {
+    })
+}
+
+/// [`terminal_safe`] for Markdown (`--markdown`): the zero-width space that
+/// [`markdown::text`] puts after `@` and `#` (so no one is mentioned) is
+/// kept as it is; everything else is escaped the same way.
+pub fn markdown_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    escape_unsafe(text, |c| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{200c}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+    })
+}
+
+fn escape_unsafe(text: &str, unsafe_char: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(&unsafe_char) {
         return std::borrow::Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);

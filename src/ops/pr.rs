@@ -335,19 +335,7 @@ fn todo_view(
             run: r.clone(),
         })
         .collect();
-    let handoffs = todo
-        .notes
-        .iter()
-        .filter_map(|n| {
-            let (to, note) = crate::ops::lease::parse_handoff_note(&n.text)?;
-            Some(Handoff {
-                at: n.at,
-                from: n.agent.clone(),
-                to: to.to_owned(),
-                note: note.to_owned(),
-            })
-        })
-        .collect();
+    let handoffs = handoffs(todo.notes.iter());
     let mut gates: Vec<Todo> = gs
         .todos
         .all_facts()
@@ -370,6 +358,22 @@ fn todo_view(
         gates,
         todo,
     })
+}
+
+/// The handoffs among a todo's `notes` (each leaves one, see
+/// `ops::lease::handoff_note`).
+pub fn handoffs<'a>(notes: impl Iterator<Item = &'a crate::model::Note>) -> Vec<Handoff> {
+    notes
+        .filter_map(|n| {
+            let (to, note) = crate::ops::lease::parse_handoff_note(&n.text)?;
+            Some(Handoff {
+                at: n.at,
+                from: n.agent.clone(),
+                to: to.to_owned(),
+                note: note.to_owned(),
+            })
+        })
+        .collect()
 }
 
 /// Fills each todo's lease history from the state commits of its file.

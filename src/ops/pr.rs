@@ -104,10 +104,37 @@ pub struct ClaimEvent {
     pub time: String,
     /// Its `Loopx-Op` (`todo claim`, `todo next --claim`, `todo handoff`, …).
     pub op: String,
+    /// Who made the change (the commit's `Loopx-Agent`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// A handoff's receiving agent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// The lease's epoch, as the commit's subject states it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<u64>,
     /// The state commit's subject (`todo claim todo_… by agent-a (epoch 2)`).
     pub subject: String,
+}
+
+impl ClaimEvent {
+    /// Reads the epoch and a handoff's receiver from a subject as the lease
+    /// operations write it (`… by A (epoch N)`, `… from A to B (epoch N)`).
+    fn from_subject(mut self) -> Self {
+        let s = self.subject.as_str();
+        self.epoch = s.rsplit_once("(epoch ").and_then(|(_, rest)| {
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        });
+        if self.op == "todo handoff" {
+            self.to = s
+                .split_once(" to ")
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .filter(|to| crate::model::ids::is_valid_name(to))
+                .map(str::to_owned);
+        }
+        self
+    }
 }
 
 /// A writeback on the todo, with the quota spent on it.
@@ -390,13 +417,16 @@ fn add_claims(ctx: &Context, tip: &Oid, todos: &mut [PrTodo]) -> Result<()> {
         };
         for (todo, path) in todos.iter_mut().zip(&paths) {
             if c.files.contains(path) {
-                todo.claims.push(ClaimEvent {
+                let event = ClaimEvent {
                     commit: c.commit.clone(),
                     time: c.time.clone(),
                     op: op.to_owned(),
                     agent: c.agent.clone(),
+                    to: None,
+                    epoch: None,
                     subject: c.subject.clone(),
-                });
+                };
+                todo.claims.push(event.from_subject());
             }
         }
     }

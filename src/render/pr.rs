@@ -164,7 +164,17 @@ trait Form {
             let _ = writeln!(out, "{i0}claims:");
         }
         for c in &t.claims {
-            let _ = writeln!(out, "{i1}{} {}", c.time, self.text(&c.subject));
+            let by = self.text(c.agent.as_deref().unwrap_or("?"));
+            let what = match (c.op.as_str(), &c.to) {
+                ("todo handoff", Some(to)) => format!("handoff {by} → {}", self.text(to)),
+                ("todo release", _) => format!("released by {by}"),
+                (op, _) => format!("{} by {by}", op.trim_start_matches("todo ")),
+            };
+            let _ = write!(out, "{i1}{} {what}", c.time);
+            if let Some(e) = c.epoch {
+                let _ = write!(out, " (epoch {e})");
+            }
+            let _ = writeln!(out, " in {}", self.id(short(&c.commit)));
         }
         if t.writebacks.is_empty() {
             let _ = writeln!(out, "{i0}writebacks: none");

@@ -10,6 +10,7 @@ mod hooks_install;
 mod hostile;
 mod kernel;
 mod leaks;
+mod pr;
 mod race;
 mod reviewing;
 mod run;

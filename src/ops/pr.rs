@@ -120,7 +120,7 @@ pub struct ClaimEvent {
 impl ClaimEvent {
     /// Reads the epoch and a handoff's receiver from a subject as the lease
     /// operations write it (`… by A (epoch N)`, `… from A to B (epoch N)`).
-    fn from_subject(mut self) -> Self {
+    fn read_subject(mut self) -> Self {
         let s = self.subject.as_str();
         self.epoch = s.rsplit_once("(epoch ").and_then(|(_, rest)| {
             let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
@@ -426,7 +426,7 @@ fn add_claims(ctx: &Context, tip: &Oid, todos: &mut [PrTodo]) -> Result<()> {
                     epoch: None,
                     subject: c.subject.clone(),
                 };
-                todo.claims.push(event.from_subject());
+                todo.claims.push(event.read_subject());
             }
         }
     }

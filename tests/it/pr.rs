@@ -393,6 +393,16 @@ fn agent_text_renders_inert_in_pr_and_review_markdown() {
     // Terminal text is not Markdown: it shows the text as written.
     let text = env.loopx(&repo, &["pr", "main..feature"]).success().stdout;
     assert!(text.contains("[x](javascript:alert(1)) @someone"), "{text}");
+    // review shows the handoff with its note, in both forms.
+    let text = env.loopx(&repo, &["review"]).success().stdout;
+    let handoffs = text.split("Handoffs:").nth(1).expect("a Handoffs section");
+    assert!(
+        handoffs.contains("agent-a → agent-b") && handoffs.contains("@someone"),
+        "{text}"
+    );
+    let md = env.loopx(&repo, &["review", "--markdown"]).success().stdout;
+    let handoffs = md.split("### Handoffs").nth(1).expect("a Handoffs section");
+    assert!(handoffs.contains("agent\\-a → agent\\-b"), "{md}");
 }
 
 /// Done when 3 (part two): 600 writebacks naming commits of the range stay

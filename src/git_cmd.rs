@@ -5,6 +5,7 @@
 
 pub mod history;
 pub mod hooks;
+pub mod range;
 pub mod signing;
 
 use std::path::Path;

@@ -11,6 +11,7 @@ mod hook_git;
 mod hooks;
 mod init;
 mod log;
+mod pr;
 mod prompt;
 mod quota;
 mod redact;
@@ -90,6 +91,7 @@ pub enum Command {
     ShouldRun(should_run::Args),
     Quota(quota::Args),
     Review(review::Args),
+    Pr(pr::Args),
     Prompt(prompt::Args),
     Sync(sync::Args),
     Redact(redact::Args),
@@ -189,6 +191,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         Command::ShouldRun(args) => should_run::run(&ctx, args),
         Command::Quota(args) => quota::run(&ctx, args),
         Command::Review(args) => review::run(&ctx, args),
+        Command::Pr(args) => pr::run(&ctx, args),
         Command::Prompt(args) => prompt::run(&ctx, args),
         Command::Sync(args) => sync::run(&ctx, args),
         Command::Redact(args) => redact::run(&ctx, args),

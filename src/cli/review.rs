@@ -22,5 +22,9 @@ pub struct Args {
 
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
     let r = review::review(ctx, args.since.as_deref(), args.ack)?;
-    Ok(Output::new(&r, render::review::review(&r, args.markdown)))
+    Ok(Output::markdown(
+        &r,
+        render::review::review(&r, args.markdown),
+        args.markdown,
+    ))
 }

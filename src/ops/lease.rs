@@ -365,6 +365,17 @@ pub fn release(ctx: &Context, query: &str, epoch: Option<u64>) -> Result<LeaseRe
     })
 }
 
+/// The note a handoff leaves on its todo (the giver is the note's agent).
+pub fn handoff_note(to: &str, note: &str) -> String {
+    format!("handoff to {to}: {note}")
+}
+
+/// A handoff note read back: the receiving agent and the giver's note.
+pub fn parse_handoff_note(text: &str) -> Option<(&str, &str)> {
+    let (to, note) = text.strip_prefix("handoff to ")?.split_once(": ")?;
+    crate::model::ids::is_valid_name(to).then_some((to, note))
+}
+
 /// `todo handoff ID --to B --note T`: the lease moves to B with a new epoch.
 pub fn handoff(
     ctx: &Context,
@@ -389,12 +400,7 @@ pub fn handoff(
         gate::check_reserved(todo, Some(&agent), GateAction::Handoff)?;
         lease::check_writer(todo, &agent, expected, ctx.now)?;
         let e = lease::transfer(todo, to, ctx.now, ttl)?;
-        add_note(
-            todo,
-            ctx.now,
-            Some(&agent),
-            &format!("handoff to {to}: {note}"),
-        )?;
+        add_note(todo, ctx.now, Some(&agent), &handoff_note(to, &note))?;
         touch(todo, ctx.now);
         let message = Message::new(
             "todo handoff",

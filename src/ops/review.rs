@@ -28,6 +28,8 @@ pub struct ReviewReport {
     pub delivered: Vec<Run>,
     /// Todos completed since then.
     pub completed: Vec<Todo>,
+    /// Handoffs made since then, with their notes.
+    pub handoffs: Vec<ReviewHandoff>,
     /// Everything else that changed.
     pub changes: Vec<Change>,
     /// `--ack` moved `refs/loopx/reviewed` to `tip`.
@@ -42,6 +44,15 @@ pub struct Answered {
     /// False when `gate_signers` is set and the resolving commit is not
     /// signed by a gate signer: the gate is then still open in effect.
     pub counts: bool,
+}
+
+/// A handoff made since the last review.
+#[derive(Debug, Serialize)]
+pub struct ReviewHandoff {
+    pub todo: String,
+    pub text: String,
+    #[serde(flatten)]
+    pub handoff: crate::ops::pr::Handoff,
 }
 
 impl ReviewReport {
@@ -82,6 +93,24 @@ pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewRep
     let mut completed = Vec::new();
     let mut rest = Vec::new();
     let mut answered = Vec::new();
+    let mut handoffs = Vec::new();
+    for change in &changes {
+        if let Change::TodoChanged { id, .. } | Change::TodoAdded { id, .. } = change {
+            let todo = &gs.todos[id];
+            let seen = old_state
+                .as_ref()
+                .and_then(|s| s.goals.get(&goal))
+                .and_then(|g| g.todos.get(id))
+                .map_or(0, |t| t.notes.len());
+            for h in crate::ops::pr::handoffs(todo.notes.iter().skip(seen)) {
+                handoffs.push(ReviewHandoff {
+                    todo: id.clone(),
+                    text: todo.text.clone(),
+                    handoff: h,
+                });
+            }
+        }
+    }
     for change in changes {
         match &change {
             Change::TodoChanged { id, .. } | Change::TodoAdded { id, .. }
@@ -147,6 +176,7 @@ pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewRep
         answered,
         delivered,
         completed,
+        handoffs,
         changes: rest,
         acked,
     })

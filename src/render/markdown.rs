@@ -58,6 +58,19 @@ pub fn text(raw: &str) -> String {
     out
 }
 
+/// `s` (an id, a commit id: what git-loopx names) as a code span; text that
+/// could close the span or break the line goes through [`text`] instead.
+pub fn code(s: &str) -> String {
+    if s.is_empty()
+        || s.chars()
+            .any(|c| c == '`' || c.is_control() || is_bidi_control(c))
+    {
+        text(s)
+    } else {
+        format!("`{s}`")
+    }
+}
+
 fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}')
 }

@@ -3,6 +3,7 @@
 pub mod diff;
 pub mod hooks;
 pub mod markdown;
+pub mod pr;
 pub mod prompt;
 pub mod review;
 pub mod run;

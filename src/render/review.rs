@@ -4,8 +4,10 @@ use std::fmt::Write as _;
 
 use crate::model::diff::Change;
 use crate::ops::review::ReviewReport;
+use crate::render::markdown;
 
-/// Renders the packet; `md` selects Markdown.
+/// Renders the packet; `md` selects Markdown, where every piece of state
+/// text goes through [`markdown::text`] (terminal text is unchanged).
 pub fn review(r: &ReviewReport, md: bool) -> String {
     let mut out = String::new();
     let h = |out: &mut String, title: &str| {
@@ -16,13 +18,20 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
         }
     };
     let item = if md { "- " } else { "  " };
-    let code = |s: &str| if md { format!("`{s}`") } else { s.to_owned() };
+    let code = |s: &str| if md { markdown::code(s) } else { s.to_owned() };
+    // State text (agent- or person-written).
+    let t = |s: &str| if md { markdown::text(s) } else { s.to_owned() };
     let since = r
         .since
         .as_ref()
         .map_or("the beginning".to_owned(), |s| code(s.short()));
     if md {
-        let _ = writeln!(out, "## Review of goal `{}`: {}", r.goal, r.objective);
+        let _ = writeln!(
+            out,
+            "## Review of goal {}: {}",
+            code(&r.goal),
+            t(&r.objective)
+        );
     } else {
         let _ = writeln!(out, "Review of goal {}: {}", r.goal, r.objective);
     }
@@ -40,14 +49,17 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
     for g in &r.decisions {
         let _ = writeln!(
             out,
-            "{item}{} {} — `git loopx gate resolve {} --approve|--reject`",
+            "{item}{} {} — {}",
             code(&g.id),
-            g.text,
-            g.id
+            t(&g.text),
+            code(&format!(
+                "git loopx gate resolve {} --approve|--reject",
+                g.id
+            ))
         );
     }
     for a in &r.user_actions {
-        let _ = writeln!(out, "{item}{} {} (reminder)", code(&a.id), a.text);
+        let _ = writeln!(out, "{item}{} {} (reminder)", code(&a.id), t(&a.text));
     }
 
     if r.is_empty() {
@@ -67,8 +79,8 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
             out,
             "{item}{} {}: {decision} by {}",
             code(&g.id),
-            g.text,
-            g.resolved_by.as_deref().unwrap_or("(not recorded)")
+            t(&g.text),
+            t(g.resolved_by.as_deref().unwrap_or("(not recorded)"))
         );
         if let Some(at) = g.resolved_at {
             let _ = write!(out, " at {at}");
@@ -91,24 +103,40 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
             code(&w.id),
             outcome,
             code(w.todo.as_deref().unwrap_or("?")),
-            w.agent.as_deref().unwrap_or("?"),
-            w.summary.as_deref().unwrap_or("")
+            t(w.agent.as_deref().unwrap_or("?")),
+            t(w.summary.as_deref().unwrap_or(""))
         );
         if let Some(v) = &w.validation {
-            let _ = write!(out, " (validated: {} → {})", code(&v.command), v.exit_code);
+            let _ = write!(out, " (validated: {} → {})", t(&v.command), v.exit_code);
         }
         for a in &w.artifacts {
-            let _ = write!(out, " {}", code(&a[..a.len().min(12)]));
+            let _ = write!(out, " {}", code(&a.chars().take(12).collect::<String>()));
         }
         out.push('\n');
     }
-    for t in &r.completed {
+    for d in &r.completed {
         let _ = writeln!(
             out,
             "{item}done {} {}: {}",
-            code(&t.id),
-            t.text,
-            t.evidence.as_deref().unwrap_or("no evidence")
+            code(&d.id),
+            t(&d.text),
+            t(d.evidence.as_deref().unwrap_or("no evidence"))
+        );
+    }
+
+    if !r.handoffs.is_empty() {
+        h(&mut out, "Handoffs");
+    }
+    for x in &r.handoffs {
+        let _ = writeln!(
+            out,
+            "{item}{} {}: {} → {} at {}: {}",
+            code(&x.todo),
+            t(&x.text),
+            t(x.handoff.from.as_deref().unwrap_or("?")),
+            t(&x.handoff.to),
+            x.handoff.at,
+            t(&x.handoff.note)
         );
     }
 
@@ -118,8 +146,10 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
     }
     for c in &r.changes {
         let line = match c {
-            Change::TodoAdded { id, text, class } => format!("added {} {text} ({class})", code(id)),
-            Change::TodoRemoved { id, text } => format!("removed {} {text}", code(id)),
+            Change::TodoAdded { id, text, class } => {
+                format!("added {} {} ({})", code(id), t(text), t(class))
+            }
+            Change::TodoRemoved { id, text } => format!("removed {} {}", code(id), t(text)),
             Change::TodoChanged {
                 id,
                 text,
@@ -131,7 +161,7 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
                 } else {
                     summary.join("; ")
                 };
-                format!("{} {text}: {what}", code(id))
+                format!("{} {}: {}", code(id), t(text), t(&what))
             }
             Change::RunAdded {
                 id,
@@ -141,14 +171,14 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
             } => format!(
                 "{kind} {} by {}{}",
                 code(id),
-                agent.as_deref().unwrap_or("?"),
+                t(agent.as_deref().unwrap_or("?")),
                 summary
                     .as_deref()
-                    .map(|s| format!(": {s}"))
+                    .map(|s| format!(": {}", t(s)))
                     .unwrap_or_default()
             ),
             Change::GoalChanged { id, fields } => {
-                format!("goal {} {}", code(id), fields.join(", "))
+                format!("goal {} {}", code(id), t(&fields.join(", ")))
             }
         };
         let _ = writeln!(out, "{item}{line}");

@@ -63,7 +63,7 @@ fn add_json(env: &TestEnv, repo: &Path, args: &[&str]) -> serde_json::Value {
 /// them: claims, writebacks naming commits, done evidence, a handoff, a gate
 /// a person resolved, spends. Returns (repo, tokenizer todo, docs todo, the
 /// commit without a todo).
-fn pull_request(env: &TestEnv) -> (std::path::PathBuf, String, String, String) {
+pub fn pull_request(env: &TestEnv) -> (std::path::PathBuf, String, String, String) {
     let repo = env.state_repo("r");
     let a = ["--agent", "agent-a"];
     let b = ["--agent", "agent-b"];

@@ -192,3 +192,53 @@ fn the_workflow_checks_every_commit_of_a_pull_request_into_loopx_state() {
         "names the bad commit: {printed}"
     );
 }
+
+const PR_COMMENT: &str = include_str!("../../examples/ci/loopx-pr-comment.yml");
+
+/// The comment workflow renders the pull request's agent work from what a
+/// CI checkout has: the code commits, and loopx-state as a remote-tracking
+/// ref.
+#[test]
+fn the_comment_workflow_renders_the_agent_work_behind_a_pull_request() {
+    let steps = loopx_steps(PR_COMMENT);
+    assert_eq!(steps.len(), 1, "one step renders the comment");
+    assert!(steps[0]
+        .1
+        .contains("git loopx pr \"$BASE..$HEAD\" --markdown"));
+    assert!(PR_COMMENT.contains("cargo install --locked --git"));
+
+    let env = TestEnv::new();
+    let (repo, tokenizer, docs, _) = crate::pr::pull_request(&env);
+    let remote = env.bare("remote.git");
+    env.git(
+        &repo,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
+    env.git(
+        &repo,
+        &["push", "-q", "origin", "main", "feature", "loopx-state"],
+    );
+    let base = env.git(&repo, &["rev-parse", "main"]);
+    let head = env.git(&repo, &["rev-parse", "feature"]);
+    let ci = env.clone_of(&remote, "ci");
+    let expression = |e: &str| match e {
+        "github.event.pull_request.base.sha" => base.clone(),
+        "github.event.pull_request.head.sha" => head.clone(),
+        other => panic!("the workflow uses `${{{{ {other} }}}}`: give it a fixture value here"),
+    };
+    let (code, printed) = run_workflow(&env, &ci, PR_COMMENT, &head, &expression);
+    assert_eq!(code, 0, "{printed}");
+    let comment = std::fs::read_to_string(ci.join("loopx-pr.md")).expect("the comment file");
+    assert!(comment.starts_with("<!-- git-loopx pr -->\n"), "{comment}");
+    assert!(
+        comment.contains(&tokenizer) && comment.contains(&docs),
+        "{comment}"
+    );
+    // What the workflow posts is what `git loopx pr --markdown` prints.
+    let range = format!("{base}..{head}");
+    let direct = env
+        .loopx(&ci, &["pr", &range, "--markdown"])
+        .success()
+        .stdout;
+    assert_eq!(comment, direct);
+}

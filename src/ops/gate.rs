@@ -1,9 +1,11 @@
 //! `gate add | resolve | list`: questions only a human may answer.
 //!
-//! A gate is a `user_gate` todo. Its scope is `global` (every agent sees it)
-//! unless it names the one agent it `blocks_agent`. A gate that `unblocks` a
-//! todo holds that todo back from every agent until it is resolved:
-//! approve or cancel release it; reject blocks it, with a note.
+//! A gate is a `user_gate` todo. Its scope comes from what it names
+//! (`model::select::gate_scope`): the one agent it `blocks_agent`, else the
+//! todo it `unblocks` (held back from every agent until the gate is
+//! resolved: approve or cancel release it; reject blocks it, with a note),
+//! else the whole goal (every agent's work waits). Only a person answers a
+//! gate (`model::gate`, `gate_reserved`).
 
 use serde::Serialize;
 
@@ -66,13 +68,13 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<GateReport> {
             ctx.now,
         );
         gate.blocks_agent = args.blocks_agent.clone();
-        gate.global = args.blocks_agent.is_none();
         gate.unblocks = unblocks.clone();
+        // Stored for readers that look at the flag; the scope itself comes
+        // from what the gate names (`select::scope_of`).
+        gate.global =
+            crate::model::select::scope_of(&gate) == crate::model::select::GateScope::Goal;
         gs.todos.insert(id.clone(), gate.clone());
-        let scope = args
-            .blocks_agent
-            .as_deref()
-            .map_or("global".to_owned(), |a| format!("blocks {a}"));
+        let scope = crate::model::select::scope_of(&gate).label(gate.unblocks.as_deref());
         let mut message = Message::new(
             "gate add",
             format!("gate add {id} ({scope}): {}", headline(&question, 60)),

@@ -33,6 +33,19 @@ pub enum ClaimAction {
     Acquired,
     /// The same agent already held it: the lease was extended, same epoch.
     Renewed,
+    /// The same agent already held it, and under half of the TTL asked for
+    /// had run: nothing changed (see [`worth_extending`]).
+    Held,
+}
+
+/// Whether the holder's live lease, asked again for `ttl` seconds at `now`,
+/// is worth a write: only once more than half of that TTL has run (its end
+/// is less than `ttl / 2` away). So a holder that polls `claim`, `next
+/// --claim` or `renew` writes at most one commit per half lease — at most
+/// one a minute for any TTL of two minutes or more — and a lease is always
+/// extended well before it ends.
+pub fn worth_extending(claim: &Claim, now: Timestamp, ttl: i64) -> bool {
+    !claim.is_live(now) || now.seconds_until(claim.expires_at).saturating_mul(2) < ttl
 }
 
 fn conflict(todo: &Todo, holder: &Claim) -> Refusal {
@@ -112,6 +125,9 @@ pub fn claim(
         if current.agent != agent {
             return Err(conflict(todo, current));
         }
+        if !worth_extending(current, now, ttl) {
+            return Ok(ClaimAction::Held);
+        }
         let claim = todo.claim.as_mut().expect("live claim exists");
         if claim.expires_at < expires_at {
             claim.expires_at = expires_at;
@@ -190,23 +206,27 @@ pub fn check_writer(
     }
 }
 
-/// Extends the holder's lease by `ttl` from now (same epoch).
+/// Extends the holder's lease by `ttl` from now (same epoch), when it is
+/// [`worth_extending`]; else leaves it as it is (`Held`).
 pub fn renew(
     todo: &mut Todo,
     agent: &str,
     expected: Option<u64>,
     now: Timestamp,
     ttl: i64,
-) -> Result<u64, Refusal> {
+) -> Result<(u64, ClaimAction), Refusal> {
     match check_writer(todo, agent, expected, now)? {
         Standing::Holder(epoch) => {
             let claim = todo.claim.as_mut().expect("holder has a claim");
+            if !worth_extending(claim, now, ttl) {
+                return Ok((epoch, ClaimAction::Held));
+            }
             if !claim.is_live(now) {
                 // Expired but not taken over: renewing is safe, the epoch is unchanged.
                 claim.acquired_at = now;
             }
             claim.expires_at = lease_end(now, ttl)?;
-            Ok(epoch)
+            Ok((epoch, ClaimAction::Renewed))
         }
         Standing::Unclaimed => Err(Refusal::new(
             Code::NotClaimHolder,
@@ -221,6 +241,20 @@ pub fn release(todo: &mut Todo) {
     if let Some(c) = todo.claim.take() {
         todo.last_epoch = todo.last_epoch.max(c.epoch);
     }
+}
+
+/// Takes the lease away from its holder, live or expired (a person's
+/// `release --force`): the claim is dropped and the epoch moves one past
+/// it, so the old holder's later writes under its epoch are refused with
+/// `stale_epoch`. Returns the claim taken, `None` when there was none.
+pub fn take_back(todo: &mut Todo) -> Result<Option<Claim>, Refusal> {
+    let Some(taken) = todo.claim.clone() else {
+        return Ok(None);
+    };
+    let epoch = next_epoch(todo, todo.epoch())?;
+    todo.claim = None;
+    todo.last_epoch = epoch;
+    Ok(Some(taken))
 }
 
 /// Moves the lease to `to` with a fresh epoch (a handoff).

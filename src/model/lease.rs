@@ -272,3 +272,66 @@ pub fn transfer(todo: &mut Todo, to: &str, now: Timestamp, ttl: i64) -> Result<u
     });
     Ok(epoch)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Priority, TodoClass};
+
+    fn t(seconds: i64) -> Timestamp {
+        Timestamp::from_unix(1_800_000_000 + seconds)
+    }
+
+    fn todo() -> Todo {
+        let class = TodoClass::AdvancementTask;
+        Todo::new(
+            "todo_0123456789ab".to_owned(),
+            "g",
+            "work",
+            class.role(),
+            class,
+            Priority::P1,
+            None,
+            t(0),
+        )
+    }
+
+    #[test]
+    fn the_holder_extends_only_past_half_the_ttl() {
+        let mut todo = todo();
+        assert_eq!(claim(&mut todo, "a", t(0), 600), Ok(ClaimAction::Acquired));
+        let before = todo.clone();
+        assert_eq!(claim(&mut todo, "a", t(300), 600), Ok(ClaimAction::Held));
+        assert_eq!(
+            renew(&mut todo, "a", Some(1), t(300), 600),
+            Ok((1, ClaimAction::Held))
+        );
+        assert_eq!(todo, before, "held changes nothing");
+        assert_eq!(
+            renew(&mut todo, "a", Some(1), t(301), 600),
+            Ok((1, ClaimAction::Renewed))
+        );
+        assert_eq!(todo.claim.as_ref().unwrap().expires_at, t(901));
+        // Expired but not taken over: always renewed.
+        assert_eq!(
+            renew(&mut todo, "a", None, t(2000), 3600),
+            Ok((1, ClaimAction::Renewed))
+        );
+        assert_eq!(todo.claim.as_ref().unwrap().acquired_at, t(2000));
+    }
+
+    #[test]
+    fn taking_a_lease_back_fences_its_holder() {
+        let mut todo = todo();
+        assert_eq!(take_back(&mut todo), Ok(None));
+        claim(&mut todo, "a", t(0), 600).unwrap();
+        let taken = take_back(&mut todo).unwrap().unwrap();
+        assert_eq!((taken.agent.as_str(), taken.epoch), ("a", 1));
+        assert!(todo.claim.is_none());
+        assert_eq!(todo.last_epoch, 2);
+        let refused = check_writer(&todo, "a", Some(1), t(10)).unwrap_err();
+        assert_eq!(refused.code, Code::StaleEpoch);
+        claim(&mut todo, "b", t(10), 600).unwrap();
+        assert_eq!(todo.claim.as_ref().unwrap().epoch, 3);
+    }
+}

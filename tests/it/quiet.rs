@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use crate::env::{Run, TestEnv};
+use crate::runtimes::{install_hooks, Runtime, Session, StopAnswer};
 
 const T0: &str = "2026-12-02T10:00:00Z";
 
@@ -75,6 +76,27 @@ fn a_turn_that_runs_records_one_receipt_and_a_retry_replays_it() {
     assert_eq!(again["should_run"], true);
     assert_eq!(again["turn"]["run"], d["turn"]["run"]);
     assert_eq!(commits(&env, &repo), stopped, "a replay writes nothing");
+}
+
+#[test]
+fn stop_hooks_that_let_the_session_go_write_no_commit() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    env.add_todo(&repo, "Write the lexer");
+    env.loopx(&repo, &["goal", "stop"]).success();
+    env.git(&repo, &["config", "loopx.agent", "agent-a"]);
+    install_hooks(&env, &repo, Runtime::ClaudeCode);
+    let before = commits(&env, &repo);
+    let mut session = Session::new(&env, &repo, Runtime::ClaudeCode, "s1");
+    for _ in 0..3 {
+        assert!(matches!(session.stop(false), StopAnswer::End));
+    }
+    assert_eq!(commits(&env, &repo), before, "a stop that skips wrote");
+    // Once the goal runs again, the stop that blocks records one receipt.
+    env.loopx(&repo, &["goal", "resume"]).success();
+    let resumed = commits(&env, &repo);
+    assert!(matches!(session.stop(false), StopAnswer::Block(_)));
+    assert_eq!(commits(&env, &repo), resumed + 1);
 }
 
 #[test]

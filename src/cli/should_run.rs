@@ -7,15 +7,17 @@ use crate::Result;
 
 /// Decide whether this agent should run a turn now, and on which todo.
 ///
-/// Read-only unless --turn: then the decision is recorded once as a turn
-/// receipt, and a second call with the same key replays it. Exits 0 whether
+/// Read-only unless --turn and the decision is to run: then it is recorded
+/// once as a turn receipt, and a second call with the same key replays it
+/// (a skip records nothing, so polling writes no commits). Exits 0 whether
 /// or not the turn should run (read `should_run`), 3 when the state is invalid.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// A capability this agent has now (repeatable; added to its registered ones).
     #[arg(long = "capability", value_name = "CAP")]
     capability: Vec<String>,
-    /// Record a turn receipt under this key (idempotent).
+    /// Record a turn receipt under this key when the turn runs (idempotent:
+    /// a retry replays it; a skip records none).
     #[arg(long, value_name = "KEY")]
     turn: Option<String>,
 }

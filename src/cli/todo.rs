@@ -62,7 +62,11 @@ enum TodoCommand {
         /// A todo id or a unique prefix of one.
         id: String,
     },
-    /// Take a lease on a todo (renews it if you already hold it).
+    /// Take a lease on a todo.
+    ///
+    /// If you already hold it, the lease is extended only once more than
+    /// half of the TTL asked for has run; before that it answers `held`
+    /// and writes nothing.
     Claim {
         id: String,
         /// Lease length: 45m by default, at most 24h (e.g. 30m, 2h, 90s).
@@ -79,8 +83,13 @@ enum TodoCommand {
         remote: Option<String>,
     },
     /// Extend your lease (same epoch).
+    ///
+    /// Writes only once more than half of the TTL asked for has run (so at
+    /// most one commit a minute for any TTL of 2m or more); before that it
+    /// answers `held` (`renewed: false`) and writes nothing.
     Renew {
         id: String,
+        /// The lease's new length from now: 45m by default, at most 24h.
         #[arg(long, value_parser = ttl_arg, default_value = "45m")]
         ttl: i64,
         /// The epoch your claim was granted (default: recorded on this host).
@@ -90,8 +99,15 @@ enum TodoCommand {
     /// Give up your lease; the epoch is kept so it never goes backwards.
     Release {
         id: String,
+        /// The epoch your claim was granted (default: recorded on this host).
         #[arg(long)]
         epoch: Option<u64>,
+        /// A person (run without an agent identity) takes back whoever's
+        /// lease this is: the epoch moves up, so the old holder's later
+        /// writes are refused (`stale_epoch`); who did it is recorded in
+        /// the commit and a note. Refused to an agent on another's lease.
+        #[arg(long)]
+        force: bool,
     },
     /// The next ready todo for this agent (what should-run would select).
     ///
@@ -237,19 +253,30 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
         }
         TodoCommand::Renew { id, ttl, epoch } => {
             let r = lease::renew(ctx, id, *ttl, *epoch)?;
-            let text = format!(
-                "renewed {} until {}\n",
-                r.todo.id,
-                r.todo
-                    .claim
-                    .as_ref()
-                    .map_or(String::new(), |c| c.expires_at.to_string())
-            );
+            let until = r
+                .todo
+                .claim
+                .as_ref()
+                .map_or(String::new(), |c| c.expires_at.to_string());
+            let text = if r.renewed {
+                format!("renewed {} until {until}\n", r.todo.id)
+            } else {
+                format!(
+                    "already held {} until {until}: not renewed before half the lease has run\n",
+                    r.todo.id
+                )
+            };
             Ok(Output::new(&r, text))
         }
-        TodoCommand::Release { id, epoch } => {
-            let r = lease::release(ctx, id, *epoch)?;
-            Ok(Output::new(&r, format!("released {}\n", r.todo.id)))
+        TodoCommand::Release { id, epoch, force } => {
+            let r = lease::release(ctx, id, *epoch, *force)?;
+            let text = match r.todo.notes.last() {
+                Some(n) if *force && n.agent.is_none() => {
+                    format!("released {}: {}\n", r.todo.id, n.text)
+                }
+                _ => format!("released {}\n", r.todo.id),
+            };
+            Ok(Output::new(&r, text))
         }
         TodoCommand::Next {
             claim,

@@ -33,6 +33,19 @@ pub enum ClaimAction {
     Acquired,
     /// The same agent already held it: the lease was extended, same epoch.
     Renewed,
+    /// The same agent already held it, and under half of the TTL asked for
+    /// had run: nothing changed (see [`worth_extending`]).
+    Held,
+}
+
+/// Whether the holder's live lease, asked again for `ttl` seconds at `now`,
+/// is worth a write: only once more than half of that TTL has run (its end
+/// is less than `ttl / 2` away). So a holder that polls `claim`, `next
+/// --claim` or `renew` writes at most one commit per half lease — at most
+/// one a minute for any TTL of two minutes or more — and a lease is always
+/// extended well before it ends.
+pub fn worth_extending(claim: &Claim, now: Timestamp, ttl: i64) -> bool {
+    !claim.is_live(now) || now.seconds_until(claim.expires_at).saturating_mul(2) < ttl
 }
 
 fn conflict(todo: &Todo, holder: &Claim) -> Refusal {
@@ -112,6 +125,9 @@ pub fn claim(
         if current.agent != agent {
             return Err(conflict(todo, current));
         }
+        if !worth_extending(current, now, ttl) {
+            return Ok(ClaimAction::Held);
+        }
         let claim = todo.claim.as_mut().expect("live claim exists");
         if claim.expires_at < expires_at {
             claim.expires_at = expires_at;
@@ -190,23 +206,27 @@ pub fn check_writer(
     }
 }
 
-/// Extends the holder's lease by `ttl` from now (same epoch).
+/// Extends the holder's lease by `ttl` from now (same epoch), when it is
+/// [`worth_extending`]; else leaves it as it is (`Held`).
 pub fn renew(
     todo: &mut Todo,
     agent: &str,
     expected: Option<u64>,
     now: Timestamp,
     ttl: i64,
-) -> Result<u64, Refusal> {
+) -> Result<(u64, ClaimAction), Refusal> {
     match check_writer(todo, agent, expected, now)? {
         Standing::Holder(epoch) => {
             let claim = todo.claim.as_mut().expect("holder has a claim");
+            if !worth_extending(claim, now, ttl) {
+                return Ok((epoch, ClaimAction::Held));
+            }
             if !claim.is_live(now) {
                 // Expired but not taken over: renewing is safe, the epoch is unchanged.
                 claim.acquired_at = now;
             }
             claim.expires_at = lease_end(now, ttl)?;
-            Ok(epoch)
+            Ok((epoch, ClaimAction::Renewed))
         }
         Standing::Unclaimed => Err(Refusal::new(
             Code::NotClaimHolder,
@@ -223,6 +243,20 @@ pub fn release(todo: &mut Todo) {
     }
 }
 
+/// Takes the lease away from its holder, live or expired (a person's
+/// `release --force`): the claim is dropped and the epoch moves one past
+/// it, so the old holder's later writes under its epoch are refused with
+/// `stale_epoch`. Returns the claim taken, `None` when there was none.
+pub fn take_back(todo: &mut Todo) -> Result<Option<Claim>, Refusal> {
+    let Some(taken) = todo.claim.clone() else {
+        return Ok(None);
+    };
+    let epoch = next_epoch(todo, todo.epoch())?;
+    todo.claim = None;
+    todo.last_epoch = epoch;
+    Ok(Some(taken))
+}
+
 /// Moves the lease to `to` with a fresh epoch (a handoff).
 pub fn transfer(todo: &mut Todo, to: &str, now: Timestamp, ttl: i64) -> Result<u64, Refusal> {
     check_claimable(todo, to)?;
@@ -237,4 +271,67 @@ pub fn transfer(todo: &mut Todo, to: &str, now: Timestamp, ttl: i64) -> Result<u
         extra: Extra::new(),
     });
     Ok(epoch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Priority, TodoClass};
+
+    fn t(seconds: i64) -> Timestamp {
+        Timestamp::from_unix(1_800_000_000 + seconds)
+    }
+
+    fn todo() -> Todo {
+        let class = TodoClass::AdvancementTask;
+        Todo::new(
+            "todo_0123456789ab".to_owned(),
+            "g",
+            "work",
+            class.role(),
+            class,
+            Priority::P1,
+            None,
+            t(0),
+        )
+    }
+
+    #[test]
+    fn the_holder_extends_only_past_half_the_ttl() {
+        let mut todo = todo();
+        assert_eq!(claim(&mut todo, "a", t(0), 600), Ok(ClaimAction::Acquired));
+        let before = todo.clone();
+        assert_eq!(claim(&mut todo, "a", t(300), 600), Ok(ClaimAction::Held));
+        assert_eq!(
+            renew(&mut todo, "a", Some(1), t(300), 600),
+            Ok((1, ClaimAction::Held))
+        );
+        assert_eq!(todo, before, "held changes nothing");
+        assert_eq!(
+            renew(&mut todo, "a", Some(1), t(301), 600),
+            Ok((1, ClaimAction::Renewed))
+        );
+        assert_eq!(todo.claim.as_ref().unwrap().expires_at, t(901));
+        // Expired but not taken over: always renewed.
+        assert_eq!(
+            renew(&mut todo, "a", None, t(2000), 3600),
+            Ok((1, ClaimAction::Renewed))
+        );
+        assert_eq!(todo.claim.as_ref().unwrap().acquired_at, t(2000));
+    }
+
+    #[test]
+    fn taking_a_lease_back_fences_its_holder() {
+        let mut todo = todo();
+        assert_eq!(take_back(&mut todo), Ok(None));
+        claim(&mut todo, "a", t(0), 600).unwrap();
+        let taken = take_back(&mut todo).unwrap().unwrap();
+        assert_eq!((taken.agent.as_str(), taken.epoch), ("a", 1));
+        assert!(todo.claim.is_none());
+        assert_eq!(todo.last_epoch, 2);
+        let refused = check_writer(&todo, "a", Some(1), t(10)).unwrap_err();
+        assert_eq!(refused.code, Code::StaleEpoch);
+        claim(&mut todo, "b", t(10), 600).unwrap();
+        assert_eq!(todo.claim.as_ref().unwrap().epoch, 3);
+    }
 }

@@ -1,4 +1,13 @@
 //! `todo claim | renew | release | next | handoff`: lease operations.
+//!
+//! A holder that asks again for a lease it holds (`claim`, `next --claim`,
+//! `renew`) writes only when the lease is worth extending
+//! (`model::lease::worth_extending`: more than half of the TTL asked for has
+//! run); otherwise it is told `held` and nothing is committed.
+
+mod handoff;
+
+pub use handoff::{handoff, handoff_note, parse_handoff_note, release};
 
 use serde::Serialize;
 
@@ -6,7 +15,7 @@ use crate::codec;
 use crate::model::gate::{self, GateAction};
 use crate::model::lease::{self, ClaimAction};
 use crate::model::{select, Claim, Code, Refusal, State, Todo};
-use crate::ops::{add_note, local, mutate, non_empty, resolve_todo, touch, Context};
+use crate::ops::{local, mutate_maybe, resolve_todo, touch, Context};
 use crate::store::{cache, transaction, Message, Oid, Store, STATE_REF};
 use crate::Result;
 
@@ -24,8 +33,8 @@ fn claimed(todo: &Todo) -> Claim {
 }
 
 /// What a claim decided on a state: how it went, the todo after it, and the
-/// commit message.
-type Decision = ((ClaimAction, Todo), Message);
+/// commit message (none when the holder already held it: nothing to write).
+type Decision = ((ClaimAction, Todo), Option<Message>);
 
 /// The claim of `todo claim ID`, decided on whatever state it is given.
 fn claim_decision<'a>(
@@ -40,6 +49,9 @@ fn claim_decision<'a>(
         let todo = gs.todos.get_mut(&id).expect("resolved");
         gate::check_reserved(todo, Some(agent), GateAction::Claim)?;
         let action = lease::claim(todo, agent, ctx.now, ttl)?;
+        if action == ClaimAction::Held {
+            return Ok(((action, todo.clone()), None));
+        }
         touch(todo, ctx.now);
         let c = claimed(todo);
         let verb = if action == ClaimAction::Renewed {
@@ -52,7 +64,7 @@ fn claim_decision<'a>(
             format!("todo {verb} {id} by {agent} (epoch {})", c.epoch),
         )
         .trailer("Loopx-Todo", id.clone());
-        Ok(((action, todo.clone()), message))
+        Ok(((action, todo.clone()), Some(message)))
     }
 }
 
@@ -80,6 +92,9 @@ fn next_decision<'a>(
             .expect("selected");
         gate::check_reserved(todo, Some(agent), GateAction::Claim)?;
         let action = lease::claim(todo, agent, ctx.now, ttl)?;
+        if action == ClaimAction::Held {
+            return Ok(((action, todo.clone()), None));
+        }
         touch(todo, ctx.now);
         let epoch = claimed(todo).epoch;
         let message = Message::new(
@@ -87,7 +102,7 @@ fn next_decision<'a>(
             format!("todo claim {id} by {agent} (epoch {epoch}, next)"),
         )
         .trailer("Loopx-Todo", id.clone());
-        Ok(((action, todo.clone()), message))
+        Ok(((action, todo.clone()), Some(message)))
     }
 }
 
@@ -97,7 +112,7 @@ fn claim_locally(
     agent: &str,
     decide: impl FnMut(&mut State, &str) -> Result<Decision>,
 ) -> Result<ClaimReport> {
-    let done = mutate(ctx, decide)?;
+    let done = mutate_maybe(ctx, decide)?;
     let (action, todo) = done.value;
     let claim = claimed(&todo);
     local::record_grant(ctx, agent, &todo.id, claim.epoch);
@@ -171,12 +186,22 @@ fn claim_synced(
         let skeleton = codec::Skeleton::of(&state);
         let goal = ctx.goal(&state)?.goal.id.clone();
         let ((action, todo), message) = decide(&mut state, &goal)?;
+        let claim = claimed(&todo);
+        // Held on the synced tip: the remote holds this very claim already.
+        let Some(message) = message else {
+            local::record_grant(ctx, agent, &todo.id, claim.epoch);
+            return Ok(ClaimReport {
+                action,
+                todo,
+                claim,
+                commit: None,
+            });
+        };
         let message = message
             .trailer("Loopx-Goal", goal)
             .trailer("Loopx-Agent", agent);
         let changes = transaction::written(Some(&skeleton), &state);
         transaction::check_readable(&changes)?;
-        let claim = claimed(&todo);
         let Some(commit) = ctx
             .store
             .commit_detached(&parent, &changes, &message, ctx.now)?
@@ -306,118 +331,44 @@ pub struct LeaseReport {
     pub commit: Option<Oid>,
 }
 
+#[derive(Debug, Serialize)]
+pub struct RenewReport {
+    /// `renewed` (the lease was extended: one commit) or `held` (under half
+    /// of the TTL asked for had run: nothing written).
+    pub action: ClaimAction,
+    pub renewed: bool,
+    pub todo: Todo,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<Oid>,
+}
+
 /// `todo renew ID [--ttl] [--epoch]`.
-pub fn renew(ctx: &Context, query: &str, ttl: i64, epoch: Option<u64>) -> Result<LeaseReport> {
+pub fn renew(ctx: &Context, query: &str, ttl: i64, epoch: Option<u64>) -> Result<RenewReport> {
     let agent = ctx.require_agent()?.to_owned();
     let ttl = lease::check_ttl(ttl)?;
-    let done = mutate(ctx, |state, goal| {
+    let done = mutate_maybe(ctx, |state, goal| {
         let gs = state.goals.get_mut(goal).expect("goal exists");
         let id = resolve_todo(gs, query)?;
         let expected = local::expected_epoch(ctx, &agent, &id, epoch);
         let todo = gs.todos.get_mut(&id).expect("resolved");
         gate::check_reserved(todo, Some(&agent), GateAction::Renew)?;
-        let e = lease::renew(todo, &agent, expected, ctx.now, ttl)?;
+        let (e, action) = lease::renew(todo, &agent, expected, ctx.now, ttl)?;
+        if action == ClaimAction::Held {
+            return Ok(((action, todo.clone()), None));
+        }
         touch(todo, ctx.now);
         let message = Message::new(
             "todo renew",
             format!("todo renew {id} by {agent} (epoch {e})"),
         )
         .trailer("Loopx-Todo", id.clone());
-        Ok((todo.clone(), message))
+        Ok(((action, todo.clone()), Some(message)))
     })?;
-    Ok(LeaseReport {
-        todo: done.value,
-        commit: done.commit,
-    })
-}
-
-/// `todo release ID [--epoch]`.
-pub fn release(ctx: &Context, query: &str, epoch: Option<u64>) -> Result<LeaseReport> {
-    let agent = ctx.require_agent()?.to_owned();
-    let done = mutate(ctx, |state, goal| {
-        let gs = state.goals.get_mut(goal).expect("goal exists");
-        let id = resolve_todo(gs, query)?;
-        let expected = local::expected_epoch(ctx, &agent, &id, epoch);
-        let todo = gs.todos.get_mut(&id).expect("resolved");
-        gate::check_reserved(todo, Some(&agent), GateAction::Release)?;
-        match lease::check_writer(todo, &agent, expected, ctx.now)? {
-            lease::Standing::Holder(e) => {
-                lease::release(todo);
-                touch(todo, ctx.now);
-                let message = Message::new(
-                    "todo release",
-                    format!("todo release {id} by {agent} (epoch {e})"),
-                )
-                .trailer("Loopx-Todo", id.clone());
-                Ok((todo.clone(), message))
-            }
-            lease::Standing::Unclaimed => Err(Refusal::new(
-                Code::NotClaimHolder,
-                format!("{id} is not claimed by {agent}"),
-            )
-            .into()),
-        }
-    })?;
-    local::forget_grant(ctx, &agent, &done.value.id);
-    Ok(LeaseReport {
-        todo: done.value,
-        commit: done.commit,
-    })
-}
-
-/// The note a handoff leaves on its todo (the giver is the note's agent).
-pub fn handoff_note(to: &str, note: &str) -> String {
-    format!("handoff to {to}: {note}")
-}
-
-/// A handoff note read back: the receiving agent and the giver's note.
-pub fn parse_handoff_note(text: &str) -> Option<(&str, &str)> {
-    let (to, note) = text.strip_prefix("handoff to ")?.split_once(": ")?;
-    crate::model::ids::is_valid_name(to).then_some((to, note))
-}
-
-/// `todo handoff ID --to B --note T`: the lease moves to B with a new epoch.
-pub fn handoff(
-    ctx: &Context,
-    query: &str,
-    to: &str,
-    note: &str,
-    ttl: i64,
-    epoch: Option<u64>,
-) -> Result<ClaimReport> {
-    let agent = ctx.require_agent()?.to_owned();
-    crate::model::ids::check_name("agent", to)?;
-    let note = non_empty("--note", note)?;
-    let ttl = lease::check_ttl(ttl)?;
-    if to == agent {
-        return Err(Refusal::invalid_input("a handoff goes to another agent").into());
-    }
-    let done = mutate(ctx, |state, goal| {
-        let gs = state.goals.get_mut(goal).expect("goal exists");
-        let id = resolve_todo(gs, query)?;
-        let expected = local::expected_epoch(ctx, &agent, &id, epoch);
-        let todo = gs.todos.get_mut(&id).expect("resolved");
-        gate::check_reserved(todo, Some(&agent), GateAction::Handoff)?;
-        lease::check_writer(todo, &agent, expected, ctx.now)?;
-        let e = lease::transfer(todo, to, ctx.now, ttl)?;
-        add_note(todo, ctx.now, Some(&agent), &handoff_note(to, &note))?;
-        touch(todo, ctx.now);
-        let message = Message::new(
-            "todo handoff",
-            format!("todo handoff {id} from {agent} to {to} (epoch {e})"),
-        )
-        .line(note.clone())
-        .trailer("Loopx-Todo", id.clone());
-        Ok((todo.clone(), message))
-    })?;
-    let todo = done.value;
-    local::forget_grant(ctx, &agent, &todo.id);
-    let claim = claimed(&todo);
-    local::record_grant(ctx, to, &todo.id, claim.epoch);
-    Ok(ClaimReport {
-        action: ClaimAction::Acquired,
+    let (action, todo) = done.value;
+    Ok(RenewReport {
+        action,
+        renewed: action == ClaimAction::Renewed,
         todo,
-        claim,
         commit: done.commit,
     })
 }

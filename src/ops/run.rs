@@ -1,8 +1,8 @@
 //! `run`: the host loop of docs/agent-loop.md as a command.
 //!
-//! Each turn: decide (`should-run`; when it says run, `should-run --turn K`,
-//! which records the turn's receipt) → when the decision is `run`, run the agent command through `sh -c` with the
-//! turn's prompt → check that the turn wrote back (a writeback with turn K by
+//! Each turn: decide (`should-run --turn K`, which records the turn's
+//! receipt when it says run, and nothing on a skip) → when the decision is
+//! `run`, run the agent command through `sh -c` with the turn's prompt → check that the turn wrote back (a writeback with turn K by
 //! this agent) → wait `scheduler_hint.wake_after_seconds`. The loop never
 //! stops in the middle of a write: a signal is looked at only between the
 //! steps of a turn ([`Host::interrupted`]), and every write is one
@@ -153,22 +153,12 @@ pub fn run(
         }
         ctx.now = host.now()?;
         let key = format!("{series}-{n}");
-        // Asked read-only first, so a wait writes nothing (SPEC §2.3: a skip
-        // records no receipt); a `run` is decided again and recorded under K,
-        // and that recorded decision is the one the turn follows.
-        let mut decided = match decide(ctx, &args.capabilities, None) {
+        // Recorded under K only when the decision is to run (a skip writes
+        // nothing, SPEC §2.3); the recorded decision is the one the turn follows.
+        let decided = match decide(ctx, &args.capabilities, &key) {
             Ok(decided) => decided,
             Err(e) => return Ok((report, Some(e))),
         };
-        if decided.decision["should_run"] == Value::Bool(true) {
-            if host.interrupted() {
-                return Ok(interrupted(report));
-            }
-            decided = match decide(ctx, &args.capabilities, Some(&key)) {
-                Ok(decided) => decided,
-                Err(e) => return Ok((report, Some(e))),
-            };
-        }
         report.goal = decided.goal.clone();
         let d = &decided.decision;
         let mut turn = Turn {
@@ -274,13 +264,13 @@ pub fn run(
     unreachable!("the turn counter does not run out")
 }
 
-/// `should-run` (with `--turn key` when given); an unreadable state is an error.
+/// `should-run --turn key`; an unreadable state is an error.
 fn decide(
     ctx: &Context,
     capabilities: &[String],
-    key: Option<&str>,
+    key: &str,
 ) -> Result<should_run::ShouldRunReport> {
-    match should_run::should_run(ctx, capabilities, key)? {
+    match should_run::should_run(ctx, capabilities, Some(key))? {
         (_, Some(e)) => Err(e),
         (decided, None) => Ok(decided),
     }

@@ -1,4 +1,5 @@
-//! `should-run`: the per-turn decision; read-only unless `--turn K`.
+//! `should-run`: the per-turn decision; read-only unless `--turn K` decides
+//! to run (then it records the turn's receipt once per key).
 
 use serde::Serialize;
 
@@ -73,9 +74,11 @@ pub fn should_run(
         Ok((tip, state)) => crate::ops::signers::unsigned_resolutions(ctx, &tip, &state)?,
         Err(_) => Default::default(),
     };
+    // A skip records nothing (SPEC §2.3): only a turn that runs gets a
+    // receipt, so a polling loop does not grow the branch.
     let done = mutate_maybe(ctx, |state, goal| {
         if let Some(old) = find_receipt(&state.goals[goal], &agent_id, &key) {
-            return Ok(((old, true), None));
+            return Ok((Turn::Recorded(Box::new(old), true), None));
         }
         let saved = crate::ops::signers::reopen(state, goal, &unsigned);
         let decision = should_run::decide(
@@ -86,15 +89,23 @@ pub fn should_run(
             ctx.now,
         );
         crate::ops::signers::restore(state, goal, saved);
+        if !decision.should_run {
+            return Ok((Turn::Skip(Box::new(decision), goal.to_owned()), None));
+        }
         let (run, message) = new_receipt(state, goal, &agent_id, &key, &decision, ctx.now, &nonce);
-        Ok(((run, false), Some(message)))
+        Ok((Turn::Recorded(Box::new(run), false), Some(message)))
     });
     let done = match done {
         Ok(done) => done,
         Err(Error::Store(e @ store::Error::Corrupt { .. })) => return Ok(health(ctx, e, agent)),
         Err(e) => return Err(e),
     };
-    let (run, replayed) = done.value;
+    let (run, replayed) = match done.value {
+        Turn::Recorded(run, replayed) => (run, replayed),
+        Turn::Skip(decision, goal) => {
+            return Ok((report(decision, Some(goal), agent, None, None), None));
+        }
+    };
     let decision = match run.decision.clone() {
         Some(value @ serde_json::Value::Object(_)) => value,
         _ => {
@@ -120,6 +131,13 @@ pub fn should_run(
         ),
         None,
     ))
+}
+
+/// What `should-run --turn K` found: a receipt (recorded now, or replayed),
+/// or a skip, which records none.
+enum Turn {
+    Recorded(Box<Run>, bool),
+    Skip(Box<Decision>, String),
 }
 
 /// The turn receipt `agent` recorded under `key`, if any.

@@ -299,6 +299,7 @@ pub fn claim(r: &crate::ops::lease::ClaimReport) -> String {
     let verb = match r.action {
         crate::model::lease::ClaimAction::Acquired => "claimed",
         crate::model::lease::ClaimAction::Renewed => "renewed",
+        crate::model::lease::ClaimAction::Held => "already held",
     };
     format!(
         "{verb} {} for {} (epoch {}, until {}): {}\n",

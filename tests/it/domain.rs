@@ -332,7 +332,8 @@ fn expired_lease_taken_over_fences_the_old_holder() {
         .failure(1)
         .json();
     assert_eq!(other["error"]["code"], "stale_epoch");
-    // The same agent re-claiming renews idempotently, same epoch.
+    // The same agent re-claiming is idempotent, same epoch: before half the
+    // lease has run it is `held` and writes nothing.
     let again = env
         .loopx_at(
             &repo,
@@ -343,7 +344,7 @@ fn expired_lease_taken_over_fences_the_old_holder() {
         .json();
     assert_eq!(
         (again["action"].as_str(), again["claim"]["epoch"].as_u64()),
-        (Some("renewed"), Some(2))
+        (Some("held"), Some(2))
     );
     // Release keeps the epoch; the next holder gets 3.
     env.loopx_at(

@@ -12,6 +12,7 @@ mod hostile;
 mod kernel;
 mod leaks;
 mod pr;
+mod quiet;
 mod race;
 mod reviewing;
 mod run;

@@ -8,7 +8,9 @@ use crate::Result;
 /// Create the `loopx-state` branch with its first goal (idempotent).
 ///
 /// When a remote already has `loopx-state` (after a fetch), its state is
-/// adopted instead of creating a second root. Running it again changes nothing.
+/// adopted instead of creating a second root. Running it again with the
+/// same objective changes nothing; another objective is refused
+/// (`goal_exists`, exit 1) unless --force.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The objective of the first goal. On existing state whose goal has

@@ -181,6 +181,9 @@ fn no_state_on_a_clone_points_at_the_remote_not_at_init() {
     let hint = json["error"]["hint"].as_str().unwrap();
     assert!(hint.starts_with("if `origin` has loopx-state"), "{hint}");
 
+    let doctor = env.loopx(&clone, &["doctor"]);
+    assert!(doctor.stdout.contains("git loopx sync"), "{doctor:?}");
+
     // Following the hint works.
     env.loopx(&clone, &["sync"]).success();
     env.loopx(&clone, &["status"]).success();

@@ -13,7 +13,7 @@ export GIT_COMMITTER_NAME=agent GIT_COMMITTER_EMAIL=agent@example.com
 git commit -q --allow-empty -m "first commit"
 export LOOPX_AGENT=agent-a
 
-git loopx init --goal-text "Ship the YAML parser"
+git loopx init --objective "Ship the YAML parser"
 git loopx agent register agent-a --runtime generic
 git loopx todo add "Write the tokenizer" --priority P1 --validate "test -f tokenizer.txt"
 

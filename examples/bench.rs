@@ -190,7 +190,7 @@ fn build(env: &Env, name: &str, n: usize) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     env.git(&dir, &["init", "-q", "-b", "main"]);
     env.git(&dir, &["commit", "-q", "--allow-empty", "-m", "base"]);
-    env.loopx_ok(&dir, &["init", "--goal-text", "bench"]);
+    env.loopx_ok(&dir, &["init", "--objective", "bench"]);
     let mut stream = Vec::new();
     let message = format!("bench: {n} todos");
     write!(

@@ -8,7 +8,7 @@ cd "$repo"
 git init -q -b main
 git -c user.name=demo -c user.email=demo@example.com commit -q --allow-empty -m "first commit"
 
-git loopx init --goal-text "Ship the YAML parser"
+git loopx init --objective "Ship the YAML parser"
 git loopx --agent agent-a todo add "Write the tokenizer" --priority P1
 git loopx --agent agent-a todo add "Decide the license" --role user --class user_gate
 git loopx status

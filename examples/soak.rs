@@ -575,7 +575,7 @@ fn main() {
     soak.git_ok(&repo, &["commit", "-q", "--allow-empty", "-m", "base"]);
     let init = hermetic(Command::new(&soak.bin).current_dir(&repo), &soak.home)
         .env("LOOPX_NOW", START)
-        .args(["init", "--goal-text", "soak"])
+        .args(["init", "--objective", "soak"])
         .output()
         .expect("git-loopx init");
     assert!(init.status.success(), "git loopx init failed");

@@ -17,6 +17,7 @@ pub struct Args {
 enum AgentCommand {
     /// Register an agent, or update its runtime and capabilities.
     Register {
+        /// The agent's id: 1-64 of a-z, 0-9, `_`, `.`, `-`, starting with a letter.
         id: String,
         /// claude-code, codex, a shell loop…
         #[arg(long)]

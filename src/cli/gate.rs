@@ -18,6 +18,7 @@ pub struct Args {
 enum GateCommand {
     /// Ask a question; every agent sees it unless --blocks-agent names one.
     Add {
+        /// The question, as the person who answers it will read it.
         question: String,
         /// Only this agent waits for the answer.
         #[arg(long, value_name = "AGENT", conflicts_with = "global")]
@@ -33,19 +34,24 @@ enum GateCommand {
     /// Answer a gate.
     #[command(group(clap::ArgGroup::new("decision").required(true).args(["approve", "reject", "cancel"])))]
     Resolve {
+        /// The gate: its id or a unique prefix of one.
         id: String,
+        /// Answer yes: the work it holds may go on.
         #[arg(long)]
         approve: bool,
+        /// Answer no.
         #[arg(long)]
         reject: bool,
+        /// Withdraw the question unanswered.
         #[arg(long)]
         cancel: bool,
         /// Why, for the record.
-        #[arg(long)]
+        #[arg(long, value_name = "TEXT")]
         note: Option<String>,
     },
     /// Open gates (all with --all).
     List {
+        /// Include resolved and cancelled gates.
         #[arg(long)]
         all: bool,
     },
@@ -64,9 +70,15 @@ enum GateCommand {
 #[derive(Debug, Subcommand)]
 enum SignersCommand {
     /// Add a signing key: an ssh public key, or the path of a `.pub` file.
-    Add { key: String },
+    Add {
+        /// An ssh public key (`ssh-ed25519 AAAA… comment`), or a `.pub` file's path.
+        key: String,
+    },
     /// Remove a signing key (the key, its `.pub` file, or its comment).
-    Remove { key: String },
+    Remove {
+        /// The key, the path of its `.pub` file, or its comment.
+        key: String,
+    },
     /// The keys in effect (and loopx.yaml's list, when a change did not take effect).
     List,
 }

@@ -5,6 +5,7 @@ use clap::Subcommand;
 use crate::cli::Output;
 use crate::model::GoalStatus;
 use crate::ops::{goal, Context};
+use crate::render::{self, goal::Action};
 use crate::Result;
 
 /// The goal: objective, status, quota policy, next action.
@@ -12,6 +13,9 @@ use crate::Result;
 pub struct Args {
     #[command(subcommand)]
     command: GoalCommand,
+    /// Print the goal as its YAML file on the state branch, not as text.
+    #[arg(long, global = true, conflicts_with = "json")]
+    yaml: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -20,27 +24,32 @@ enum GoalCommand {
     Show,
     /// Change the goal's fields and quota policy.
     Set {
-        #[arg(long)]
+        /// The goal's objective: what the agents work towards.
+        #[arg(long, value_name = "TEXT", alias = "goal-text")]
         objective: Option<String>,
-        #[arg(long, conflicts_with = "clear_next_action")]
+        /// What should happen next, shown to every agent.
+        #[arg(long, value_name = "TEXT", conflicts_with = "clear_next_action")]
         next_action: Option<String>,
+        /// Remove the next action.
         #[arg(long)]
         clear_next_action: bool,
         /// Share of the window agents may use, 0..1 (0 pauses all work).
         #[arg(long)]
         compute: Option<f64>,
-        #[arg(long)]
+        /// The length of the rolling quota window, in hours.
+        #[arg(long, value_name = "HOURS")]
         window_hours: Option<u32>,
-        #[arg(long)]
+        /// The length of one quota slot, in minutes.
+        #[arg(long, value_name = "MINUTES")]
         slot_minutes: Option<u32>,
         /// Override the computed allowance.
-        #[arg(long)]
+        #[arg(long, value_name = "N")]
         allowed_slots: Option<u32>,
         /// A guard the agents must respect (repeatable; replaces the list).
-        #[arg(long = "guard")]
+        #[arg(long = "guard", value_name = "TEXT")]
         guards: Vec<String>,
         /// A path glob agents may write to (repeatable; replaces the list).
-        #[arg(long = "write-scope")]
+        #[arg(long = "write-scope", value_name = "GLOB")]
         write_scope: Vec<String>,
     },
     /// Pause the goal for every agent.
@@ -49,8 +58,10 @@ enum GoalCommand {
     Resume,
     /// Add another goal.
     Add {
+        /// The new goal's id: 1-64 of a-z, 0-9, `_`, `.`, `-`, starting with a letter.
         id: String,
-        #[arg(long)]
+        /// The goal's objective: what the agents work towards.
+        #[arg(long, value_name = "TEXT", alias = "goal-text")]
         objective: String,
         /// Make it the default goal.
         #[arg(long)]
@@ -93,6 +104,17 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             default,
         } => goal::add(ctx, id, objective, *default)?,
     };
-    let text = String::from_utf8_lossy(&crate::codec::encode(&report.goal)).into_owned();
+    let text = if args.yaml {
+        String::from_utf8_lossy(&crate::codec::encode(&report.goal)).into_owned()
+    } else {
+        let action = match &args.command {
+            GoalCommand::Show => Action::Show,
+            GoalCommand::Set { .. } => Action::Set,
+            GoalCommand::Stop => Action::Stop,
+            GoalCommand::Resume => Action::Resume,
+            GoalCommand::Add { .. } => Action::Add,
+        };
+        render::goal::goal(&report, action)
+    };
     Ok(Output::new(&report, text))
 }

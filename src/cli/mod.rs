@@ -23,6 +23,9 @@ mod sync;
 mod todo;
 mod writeback;
 
+#[cfg(test)]
+mod help_tests;
+
 use std::ffi::OsString;
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -176,7 +179,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
             .map_err(|e| Error::invalid_input(format!("cannot read the current directory: {e}")))?,
     };
     let mut ctx = Context::open(&dir, now, cli.global.agent.clone(), cli.global.goal.clone())?;
-    match &cli.command {
+    let result = match &cli.command {
         Command::Init(args) => init::run(&ctx, args),
         Command::Status(args) => status::run(&ctx, args),
         Command::Log(args) => log::run(&ctx, args),
@@ -198,6 +201,11 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         Command::Hooks(args) => hooks::run(&ctx, &cli.global, args),
         Command::Hook(_) => unreachable!("hook programs run from `main`, before a Context"),
         Command::Run(args) => run::run(&mut ctx, args),
+    };
+    match &cli.command {
+        // sync has fetched: its "no state" means the remote has none either.
+        Command::Sync(_) => result,
+        _ => result.map_err(|e| crate::ops::missing::explain(&ctx, e)),
     }
 }
 

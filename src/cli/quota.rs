@@ -19,10 +19,13 @@ enum QuotaCommand {
     /// Charge this agent's latest unspent accountable writeback (or the one
     /// named). A second spend for the same writeback or turn is a replay.
     Spend {
+        /// Charge this turn (the key given to `should-run --turn`).
         #[arg(long, value_name = "KEY", conflicts_with = "writeback")]
         turn: Option<String>,
+        /// Charge this writeback: its run id or a unique prefix.
         #[arg(long, value_name = "RUN")]
         writeback: Option<String>,
+        /// How many slots to charge.
         #[arg(long, default_value_t = 1)]
         slots: u32,
     },
@@ -30,8 +33,9 @@ enum QuotaCommand {
     Void {
         /// The spend's run id or a unique prefix.
         run: String,
-        #[arg(long)]
-        reason: String,
+        /// Why it should not count, for the record.
+        #[arg(long, alias = "reason", value_name = "TEXT")]
+        note: String,
     },
     /// Show the allowance, what is spent, and when the next slot frees.
     Show,
@@ -55,8 +59,8 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             );
             Ok(Output::new(&r, text))
         }
-        QuotaCommand::Void { run, reason } => {
-            let r = quota::void(ctx, run, reason)?;
+        QuotaCommand::Void { run, note } => {
+            let r = quota::void(ctx, run, note)?;
             let text = format!(
                 "voided {} — {}/{} slots used\n",
                 r.void.spend.as_deref().unwrap_or("?"),

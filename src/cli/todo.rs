@@ -32,7 +32,11 @@ enum TodoCommand {
         #[arg(long, value_parser = enum_arg::<Priority>, default_value = "P2")]
         priority: Priority,
         /// A capability the agent must have (repeatable).
-        #[arg(long = "requires-cap", value_name = "CAP")]
+        #[arg(
+            long = "requires-capability",
+            alias = "requires-cap",
+            value_name = "CAP"
+        )]
         requires_cap: Vec<String>,
         /// An agent that must not take it (repeatable).
         #[arg(long = "exclude-agent", value_name = "AGENT")]
@@ -46,8 +50,10 @@ enum TodoCommand {
     },
     /// List the goal's todos (open ones unless --status or --all).
     List {
+        /// Only agent or only user todos.
         #[arg(long, value_parser = enum_arg::<Role>)]
         role: Option<Role>,
+        /// Only todos with this status: open, blocked, deferred or done.
         #[arg(long, value_parser = enum_arg::<TodoStatus>)]
         status: Option<TodoStatus>,
         /// Only todos this agent holds a live claim on.
@@ -68,6 +74,7 @@ enum TodoCommand {
     /// half of the TTL asked for has run; before that it answers `held`
     /// and writes nothing.
     Claim {
+        /// The todo: its id or a unique prefix of one.
         id: String,
         /// Lease length: 45m by default, at most 24h (e.g. 30m, 2h, 90s).
         #[arg(long, value_parser = ttl_arg, default_value = "45m")]
@@ -88,6 +95,7 @@ enum TodoCommand {
     /// most one commit a minute for any TTL of 2m or more); before that it
     /// answers `held` (`renewed: false`) and writes nothing.
     Renew {
+        /// The todo: its id or a unique prefix of one.
         id: String,
         /// The lease's new length from now: 45m by default, at most 24h.
         #[arg(long, value_parser = ttl_arg, default_value = "45m")]
@@ -98,6 +106,7 @@ enum TodoCommand {
     },
     /// Give up your lease; the epoch is kept so it never goes backwards.
     Release {
+        /// The todo: its id or a unique prefix of one.
         id: String,
         /// The epoch your claim was granted (default: recorded on this host).
         #[arg(long)]
@@ -119,34 +128,43 @@ enum TodoCommand {
         /// A capability this agent has now (repeatable; added to its registered ones).
         #[arg(long = "capability", value_name = "CAP")]
         capability: Vec<String>,
+        /// With --claim: the lease length, at most 24h (e.g. 30m, 2h).
         #[arg(long, value_parser = ttl_arg, default_value = "45m")]
         ttl: i64,
         /// With --claim: confirm the claim on the remote (see `todo claim --sync`).
         #[arg(long, requires = "claim")]
         sync: bool,
+        /// The remote for --sync (default: loopx.remote, else origin).
         #[arg(long, value_name = "REMOTE", requires = "sync")]
         remote: Option<String>,
     },
     /// Change status, priority, text or resume condition, or add a note.
     Update {
+        /// The todo: its id or a unique prefix of one.
         id: String,
         /// open, blocked or deferred (use `todo done` to complete).
         #[arg(long, value_parser = enum_arg::<TodoStatus>)]
         status: Option<TodoStatus>,
-        #[arg(long)]
+        /// Add a note to the todo (kept with its time and author).
+        #[arg(long, value_name = "TEXT")]
         note: Option<String>,
+        /// Not ready until this holds: todo_done:<todo-id>.
         #[arg(long, value_name = "COND")]
         resume_when: Option<String>,
+        /// P0 (first) … P4 (last).
         #[arg(long, value_parser = enum_arg::<Priority>)]
         priority: Option<Priority>,
+        /// Replace what is to be done.
         #[arg(long)]
         text: Option<String>,
+        /// The epoch your claim was granted (default: recorded on this host).
         #[arg(long)]
         epoch: Option<u64>,
     },
     /// Complete a todo: runs its `validate` command first (no shell), and
     /// refuses completion if it fails.
     Done {
+        /// The todo: its id or a unique prefix of one.
         id: String,
         /// What shows it is done (a commit, a test run, a link).
         #[arg(long)]
@@ -163,18 +181,24 @@ enum TodoCommand {
         /// Kill `validate` after this long (default 10m).
         #[arg(long, value_parser = ttl_arg, value_name = "DURATION")]
         validate_timeout: Option<i64>,
+        /// The epoch your claim was granted (default: recorded on this host).
         #[arg(long)]
         epoch: Option<u64>,
     },
     /// Pass your lease to another agent with a note (new epoch).
     Handoff {
+        /// The todo: its id or a unique prefix of one.
         id: String,
+        /// The agent that takes the lease over.
         #[arg(long, value_name = "AGENT")]
         to: String,
-        #[arg(long)]
+        /// What the next agent needs to know (kept as a note on the todo).
+        #[arg(long, value_name = "TEXT")]
         note: String,
+        /// The new holder's lease length, at most 24h (e.g. 30m, 2h).
         #[arg(long, value_parser = ttl_arg, default_value = "45m")]
         ttl: i64,
+        /// The epoch your claim was granted (default: recorded on this host).
         #[arg(long)]
         epoch: Option<u64>,
     },

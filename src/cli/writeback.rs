@@ -9,12 +9,14 @@ use crate::Result;
 /// Record delivered work on a todo (you must hold it, or it must be unclaimed).
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    /// The todo the work was for: its id or a unique prefix of one.
     #[arg(long, value_name = "ID")]
     todo: String,
     /// surface_only, outcome_gap, outcome_progress or primary_goal_outcome.
     #[arg(long, value_parser = enum_arg::<Outcome>)]
     outcome: Outcome,
-    #[arg(long)]
+    /// What was delivered, in a sentence or two.
+    #[arg(long, value_name = "TEXT")]
     summary: String,
     /// The validation command that was run…
     #[arg(long, value_name = "CMD", requires = "exit_code")]
@@ -31,6 +33,7 @@ pub struct Args {
     /// The turn key: a second writeback with the same key is a replay.
     #[arg(long, value_name = "KEY")]
     turn: Option<String>,
+    /// The epoch your claim was granted (default: recorded on this host).
     #[arg(long)]
     epoch: Option<u64>,
 }
@@ -64,11 +67,19 @@ pub fn run(ctx: &Context, a: &Args) -> Result<Output> {
 /// Show run records (writebacks, spends, voids, turns), newest first.
 #[derive(Debug, clap::Args)]
 pub struct HistoryArgs {
+    /// Only records of this kind: writeback, spend, void or turn.
     #[arg(long, value_parser = enum_arg::<RunKind>)]
     kind: Option<RunKind>,
+    /// Only records about this todo (an id or a unique prefix).
     #[arg(long, value_name = "ID")]
     todo: Option<String>,
-    #[arg(short = 'n', long = "max-count", default_value_t = 50)]
+    /// Show at most N records.
+    #[arg(
+        short = 'n',
+        long = "max-count",
+        value_name = "N",
+        default_value_t = 50
+    )]
     limit: usize,
 }
 

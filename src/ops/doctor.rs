@@ -154,7 +154,10 @@ pub fn doctor(ctx: &Context, fsck: bool, repair: bool) -> Result<DoctorReport> {
             "state",
             Level::Warn,
             format!("{STATE_REF} does not exist yet"),
-            Some("run `git loopx init --goal-text \"…\"`".into()),
+            Some(
+                crate::ops::missing::hint(&ctx.store.remote_fetch_refspecs())
+                    .unwrap_or_else(|| "run `git loopx init --objective \"…\"`".into()),
+            ),
         ),
         Err(e) => check("state", Level::Error, e.to_string(), e.hint()),
     });

@@ -232,6 +232,7 @@ pub mod hook_git;
 pub mod hooks;
 pub mod lease;
 pub mod local;
+pub mod missing;
 pub mod pr;
 pub mod prompt;
 pub mod quota;

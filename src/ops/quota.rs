@@ -186,9 +186,9 @@ pub struct VoidReport {
     pub commit: Option<Oid>,
 }
 
-/// `quota void RUN --reason T`: the spend no longer counts.
+/// `quota void RUN --note T`: the spend no longer counts.
 pub fn void(ctx: &Context, query: &str, reason: &str) -> Result<VoidReport> {
-    let reason = non_empty("--reason", reason)?;
+    let reason = non_empty("--note", reason)?;
     let agent = ctx.agent().map(str::to_owned);
     let nonce = nonce();
     let done = mutate_maybe(ctx, |state, goal| {

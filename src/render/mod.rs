@@ -1,6 +1,7 @@
 //! Reports → output: the `--json` envelope, errors, and human text.
 
 pub mod diff;
+pub mod goal;
 pub mod hooks;
 pub mod markdown;
 pub mod pr;

@@ -15,6 +15,7 @@ pub fn init(r: &InitReport) -> String {
             r.adopted_from.as_deref().unwrap_or("?")
         ),
         InitAction::Existing => "Already initialised".to_owned(),
+        InitAction::Updated => "Replaced the goal's objective (--force)".to_owned(),
     };
     format!(
         "{what}: {} at {}\ngoal {}: {}\n",

@@ -246,6 +246,26 @@ impl GixStore {
         }
     }
 
+    /// Every configured remote with its `remote.<name>.fetch` refspecs, by name.
+    pub fn remote_fetch_refspecs(&self) -> Vec<(String, Vec<String>)> {
+        let repo = self.repo.borrow();
+        let config = repo.config_snapshot();
+        repo.remote_names()
+            .into_iter()
+            .map(|name| {
+                let name = name.to_str_lossy().into_owned();
+                let specs = config
+                    .plumbing()
+                    .strings(format!("remote.{name}.fetch").as_str())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|s| s.to_str_lossy().into_owned())
+                    .collect();
+                (name, specs)
+            })
+            .collect()
+    }
+
     /// `refs/remotes/<remote>/loopx-state` for every remote that has one, sorted.
     pub fn remote_state_refs(&self) -> Result<Vec<(String, Oid)>, Error> {
         let repo = self.repo.borrow();

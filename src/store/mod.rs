@@ -165,7 +165,7 @@ impl Error {
                 lock.display()
             ),
             Error::Contended { .. } => "try again; if it persists, look for a runaway writer".into(),
-            Error::Missing => "run `git loopx init --goal-text \"…\"`".into(),
+            Error::Missing => "run `git loopx init --objective \"…\"`".into(),
             Error::Corrupt { commit, source } => format!(
                 "fix {} in a new commit on loopx-state (see `git show {}:{}`); nothing was rewritten",
                 source.path,

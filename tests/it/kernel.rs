@@ -90,7 +90,7 @@ fn init_without_goal_text_is_a_usage_error() {
     assert_eq!(out.json()["error"]["code"], "invalid_input");
     let out = env.loopx(&repo, &["init", "--goal-text", "  "]).failure(2);
     assert!(
-        out.stderr.contains("--goal-text is empty"),
+        out.stderr.contains("--objective is empty"),
         "{}",
         out.stderr
     );
@@ -391,7 +391,9 @@ fn help_works_without_a_repository() {
         assert!(out.stdout.contains(cmd), "help lists {cmd}");
     }
     let out = env.loopx(&home, &["help", "init"]).success();
-    assert!(out.stdout.contains("--goal-text"), "{}", out.stdout);
+    assert!(out.stdout.contains("--objective"), "{}", out.stdout);
+    // The old spelling still works but is not advertised.
+    assert!(!out.stdout.contains("--goal-text"), "{}", out.stdout);
     env.loopx(&home, &["--version"]).success();
     let out = env.loopx(&home, &["--json", "frobnicate"]).failure(2);
     assert_eq!(out.json()["error"]["code"], "invalid_input");

@@ -5,6 +5,7 @@ mod doctor_rev;
 mod domain;
 mod env;
 mod faults;
+mod flags;
 mod gates;
 mod hook_programs;
 mod hooks_install;

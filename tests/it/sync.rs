@@ -27,11 +27,25 @@ fn fresh_clones_find_the_remote_state_and_never_make_a_second_root() {
     let status = env.loopx(b, &["--json", "status"]).success().json();
     assert_eq!(status["goal"]["objective"], "Ship the parser");
     let init = env
-        .loopx(b, &["--json", "init", "--goal-text", "Something else"])
+        .loopx(b, &["--json", "init", "--objective", "Ship the parser"])
         .success()
         .json();
     assert_eq!(init["action"], "adopted");
     assert_eq!(init["objective"], "Ship the parser");
+    // Another objective is not silently dropped: init says so (exit 1).
+    let d = env.clone_of(&remote, "d");
+    let out = env
+        .loopx(&d, &["--json", "init", "--goal-text", "Something else"])
+        .failure(1)
+        .json();
+    assert_eq!(out["error"]["code"], "goal_exists");
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Ship the parser"),
+        "{out}"
+    );
     // A write on a fresh clone builds on the remote's root, too.
     let c = env.clone_of(&remote, "c");
     env.add_todo(&c, "from c");

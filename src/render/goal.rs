@@ -1,0 +1,71 @@
+//! `goal …` as human text.
+
+use std::fmt::Write as _;
+
+use crate::model::GoalStatus;
+use crate::ops::goal::GoalReport;
+
+/// What a `goal` subcommand did, for the first line of its text.
+#[derive(Clone, Copy, Debug)]
+pub enum Action {
+    Show,
+    Set,
+    Stop,
+    Resume,
+    Add,
+}
+
+/// The first line says what happened; the goal's fields follow.
+pub fn goal(r: &GoalReport, action: Action) -> String {
+    let g = &r.goal;
+    let commit = r
+        .commit
+        .as_ref()
+        .map(|c| format!(" ({})", c.short()))
+        .unwrap_or_default();
+    let mut out = match action {
+        Action::Show => String::new(),
+        Action::Set => format!("updated goal {}{commit}\n", g.id),
+        Action::Stop => format!(
+            "stopped goal {}{commit}: no agent runs until `git loopx goal resume`\n",
+            g.id
+        ),
+        Action::Resume => format!("resumed goal {}{commit}\n", g.id),
+        Action::Add => format!(
+            "added goal {}{commit}{}\n",
+            g.id,
+            if r.default { ", now the default" } else { "" }
+        ),
+    };
+    if matches!(action, Action::Stop | Action::Resume) {
+        return out;
+    }
+    let default = if r.default { " (default)" } else { "" };
+    let _ = writeln!(out, "goal {}{default}: {}", g.id, g.objective);
+    let status = match g.status {
+        GoalStatus::Active => "active",
+        GoalStatus::Stopped => "stopped",
+    };
+    let _ = writeln!(out, "  status:      {status}");
+    if let Some(next) = &g.next_action {
+        let _ = writeln!(out, "  next action: {next}");
+    }
+    for guard in &g.guards {
+        let _ = writeln!(out, "  guard:       {guard}");
+    }
+    if !g.write_scope.is_empty() {
+        let _ = writeln!(out, "  write scope: {}", g.write_scope.join(", "));
+    }
+    let q = &g.quota;
+    let allowed = q
+        .allowed_slots
+        .map(|a| format!(", {a} slots allowed"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "  quota:       compute {}, {}h window, {}m slots{allowed}",
+        q.compute, q.window_hours, q.slot_minutes
+    );
+    let _ = writeln!(out, "  rev {}, updated {}", g.rev, g.updated_at);
+    out
+}

@@ -1,12 +1,14 @@
 //! Reports → output: the `--json` envelope, errors, and human text.
 
 pub mod diff;
+pub mod help;
 pub mod hooks;
 pub mod markdown;
 pub mod pr;
 pub mod prompt;
 pub mod review;
 pub mod run;
+pub mod style;
 pub mod text;
 
 use serde_json::{json, Map, Value};

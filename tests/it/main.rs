@@ -6,6 +6,7 @@ mod domain;
 mod env;
 mod faults;
 mod gates;
+mod help;
 mod hook_programs;
 mod hooks_install;
 mod hostile;

@@ -7,12 +7,17 @@ use crate::Result;
 
 /// Print a shell completion script on stdout.
 ///
-/// bash: `git loopx completions bash > ~/.local/share/bash-completion/completions/git-loopx`
-/// (git's own bash completion then loads it for `git loopx <TAB>`; or
-/// `source` it from ~/.bashrc after git's completion).
-/// zsh: `git loopx completions zsh > ~/.zfunc/_git-loopx`, with ~/.zfunc on
-/// `fpath` before `compinit`.
-/// fish: `git loopx completions fish > ~/.config/fish/completions/git-loopx.fish`.
+/// bash: `git loopx completions bash >
+/// ~/.local/share/bash-completion/completions/git-loopx` (bash-completion
+/// loads it for `git-loopx`, and git's own completion for `git loopx
+/// <TAB>`), or `source` it from ~/.bashrc after git's completion.
+///
+/// zsh: `git loopx completions zsh > ~/.zfunc/_git-loopx`, with ~/.zfunc
+/// on `fpath` before `compinit` (zsh's git completion uses it for `git
+/// loopx`).
+///
+/// fish: `git loopx completions fish >
+/// ~/.config/fish/completions/git-loopx.fish`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The shell to complete for.
@@ -23,8 +28,11 @@ pub struct Args {
 #[derive(Debug, Clone, Copy, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Shell {
+    /// bash (with git's bash completion for `git loopx`).
     Bash,
+    /// zsh.
     Zsh,
+    /// fish.
     Fish,
 }
 

@@ -2,6 +2,7 @@
 //! place where a result becomes output and an exit status.
 
 mod agent;
+mod completions;
 mod diff;
 mod doctor;
 mod gate;
@@ -10,6 +11,7 @@ mod hook;
 mod hook_git;
 mod hooks;
 mod init;
+mod install_man;
 mod log;
 mod pr;
 mod prompt;
@@ -76,6 +78,16 @@ pub struct GlobalArgs {
     /// `hooks install` bakes only such an agent into what it installs.
     #[arg(skip)]
     pub agent_on_command_line: bool,
+    /// Colour in human output: auto (on a terminal, unless $NO_COLOR is
+    /// set), always, or never.
+    #[arg(
+        long,
+        global = true,
+        value_name = "WHEN",
+        value_enum,
+        default_value_t = render::style::ColorChoice::Auto
+    )]
+    pub color: render::style::ColorChoice,
 }
 
 #[derive(Debug, Subcommand)]
@@ -101,6 +113,8 @@ pub enum Command {
     Hooks(hooks::Args),
     Hook(hook::Args),
     Run(run::Args),
+    Completions(completions::Args),
+    InstallMan(install_man::Args),
 }
 
 /// What a command hands back to be printed.
@@ -114,6 +128,8 @@ pub struct Output {
     /// `text` is Markdown (`--markdown`): its zero-width spaces, which keep
     /// mentions inert, are printed as they are, not as `\u{200b}`.
     pub markdown: bool,
+    /// Our own words in `text` to colour on a terminal (`render::style`).
+    pub spans: Vec<render::style::Span>,
 }
 
 /// Whether this process answers in JSON (`--json`): set once by [`main`]
@@ -135,6 +151,19 @@ impl Output {
             text,
             failure: None,
             markdown: false,
+            spans: Vec::new(),
+        }
+    }
+
+    /// Like [`Output::new`], with some of the text's own words marked for
+    /// colour.
+    pub fn styled(
+        report: &impl serde::Serialize,
+        (text, spans): (String, Vec<render::style::Span>),
+    ) -> Self {
+        Output {
+            spans,
+            ..Output::new(report, text)
         }
     }
 
@@ -172,6 +201,12 @@ fn now() -> Result<Timestamp> {
 }
 
 fn dispatch(cli: &Cli) -> Result<Output> {
+    // What needs no repository.
+    match &cli.command {
+        Command::Completions(args) => return completions::run(args),
+        Command::InstallMan(args) => return install_man::run(args),
+        _ => {}
+    }
     let now = now()?;
     let dir = match &cli.global.dir {
         Some(dir) => dir.clone(),
@@ -201,6 +236,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         Command::Hooks(args) => hooks::run(&ctx, &cli.global, args),
         Command::Hook(_) => unreachable!("hook programs run from `main`, before a Context"),
         Command::Run(args) => run::run(&mut ctx, args),
+        Command::Completions(_) | Command::InstallMan(_) => unreachable!("run above"),
     };
     match &cli.command {
         // sync has fetched: its "no state" means the remote has none either.
@@ -247,11 +283,14 @@ fn agent_on_command_line(matches: &clap::ArgMatches) -> bool {
 pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
     let args: Vec<OsString> = args.into_iter().collect();
     let json = args.iter().any(|a| a == "--json");
-    let parsed = Cli::command().try_get_matches_from(&args).and_then(|m| {
-        let mut cli = empty_agent_flag(&m).map_or(Cli::from_arg_matches(&m), Err)?;
-        cli.global.agent_on_command_line = agent_on_command_line(&m);
-        Ok(cli)
-    });
+    let parsed = Cli::command()
+        .color(clap_color(&args))
+        .try_get_matches_from(&args)
+        .and_then(|m| {
+            let mut cli = empty_agent_flag(&m).map_or(Cli::from_arg_matches(&m), Err)?;
+            cli.global.agent_on_command_line = agent_on_command_line(&m);
+            Ok(cli)
+        });
     let cli = match parsed {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
@@ -315,9 +354,10 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
             } else if out.markdown {
                 emit(&render::markdown_safe(&out.text), "");
             } else {
-                emit_text(&out.text, "");
+                let colour = cli.global.color.for_stream(false);
+                emit(&render::style::paint(&out.text, &out.spans, colour), "");
                 if let Some(err) = &out.failure {
-                    emit_text("", &render::error_text(err));
+                    emit_error(err, cli.global.color);
                 }
             }
             exit
@@ -327,7 +367,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
             if cli.global.json {
                 emit(&render::error_json(&err, None).to_string(), "");
             } else {
-                emit_text("", &render::error_text(&err));
+                emit_error(&err, cli.global.color);
             }
             err.exit_code()
         }
@@ -340,7 +380,7 @@ fn is_hook_program(args: &[OsString]) -> bool {
     let mut words = args.iter().skip(1);
     while let Some(word) = words.next() {
         match word.to_str() {
-            Some("-C" | "--agent" | "--goal") => {
+            Some("-C" | "--agent" | "--goal" | "--color") => {
                 words.next();
             }
             Some(flag) if flag.starts_with('-') => {}
@@ -348,6 +388,38 @@ fn is_hook_program(args: &[OsString]) -> bool {
         }
     }
     false
+}
+
+/// `--color` as clap should use it for its own usage errors and help,
+/// read from the raw arguments (clap colours before it has parsed them).
+fn clap_color(args: &[OsString]) -> clap::ColorChoice {
+    let mut choice = clap::ColorChoice::Auto;
+    let mut words = args.iter().skip(1).filter_map(|a| a.to_str());
+    while let Some(word) = words.next() {
+        let value = match word.strip_prefix("--color") {
+            Some("") => words.next(),
+            Some(v) => v.strip_prefix('='),
+            None if word == "--" => break,
+            None => None,
+        };
+        choice = match value {
+            Some("always") => clap::ColorChoice::Always,
+            Some("never") => clap::ColorChoice::Never,
+            Some("auto") => clap::ColorChoice::Auto,
+            _ => choice,
+        };
+    }
+    choice
+}
+
+/// Writes an error on stderr: `error[code]:` coloured per `--color`, the
+/// rest terminal-safe.
+fn emit_error(err: &Error, color: render::style::ColorChoice) {
+    let (text, spans) = render::style::error_text(err);
+    emit(
+        "",
+        &render::style::paint(&text, &spans, color.for_stream(true)),
+    );
 }
 
 /// Writes human text: made terminal-safe first ([`render::terminal_safe`]),

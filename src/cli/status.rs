@@ -11,5 +11,8 @@ pub struct Args {}
 
 pub fn run(ctx: &Context, _args: &Args) -> Result<Output> {
     let report = status::status(ctx)?;
-    Ok(Output::new(&report, render::text::status(&report)))
+    Ok(Output::styled(
+        &report,
+        render::text::status_styled(&report),
+    ))
 }

@@ -230,6 +230,7 @@ pub mod goal;
 pub mod hook;
 pub mod hook_git;
 pub mod hooks;
+pub mod install_man;
 pub mod lease;
 pub mod local;
 pub mod missing;

@@ -2,12 +2,14 @@
 
 pub mod diff;
 pub mod goal;
+pub mod help;
 pub mod hooks;
 pub mod markdown;
 pub mod pr;
 pub mod prompt;
 pub mod review;
 pub mod run;
+pub mod style;
 pub mod text;
 
 use serde_json::{json, Map, Value};

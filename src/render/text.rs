@@ -57,6 +57,12 @@ fn answer(g: &crate::ops::status::AnsweredLine) -> String {
 }
 
 pub fn status(r: &StatusReport) -> String {
+    status_styled(r).0
+}
+
+/// [`status`], with the `Needs you:` heading marked when something does.
+pub fn status_styled(r: &StatusReport) -> (String, Vec<super::style::Span>) {
+    let mut spans = Vec::new();
     let mut out = String::new();
     let paused = if r.goal.status == crate::model::GoalStatus::Stopped {
         "  (STOPPED)"
@@ -77,7 +83,12 @@ pub fn status(r: &StatusReport) -> String {
     if r.gates.is_empty() && r.user_actions.is_empty() {
         let _ = writeln!(out, "\nNeeds you: nothing");
     } else {
+        let heading = out.len() + 1..out.len() + 1 + "Needs you:".len();
         let _ = writeln!(out, "\nNeeds you:");
+        spans.push(super::style::Span {
+            range: heading,
+            role: super::style::Role::Attention,
+        });
         for g in &r.gates {
             let _ = writeln!(out, "  ? {}  {}  [{}]", g.id, g.question, g.scope_label);
             if g.resolution_not_signed {
@@ -155,7 +166,7 @@ pub fn status(r: &StatusReport) -> String {
             );
         }
     }
-    out
+    (out, spans)
 }
 
 pub fn log(r: &LogReport) -> String {

@@ -7,6 +7,7 @@ mod env;
 mod faults;
 mod flags;
 mod gates;
+mod help;
 mod hook_programs;
 mod hooks_install;
 mod hostile;

@@ -12,6 +12,7 @@ mod hooks;
 mod init;
 mod log;
 mod pr;
+mod progress;
 mod prompt;
 mod quota;
 mod redact;

@@ -4,6 +4,7 @@
 mod doctor_rev;
 mod domain;
 mod env;
+mod evidence;
 mod faults;
 mod gates;
 mod hook_programs;

@@ -50,7 +50,9 @@ fn an_artifact_that_is_not_a_commit_here_is_refused() {
         tree.as_str(),
         "--all",
     ] {
-        let j = writeback(&env, &repo, &t, &["--artifact", rev])
+        // `--artifact=--all`: a value that looks like an option reaches git
+        // as a revision and is refused, never read as an option.
+        let j = writeback(&env, &repo, &t, &[&format!("--artifact={rev}")])
             .failure(2)
             .json();
         assert_eq!(j["error"]["code"], "invalid_input", "{rev}");
@@ -92,7 +94,7 @@ fn an_artifact_url_is_recorded_beside_the_commits_and_shown() {
     let run_id = j["run"]["id"].as_str().unwrap();
     let yaml = env.state_file(&repo, &env.state_path_of(&repo, run_id));
     assert!(
-        yaml.contains(&format!("artifact_urls:\n- {url}\n")),
+        yaml.contains(&format!("artifact_urls:\n  - {url}")),
         "{yaml}"
     );
     let review = env.loopx(&repo, &["review"]).success();

@@ -104,7 +104,7 @@ fn two_agents_through_claims_gate_writebacks_and_handoff() {
         "--summary",
         "tokenizer with tests",
         "--artifact",
-        "0123456789abcdef0123456789abcdef01234567",
+        "HEAD",
         "--next-action",
         "parser next",
     ])

@@ -1,6 +1,7 @@
 //! The one integration-test binary: drives the real `git-loopx` against real
 //! repositories built in temporary directories by [`env::TestEnv`].
 
+mod artifacts;
 mod doctor_rev;
 mod domain;
 mod env;

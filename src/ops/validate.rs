@@ -3,10 +3,11 @@
 //!
 //! Invariants: memory per stream is bounded ([`TAIL_BYTES`] kept, the rest
 //! only counted), whatever the command prints; a command that outlives its
-//! timeout is killed with the process group it leads, so a grandchild
-//! holding the pipes open cannot hang `done`.
+//! timeout is killed (off a terminal, with the process group it leads), and
+//! the pipes are waited for at most a second after it ends, so a grandchild
+//! holding them open cannot hang `done`.
 
-use std::io::Read;
+use std::io::{IsTerminal as _, Read};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -218,7 +219,14 @@ pub fn run(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    // Off a terminal (an agent, CI) the command leads a process group of its
+    // own, so a timeout kills everything it started. On a terminal it stays
+    // in ours, so that Ctrl-C reaches it as it would reach `cargo test` run
+    // by hand; a timeout then kills the command itself.
+    let interactive = std::io::stdin().is_terminal() || std::io::stderr().is_terminal();
+    if !interactive {
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    }
     let mut child = match cmd.spawn() {
         Ok(child) => child,
         Err(e) => {
@@ -250,8 +258,10 @@ pub fn run(
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
             Ok(None) if start.elapsed() >= timeout => {
-                // The command leads its own group: kill what it started too.
-                if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
+                // When the command leads its own group, kill what it started too.
+                if let Some(pid) =
+                    rustix::process::Pid::from_raw(child.id() as i32).filter(|_| !interactive)
+                {
                     let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
                 }
                 let _ = child.kill();

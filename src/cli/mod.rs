@@ -14,6 +14,7 @@ mod init;
 mod install_man;
 mod log;
 mod pr;
+mod progress;
 mod prompt;
 mod quota;
 mod redact;

@@ -357,7 +357,8 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             validate_timeout,
             epoch,
         } => {
-            let r = done::done(
+            let mut ticker = crate::cli::progress::Ticker::on_stderr();
+            let (r, failure) = done::done(
                 ctx,
                 id,
                 &done::DoneArgs {
@@ -368,8 +369,12 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
                     timeout: validate_timeout
                         .map(|s| std::time::Duration::from_secs(s.max(1) as u64)),
                 },
+                &mut |waited| ticker.tick(waited),
             )?;
-            Ok(Output::new(&r, render::text::done(&r)))
+            drop(ticker);
+            let mut out = Output::new(&r, render::text::done(&r));
+            out.failure = failure;
+            Ok(out)
         }
         TodoCommand::Handoff {
             id,

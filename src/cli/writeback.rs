@@ -24,9 +24,13 @@ pub struct Args {
     /// …and its exit code.
     #[arg(long, requires = "validation", allow_hyphen_values = true)]
     exit_code: Option<i32>,
-    /// A code commit that carries the work (repeatable).
-    #[arg(long = "artifact", value_name = "SHA")]
+    /// A code commit that carries the work (repeatable): any revision git
+    /// reads (`HEAD`, a branch, a short id); stored as the full commit id.
+    #[arg(long = "artifact", value_name = "REV")]
     artifacts: Vec<String>,
+    /// Evidence outside git, such as a CI run (repeatable): an absolute URL.
+    #[arg(long = "artifact-url", value_name = "URL")]
+    artifact_urls: Vec<String>,
     /// Set the goal's next action in the same commit.
     #[arg(long)]
     next_action: Option<String>,
@@ -48,6 +52,7 @@ pub fn run(ctx: &Context, a: &Args) -> Result<Output> {
             validation: a.validation.clone(),
             exit_code: a.exit_code,
             artifacts: a.artifacts.clone(),
+            artifact_urls: a.artifact_urls.clone(),
             next_action: a.next_action.clone(),
             turn: a.turn.clone(),
             epoch: a.epoch,

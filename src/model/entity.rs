@@ -388,6 +388,9 @@ pub struct Run {
     pub validation: Option<Validation>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub artifacts: Vec<String>,
+    /// Evidence outside git (a CI run, a report): URLs, append-only like `artifacts`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifact_urls: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -430,6 +433,7 @@ impl Run {
             summary: None,
             validation: None,
             artifacts: Vec::new(),
+            artifact_urls: Vec::new(),
             turn: None,
             slots: None,
             writeback: None,

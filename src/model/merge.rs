@@ -7,7 +7,7 @@
 //! depend on which side is "ours"), and the value it overwrote is reported.
 //! Run records are append-only and simply unioned, and so are the append-only
 //! lists inside an entity ([`APPEND_ONLY`]: a todo's `notes`, a run's
-//! `artifacts`): changed on both sides, a list becomes the union of both, in
+//! `artifacts` and `artifact_urls`): changed on both sides, a list becomes the union of both, in
 //! a deterministic order, so no added element is lost and nothing is reported.
 //! Unknown fields take part like any other. Leases are never merged: when both
 //! sides changed a todo's claim, the remote's todo wins whole (its append-only
@@ -76,7 +76,11 @@ fn canonical(v: Option<&Value>) -> String {
 /// The append-only lists: (entity kind, field). Nothing removes an element
 /// from one of these, so when both sides changed one the merge keeps every
 /// element of both.
-pub const APPEND_ONLY: &[(&str, &str)] = &[("todo", "notes"), ("run", "artifacts")];
+pub const APPEND_ONLY: &[(&str, &str)] = &[
+    ("todo", "notes"),
+    ("run", "artifacts"),
+    ("run", "artifact_urls"),
+];
 
 fn is_append_only(entity: &str, field: &str) -> bool {
     APPEND_ONLY

@@ -1,7 +1,6 @@
 //! `todo done`: validate, complete, optionally create the successor — one commit.
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -10,9 +9,10 @@ use crate::model::{
     Validation,
 };
 use crate::ops::todo::{headline, new_todo_id, nonce};
+use crate::ops::validate::{self, ValidationRun};
 use crate::ops::{local, mutate, non_empty, resolve_todo, touch, Context};
 use crate::store::{Message, Oid};
-use crate::Result;
+use crate::{Error, Result};
 
 #[derive(Debug, Clone, Default)]
 pub struct DoneArgs {
@@ -23,13 +23,16 @@ pub struct DoneArgs {
     pub timeout: Option<Duration>,
 }
 
+/// What `todo done` did. When validation failed, `todo` is the todo as it
+/// stays (open), `validation` says why with the output's last lines, and
+/// `commit` is the one that recorded the failed validation.
 #[derive(Debug, Serialize)]
 pub struct DoneReport {
     pub todo: Todo,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub successor: Option<Todo>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub validation: Option<Validation>,
+    pub validation: Option<ValidationRun>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit: Option<Oid>,
 }
@@ -37,47 +40,15 @@ pub struct DoneReport {
 /// How long `validate` may run before it is killed and counted as failed.
 pub const DEFAULT_VALIDATE_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// Exit code recorded when validation is killed for running too long.
-pub const TIMEOUT_EXIT: i32 = 124;
-/// Exit code recorded when the validation program cannot be started.
-pub const SPAWN_FAILED_EXIT: i32 = 127;
-
-/// Runs `command` without a shell in `dir`, killing it after `timeout`.
-pub fn run_validation(command: &str, dir: &std::path::Path, timeout: Duration) -> Result<i32> {
-    let argv = crate::ops::argv(command)?;
-    let Some((program, args)) = argv.split_first() else {
-        return Err(Refusal::invalid_input("the validate command is empty").into());
-    };
-    let mut child = match Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-    {
-        Ok(child) => child,
-        Err(e) => {
-            tracing::warn!("validate `{command}` could not start: {e}");
-            return Ok(SPAWN_FAILED_EXIT);
-        }
-    };
-    let start = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Ok(status.code().unwrap_or(1)),
-            Ok(None) if start.elapsed() >= timeout => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Ok(TIMEOUT_EXIT);
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(_) => return Ok(1),
-        }
-    }
-}
-
-pub fn done(ctx: &Context, query: &str, args: &DoneArgs) -> Result<DoneReport> {
+/// Completes the todo `query` names, running its `validate` first (`tick`
+/// hears how long it has run). A failed validation is recorded and handed
+/// back as the report with its refusal, so the output's tails reach the user.
+pub fn done(
+    ctx: &Context,
+    query: &str,
+    args: &DoneArgs,
+    tick: &mut dyn FnMut(Duration),
+) -> Result<(DoneReport, Option<Error>)> {
     let agent = ctx.agent().map(str::to_owned);
     let evidence = non_empty("--evidence", &args.evidence)?;
     let next = args
@@ -98,29 +69,35 @@ pub fn done(ctx: &Context, query: &str, args: &DoneArgs) -> Result<DoneReport> {
     let todo = &gs.todos[&id];
     check_completable(ctx, todo, agent.as_deref(), args.epoch)?;
     let validation = match &todo.validate {
-        Some(command) => {
-            let dir = ctx.repo_dir().to_owned();
-            let exit_code = run_validation(
-                command,
-                &dir,
-                args.timeout.unwrap_or(DEFAULT_VALIDATE_TIMEOUT),
-            )?;
-            Some(Validation {
-                command: command.clone(),
-                exit_code,
-                extra: Extra::new(),
-            })
-        }
+        Some(command) => Some(validate::run(
+            command,
+            ctx.repo_dir(),
+            args.timeout.unwrap_or(DEFAULT_VALIDATE_TIMEOUT),
+            tick,
+        )?),
         None => None,
     };
-    if let Some(v) = validation.as_ref().filter(|v| v.exit_code != 0) {
-        record_failed_validation(ctx, &id, agent.as_deref(), v, args.epoch)?;
-        return Err(Refusal::new(
+    if let Some(v) = validation.as_ref().filter(|v| !v.passed()) {
+        let commit = record_failed_validation(ctx, &id, agent.as_deref(), v, args.epoch)?;
+        let mut refusal = Refusal::new(
             Code::ValidationFailed,
-            format!("{id} not completed: `{}` exited {}", v.command, v.exit_code),
+            format!("{id} not completed: `{}` {}", v.command, v.what()),
         )
-        .with_hint("fix the failure and run `todo done` again; the failed validation was recorded")
-        .into());
+        .with_hint("fix the failure and run `todo done` again; the failed validation was recorded");
+        if let Some(construct) = validate::shell_construct(&v.command) {
+            refusal = refusal.with_hint(format!(
+                "`{}` needs a shell ({construct}) but runs without one: \
+                 set the todo's validate to `sh -c '…'`",
+                v.command
+            ));
+        }
+        let report = DoneReport {
+            todo: todo.clone(),
+            successor: None,
+            validation,
+            commit,
+        };
+        return Ok((report, Some(refusal.into())));
     }
     let nonce = nonce();
     let done = mutate(ctx, |state, goal| {
@@ -175,12 +152,13 @@ pub fn done(ctx: &Context, query: &str, args: &DoneArgs) -> Result<DoneReport> {
     if let (Some(succ), Some(b)) = (&successor, &args.next_agent) {
         local::record_grant(ctx, b, &succ.id, succ.epoch());
     }
-    Ok(DoneReport {
+    let report = DoneReport {
         todo,
         successor,
         validation,
         commit: done.commit,
-    })
+    };
+    Ok((report, None))
 }
 
 fn by(agent: Option<&str>) -> String {
@@ -231,11 +209,33 @@ fn record_failed_validation(
     ctx: &Context,
     id: &str,
     agent: Option<&str>,
-    v: &Validation,
+    v: &ValidationRun,
     epoch: Option<u64>,
-) -> Result<()> {
+) -> Result<Option<Oid>> {
+    // The state keeps the exit code and one line of output, never more;
+    // a line the credential scan refuses is left out rather than block the
+    // record (the user still sees it on their terminal).
+    let summary = format!("validation failed: `{}` {}", v.command, v.what());
+    if let Some(line) = v.last_line() {
+        let with_line = format!("{summary}; last line: {line}");
+        match write_failed_run(ctx, id, agent, v, epoch, &with_line) {
+            Err(e) if e.code() == Code::LeakDetected => {}
+            written => return written,
+        }
+    }
+    write_failed_run(ctx, id, agent, v, epoch, &summary)
+}
+
+fn write_failed_run(
+    ctx: &Context,
+    id: &str,
+    agent: Option<&str>,
+    v: &ValidationRun,
+    epoch: Option<u64>,
+    summary: &str,
+) -> Result<Option<Oid>> {
     let nonce = nonce();
-    mutate(ctx, |state, goal| {
+    let written = mutate(ctx, |state, goal| {
         let gs = state.goals.get_mut(goal).expect("goal exists");
         let todo = gs
             .todos
@@ -256,11 +256,12 @@ fn record_failed_validation(
         run.todo = Some(id.to_owned());
         run.epoch = todo.claim.as_ref().map(|c| c.epoch);
         run.outcome = Some(Outcome::OutcomeGap);
-        run.summary = Some(format!(
-            "validation failed: `{}` exited {}",
-            v.command, v.exit_code
-        ));
-        run.validation = Some(v.clone());
+        run.summary = Some(summary.to_owned());
+        run.validation = Some(Validation {
+            command: v.command.clone(),
+            exit_code: v.exit_code,
+            extra: Extra::new(),
+        });
         gs.runs.insert(run_id.clone(), run);
         let message = Message::new(
             "writeback",
@@ -274,5 +275,5 @@ fn record_failed_validation(
         .trailer("Loopx-Run", run_id);
         Ok(((), message))
     })?;
-    Ok(())
+    Ok(written.commit)
 }

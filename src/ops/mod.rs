@@ -245,6 +245,7 @@ pub mod should_run;
 pub mod signed;
 pub mod signers;
 pub mod sync;
+pub mod validate;
 pub mod writeback;
 
 /// Runs `f` on the current state inside the CAS loop, with the selected goal

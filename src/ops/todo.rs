@@ -102,9 +102,7 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<TodoReport> {
         ids::check_name("agent", agent)?;
     }
     if let Some(v) = &args.validate {
-        if crate::ops::argv(v)?.is_empty() {
-            return Err(Refusal::invalid_input("--validate is empty").into());
-        }
+        crate::ops::validate::check_command(v)?;
     }
     let agent = ctx.agent().map(str::to_owned);
     let now = ctx.now;

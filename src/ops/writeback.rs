@@ -2,8 +2,9 @@
 
 use serde::Serialize;
 
+use crate::git_cmd;
 use crate::model::gate::{self, GateAction};
-use crate::model::{ids, lease, Extra, Outcome, Refusal, Run, RunKind, Validation};
+use crate::model::{ids, lease, Code, Extra, Outcome, Refusal, Run, RunKind, Validation};
 use crate::ops::todo::{headline, nonce};
 use crate::ops::{local, mutate_maybe, non_empty, resolve_todo, Context};
 use crate::store::{Message, Oid};
@@ -16,7 +17,10 @@ pub struct WritebackArgs {
     pub summary: String,
     pub validation: Option<String>,
     pub exit_code: Option<i32>,
+    /// Revisions naming code commits (`HEAD`, a branch, a short id).
     pub artifacts: Vec<String>,
+    /// Evidence outside git.
+    pub artifact_urls: Vec<String>,
     pub next_action: Option<String>,
     pub turn: Option<String>,
     pub epoch: Option<u64>,
@@ -31,8 +35,74 @@ pub struct WritebackReport {
     pub commit: Option<Oid>,
 }
 
-fn is_commit_id(s: &str) -> bool {
-    (7..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
+/// The full ids of the commits `revs` name in this repository, in order,
+/// each once; a revision that names no commit here is refused, named.
+fn resolve_artifacts(ctx: &Context, revs: &[String]) -> Result<Vec<String>> {
+    let mut ids: Vec<String> = Vec::new();
+    for rev in revs {
+        let found = if rev.trim().is_empty() {
+            None
+        } else {
+            git_cmd::resolve_commit(ctx.repo_dir(), rev)
+                .map_err(|e| Refusal::new(Code::GitFailed, e))?
+        };
+        let Some(id) = found else {
+            return Err(Refusal::invalid_input(format!(
+                "--artifact `{rev}` is not a commit in this repository"
+            ))
+            .with_hint(
+                "name a commit (`HEAD`, a branch, a commit id; fetch it first if it is on a \
+                 remote); for evidence outside git use --artifact-url <url>",
+            )
+            .into());
+        };
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    Ok(ids)
+}
+
+/// `--artifact-url`: an absolute URL (`scheme://…`) without spaces or a
+/// password, at most 2048 bytes.
+fn check_artifact_url(url: &str) -> Result<()> {
+    let refuse = |why: &str| {
+        Err(
+            Refusal::invalid_input(format!("--artifact-url `{url}` {why}"))
+                .with_hint("give an absolute URL such as https://ci.example.com/builds/42")
+                .into(),
+        )
+    };
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return refuse("is not a URL (scheme://…)");
+    };
+    let scheme_ok = scheme
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if !scheme_ok {
+        return refuse("is not a URL (scheme://…)");
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.is_empty() {
+        return refuse("names no host");
+    }
+    if url.len() > 2048 {
+        return refuse("is longer than 2048 bytes");
+    }
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return refuse("contains a space or a control character");
+    }
+    if authority
+        .rsplit_once('@')
+        .is_some_and(|(user, _)| user.contains(':'))
+    {
+        return refuse("carries a password");
+    }
+    Ok(())
 }
 
 pub fn writeback(ctx: &Context, args: &WritebackArgs) -> Result<WritebackReport> {
@@ -47,13 +117,9 @@ pub fn writeback(ctx: &Context, args: &WritebackArgs) -> Result<WritebackReport>
         (None, None) => None,
         _ => return Err(Refusal::invalid_input("--validation and --exit-code go together").into()),
     };
-    for a in &args.artifacts {
-        if !is_commit_id(a) {
-            return Err(Refusal::invalid_input(format!(
-                "--artifact `{a}` is not a commit id (7-64 hex digits)"
-            ))
-            .into());
-        }
+    let artifacts = resolve_artifacts(ctx, &args.artifacts)?;
+    for url in &args.artifact_urls {
+        check_artifact_url(url)?;
     }
     let next_action = args
         .next_action
@@ -101,7 +167,8 @@ pub fn writeback(ctx: &Context, args: &WritebackArgs) -> Result<WritebackReport>
         run.outcome = Some(args.outcome);
         run.summary = Some(summary.clone());
         run.validation = validation.clone();
-        run.artifacts = args.artifacts.clone();
+        run.artifacts = artifacts.clone();
+        run.artifact_urls = args.artifact_urls.clone();
         run.turn = turn.clone();
         gs.runs.insert(run_id.clone(), run.clone());
         if let Some(n) = &next_action {

@@ -206,6 +206,10 @@ trait Form {
                 let artifacts: Vec<String> = run.artifacts.iter().map(|a| self.id(a)).collect();
                 let _ = write!(out, "; artifacts {}", artifacts.join(", "));
             }
+            if !run.artifact_urls.is_empty() {
+                let urls: Vec<String> = run.artifact_urls.iter().map(|u| self.text(u)).collect();
+                let _ = write!(out, "; evidence {}", urls.join(", "));
+            }
             if w.spent_slots > 0 {
                 let _ = write!(out, "; spent {} slot(s)", w.spent_slots);
             }

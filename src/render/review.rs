@@ -112,6 +112,9 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
         for a in &w.artifacts {
             let _ = write!(out, " {}", code(&a.chars().take(12).collect::<String>()));
         }
+        for u in &w.artifact_urls {
+            let _ = write!(out, " {}", t(u));
+        }
         out.push('\n');
     }
     for d in &r.completed {

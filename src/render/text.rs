@@ -320,12 +320,51 @@ pub fn claim(r: &crate::ops::lease::ClaimReport) -> String {
 }
 
 pub fn done(r: &crate::ops::done::DoneReport) -> String {
+    if let Some(v) = r.validation.as_ref().filter(|v| !v.passed()) {
+        return failed_validation(v);
+    }
     let mut out = format!("done {}: {}\n", r.todo.id, r.todo.text);
     if let Some(v) = &r.validation {
         let _ = writeln!(out, "validated: `{}` exited {}", v.command, v.exit_code);
     }
     if let Some(s) = &r.successor {
         let _ = writeln!(out, "next {}: {}", s.id, s.text);
+    }
+    out
+}
+
+/// A failed `validate`: what happened, then the last lines of each stream
+/// that printed anything, indented, each headed by what was cut before it.
+fn failed_validation(v: &crate::ops::validate::ValidationRun) -> String {
+    let mut out = format!(
+        "validate `{}` {} ({:.1}s)\n",
+        v.command,
+        v.what(),
+        v.seconds
+    );
+    for (name, tail) in [("stdout", &v.stdout), ("stderr", &v.stderr)] {
+        if tail.text.is_empty() {
+            continue;
+        }
+        let shown = tail.text.lines().count();
+        let head = if tail.lines_cut > 0 {
+            format!(
+                "{name} (last {shown} lines, {} earlier lines cut):",
+                tail.lines_cut
+            )
+        } else if tail.bytes_cut > 0 {
+            format!(
+                "{name} (last {} bytes, {} earlier bytes cut):",
+                tail.text.len(),
+                tail.bytes_cut
+            )
+        } else {
+            format!("{name}:")
+        };
+        let _ = writeln!(out, "{head}");
+        for line in tail.text.lines() {
+            let _ = writeln!(out, "  {line}");
+        }
     }
     out
 }

@@ -28,7 +28,7 @@ use crate::model::{
 };
 
 /// Changes whenever the layout below changes (the cache key holds it too).
-const MAGIC: &[u8; 8] = b"LXSTATE4";
+const MAGIC: &[u8; 8] = b"LXSTATE5";
 
 /// The state as cache bytes.
 pub fn encode(state: &State) -> Vec<u8> {
@@ -105,7 +105,7 @@ pub fn decode(bytes: Vec<u8>) -> Option<State> {
 }
 
 /// Changes whenever the delta layout below changes.
-const DELTA_MAGIC: &[u8; 8] = b"LXDELTA2";
+const DELTA_MAGIC: &[u8; 8] = b"LXDELTA3";
 
 /// One file a commit changed, as a cached delta carries it: todos and runs
 /// in this compact form (replaying them decodes no YAML), anything else as
@@ -472,6 +472,7 @@ impl Writer {
             summary,
             validation,
             artifacts,
+            artifact_urls,
             turn,
             slots,
             writeback,
@@ -520,6 +521,7 @@ impl Writer {
             }
         }
         self.strs(artifacts);
+        self.strs(artifact_urls);
         self.opt_str(turn.as_deref());
         match slots {
             None => self.byte(0),
@@ -901,6 +903,7 @@ impl<'a> Reader<'a> {
             r.skip_extra()
         })?; // validation
         self.skip_list()?; // artifacts
+        self.skip_list()?; // artifact_urls
         let turn = self.opt(Self::str)?;
         let slots = self.opt(|r| u32::try_from(r.u64()?).ok())?;
         let writeback = self.opt(Self::str)?;
@@ -940,6 +943,7 @@ impl<'a> Reader<'a> {
                 })
             })?,
             artifacts: self.strings()?,
+            artifact_urls: self.strings()?,
             turn: self.opt_string()?,
             slots: self.opt(|r| u32::try_from(r.u64()?).ok())?,
             writeback: self.opt_string()?,

@@ -318,7 +318,7 @@ fn every_commit_of_a_rich_history_passes() {
         "--summary",
         "tokenizer with tests",
         "--artifact",
-        "0123456789abcdef0123456789abcdef01234567",
+        "HEAD",
     ]);
     let run = wb["run"]["id"].as_str().unwrap().to_owned();
     let spend = as_a(&["quota", "spend", "--writeback", &run]);

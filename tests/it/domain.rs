@@ -104,7 +104,7 @@ fn two_agents_through_claims_gate_writebacks_and_handoff() {
         "--summary",
         "tokenizer with tests",
         "--artifact",
-        "0123456789abcdef0123456789abcdef01234567",
+        "HEAD",
         "--next-action",
         "parser next",
     ])
@@ -409,11 +409,18 @@ fn failed_validation_refuses_completion_and_is_recorded() {
         .json();
     assert_eq!(history["runs"][0]["validation"]["exit_code"], 3);
     assert_eq!(history["runs"][0]["outcome"], "outcome_gap");
-    // No shell: a `;` is an argument, not a command separator.
+    // No shell: a `;` would be an argument, not a command separator, so a
+    // validate that relies on one is refused when it is added; quoted, it is
+    // an argument.
+    env.loopx(
+        &repo,
+        &["--json", "todo", "add", "y", "--validate", "true ; false"],
+    )
+    .failure(2);
     let t2 = id(&env
         .loopx(
             &repo,
-            &["--json", "todo", "add", "y", "--validate", "true ; false"],
+            &["--json", "todo", "add", "y", "--validate", "true ';' false"],
         )
         .success());
     env.loopx(
@@ -450,7 +457,7 @@ fn failed_validation_refuses_completion_and_is_recorded() {
         out["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("exited 124"),
+            .contains("timed out after 1s"),
         "{out}"
     );
 }

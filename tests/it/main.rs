@@ -1,9 +1,11 @@
 //! The one integration-test binary: drives the real `git-loopx` against real
 //! repositories built in temporary directories by [`env::TestEnv`].
 
+mod artifacts;
 mod doctor_rev;
 mod domain;
 mod env;
+mod evidence;
 mod faults;
 mod flags;
 mod gates;

@@ -105,7 +105,7 @@ fn history(env: &TestEnv) -> History {
             "--summary",
             "tokenizer with tests",
             "--artifact",
-            "0123456789abcdef0123456789abcdef01234567",
+            "HEAD",
         ],
     )["run"]["id"]
         .as_str()

@@ -121,6 +121,8 @@ pub enum What {
         validation: Option<Validated>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         artifacts: Vec<String>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        artifact_urls: Vec<String>,
     },
     Spend {
         run: String,

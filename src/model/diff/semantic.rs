@@ -366,6 +366,7 @@ fn run_added(run: &Run) -> What {
                 exit_code: v.exit_code,
             }),
             artifacts: run.artifacts.clone(),
+            artifact_urls: run.artifact_urls.clone(),
         },
         RunKind::Spend => What::Spend {
             run: id,

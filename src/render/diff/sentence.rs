@@ -196,6 +196,7 @@ pub fn sentence(f: &What, s: &Style) -> String {
             summary,
             validation,
             artifacts,
+            artifact_urls,
             ..
         } => {
             let mut line = format!(
@@ -222,6 +223,10 @@ pub fn sentence(f: &What, s: &Style) -> String {
                     "artifacts"
                 };
                 let _ = write!(line, " ({word} {})", names.join(", "));
+            }
+            if !artifact_urls.is_empty() {
+                let urls: Vec<String> = artifact_urls.iter().map(|u| s.text(u)).collect();
+                let _ = write!(line, " (evidence {})", urls.join(", "));
             }
             line
         }

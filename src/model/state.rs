@@ -20,6 +20,31 @@ impl GoalState {
             runs: Tracked::new(),
         }
     }
+
+    /// Adds a new todo, numbered one past the highest `seq` in the goal, so
+    /// todos keep the order they were added in (two clones adding at once
+    /// may pick the same number; `created_at` and `id` order those).
+    /// Reads the todos' facts only. Returns the todo as stored.
+    pub fn add_todo(&mut self, mut todo: Todo) -> Todo {
+        let last = self.todos.all_facts().filter_map(|t| t.seq).max();
+        todo.seq = Some(last.map_or(1, |n| n.saturating_add(1)));
+        self.todos.insert(todo.id.clone(), todo.clone());
+        todo
+    }
+
+    /// Adds a new run record, numbered one past the highest `seq` of the
+    /// goal's runs (see [`GoalState::add_todo`]). Returns it as stored.
+    pub fn add_run(&mut self, mut run: Run) -> Run {
+        run.seq = Some(self.next_run_seq());
+        self.runs.insert(run.id.clone(), run.clone());
+        run
+    }
+
+    /// The `seq` the next run record of this goal gets.
+    pub fn next_run_seq(&self) -> u64 {
+        let last = self.runs.all_facts().filter_map(|r| r.seq).max();
+        last.map_or(1, |n| n.saturating_add(1))
+    }
 }
 
 /// The state at one tip of `loopx-state`.

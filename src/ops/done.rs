@@ -161,7 +161,7 @@ pub fn done(ctx: &Context, query: &str, args: &DoneArgs) -> Result<DoneReport> {
                 todo.successors.push(succ.id.clone());
                 message = message.trailer("Loopx-Todo", succ.id.clone());
                 message.subject.push_str(&format!(", next {}", succ.id));
-                gs.todos.insert(succ.id.clone(), succ.clone());
+                let succ = gs.add_todo(succ);
                 Some(succ)
             }
             None => None,
@@ -261,7 +261,7 @@ fn record_failed_validation(
             v.command, v.exit_code
         ));
         run.validation = Some(v.clone());
-        gs.runs.insert(run_id.clone(), run);
+        gs.add_run(run);
         let message = Message::new(
             "writeback",
             format!(

@@ -73,7 +73,7 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<GateReport> {
         // from what the gate names (`select::scope_of`).
         gate.global =
             crate::model::select::scope_of(&gate) == crate::model::select::GateScope::Goal;
-        gs.todos.insert(id.clone(), gate.clone());
+        let gate = gs.add_todo(gate);
         let scope = crate::model::select::scope_of(&gate).label(gate.unblocks.as_deref());
         let mut message = Message::new(
             "gate add",

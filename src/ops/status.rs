@@ -203,7 +203,7 @@ pub fn status(ctx: &Context) -> Result<StatusReport> {
         .values()
         .filter(|r| r.kind == RunKind::Writeback)
         .collect();
-    runs.sort_by(|a, b| (b.at, &b.id).cmp(&(a.at, &a.id)));
+    runs.sort_by(|a, b| b.added_key().cmp(&a.added_key()));
     Ok(StatusReport {
         commit: tip,
         now,

@@ -103,7 +103,7 @@ pub fn writeback(ctx: &Context, args: &WritebackArgs) -> Result<WritebackReport>
         run.validation = validation.clone();
         run.artifacts = args.artifacts.clone();
         run.turn = turn.clone();
-        gs.runs.insert(run_id.clone(), run.clone());
+        let run = gs.add_run(run);
         if let Some(n) = &next_action {
             gs.goal.next_action = Some(n.clone());
             gs.goal.rev = gs.goal.rev.saturating_add(1);
@@ -158,7 +158,7 @@ pub fn history(ctx: &Context, args: &HistoryArgs) -> Result<HistoryReport> {
         .filter(|r| todo.is_none() || r.todo == todo)
         .cloned()
         .collect();
-    runs.sort_by(|a, b| (b.at, &b.id).cmp(&(a.at, &a.id)));
+    runs.sort_by(|a, b| b.added_key().cmp(&a.added_key()));
     runs.truncate(args.limit);
     Ok(HistoryReport { runs })
 }

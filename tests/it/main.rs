@@ -11,6 +11,7 @@ mod hooks_install;
 mod hostile;
 mod kernel;
 mod leaks;
+mod order;
 mod pr;
 mod race;
 mod reviewing;

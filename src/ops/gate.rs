@@ -189,18 +189,21 @@ pub fn resolve(
 
 #[derive(Debug, Serialize)]
 pub struct GateList {
-    pub gates: Vec<Todo>,
+    pub gates: Vec<crate::model::gate::GateView>,
 }
 
 pub fn list(ctx: &Context, all: bool) -> Result<GateList> {
     let (_, state) = ctx.load()?;
     let gs = ctx.goal(&state)?;
-    let mut gates: Vec<Todo> = gs
+    let mut gates: Vec<&Todo> = gs
         .todos
         .values()
         .filter(|t| t.class == TodoClass::UserGate && (all || t.status == TodoStatus::Open))
-        .cloned()
         .collect();
     gates.sort_by(|a, b| a.order_key().cmp(&b.order_key()));
+    let gates = gates
+        .into_iter()
+        .map(crate::model::gate::GateView::of)
+        .collect();
     Ok(GateList { gates })
 }

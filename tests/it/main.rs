@@ -21,4 +21,5 @@ mod scope;
 mod state_diff;
 mod sync;
 mod turn;
+mod vocab;
 mod workflows;

@@ -920,7 +920,7 @@ fn gen_binary(
         let mut bytes = rng.pick(deltas).1.clone();
         if rng.chance(10) {
             let n = rng.size(512);
-            bytes = b"LXDELTA2".to_vec();
+            bytes = crate::store::binary::DELTA_MAGIC.to_vec();
             bytes.extend((0..n).map(|_| rng.next() as u8));
         } else {
             mutate_binary(rng, &mut bytes, deltas);
@@ -932,7 +932,7 @@ fn gen_binary(
     let mut body = original[..original.len() - 8].to_vec();
     if rng.chance(10) {
         let n = rng.size(1024);
-        body = b"LXSTATE4".to_vec();
+        body = crate::store::binary::MAGIC.to_vec();
         body.extend((0..n).map(|_| rng.next() as u8));
     } else {
         mutate_binary(rng, &mut body, snapshots);

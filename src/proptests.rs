@@ -89,6 +89,7 @@ fn todo() -> impl Strategy<Value = Todo> {
                     Some("a"),
                     t(0),
                 );
+                todo.seq = (p != 0).then(|| u64::from(p) * 1_000_003);
                 todo.claim = claim.map(|(epoch, at, agent)| Claim {
                     agent,
                     epoch,
@@ -198,6 +199,7 @@ fn any_run() -> impl Strategy<Value = Run> {
                     RunKind::Turn,
                 ][kind as usize];
                 let mut run = Run::new(format!("run_{hex}"), kind, "g", agent.as_deref(), t(at));
+                run.seq = slots.map(|n| u64::from(n) * 131);
                 run.turn = turn;
                 run.slots = slots;
                 run.spend = spend;

@@ -159,8 +159,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             let r = gate::list(ctx, *all)?;
             let mut text = String::new();
             for g in &r.gates {
-                let scope = crate::model::select::scope_of(g).label(g.unblocks.as_deref());
-                text.push_str(&format!("{}  [{scope}] {}", g.id, g.text));
+                text.push_str(&format!("{}  [{}] {}", g.id, g.scope_label, g.question));
                 if let Some(d) = g.decision {
                     text.push_str(&format!(
                         "  ({} by {}{})",

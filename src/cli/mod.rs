@@ -182,9 +182,15 @@ pub fn enum_arg<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Resu
     serde_json::from_value(serde_json::Value::String(text.to_owned())).map_err(|e| {
         let msg = e.to_string();
         match msg.split_once(", expected ") {
+            // serde says "one of `a`, `b`, `c`" or "`a` or `b`"; a person
+            // reads "one of a, b, c".
             Some((_, expected)) => format!(
                 "`{text}` is not one of {}",
-                expected.strip_prefix("one of ").unwrap_or(expected)
+                expected
+                    .strip_prefix("one of ")
+                    .unwrap_or(expected)
+                    .replace("` or `", ", ")
+                    .replace('`', "")
             ),
             None => msg,
         }

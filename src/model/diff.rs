@@ -137,7 +137,10 @@ pub fn diff_goal(old: Option<&GoalState>, new: &GoalState) -> Vec<Change> {
     }
     let empty = GoalState::new(new.goal.clone());
     let o = old.unwrap_or(&empty);
-    for (id, todo) in new.todos.iter() {
+    // In the order the todos were added, not by id.
+    let mut todos: Vec<(&str, &Todo)> = new.todos.iter().collect();
+    todos.sort_by(|(_, a), (_, b)| a.added_key().cmp(&b.added_key()));
+    for (id, todo) in todos {
         match o.todos.get(id) {
             None => out.push(Change::TodoAdded {
                 id: id.to_owned(),
@@ -170,7 +173,7 @@ pub fn diff_goal(old: Option<&GoalState>, new: &GoalState) -> Vec<Change> {
         .values()
         .filter(|r| !o.runs.contains_key(&r.id))
         .collect();
-    runs.sort_by(|a, b| (a.at, &a.id).cmp(&(b.at, &b.id)));
+    runs.sort_by(|a, b| a.added_key().cmp(&b.added_key()));
     out.extend(runs.into_iter().map(run_added));
     out
 }

@@ -268,6 +268,11 @@ pub struct Todo {
     pub status: TodoStatus,
     pub priority: Priority,
     pub created_at: Timestamp,
+    /// The order the todo was added in within its goal: one more than the
+    /// highest `seq` when it was added (see [`crate::model::GoalState::add_todo`]).
+    /// Todos made by older versions have none and sort by `created_at`, `id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_by: Option<String>,
     pub updated_at: Timestamp,
@@ -312,9 +317,14 @@ pub struct Todo {
 }
 
 impl Todo {
-    /// Ordering key: (priority, created_at, id).
-    pub fn order_key(&self) -> (Priority, Timestamp, &str) {
-        (self.priority, self.created_at, &self.id)
+    /// Ordering key: (priority, created_at, seq, id).
+    pub fn order_key(&self) -> (Priority, Timestamp, Option<u64>, &str) {
+        (self.priority, self.created_at, self.seq, &self.id)
+    }
+
+    /// The order todos were added in: (created_at, seq, id).
+    pub fn added_key(&self) -> (Timestamp, Option<u64>, &str) {
+        (self.created_at, self.seq, &self.id)
     }
 
     pub fn is_gate(&self) -> bool {
@@ -376,6 +386,11 @@ pub struct Run {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
     pub at: Timestamp,
+    /// The order the record was added in within its goal (see
+    /// [`crate::model::GoalState::add_run`]); records of the same second sort
+    /// by it. Older records have none and sort by `at`, `id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub todo: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -419,6 +434,11 @@ pub fn status_name(status: TodoStatus) -> &'static str {
 }
 
 impl Run {
+    /// The order records were added in: (at, seq, id).
+    pub fn added_key(&self) -> (Timestamp, Option<u64>, &str) {
+        (self.at, self.seq, &self.id)
+    }
+
     /// A run record with only the common fields set.
     pub fn new(id: String, kind: RunKind, goal: &str, agent: Option<&str>, at: Timestamp) -> Self {
         Run {
@@ -427,6 +447,7 @@ impl Run {
             goal: goal.to_owned(),
             agent: agent.map(str::to_owned),
             at,
+            seq: None,
             todo: None,
             epoch: None,
             outcome: None,
@@ -467,6 +488,7 @@ impl Todo {
             status: TodoStatus::Open,
             priority,
             created_at: now,
+            seq: None,
             created_by: created_by.map(str::to_owned),
             updated_at: now,
             rev: 1,

@@ -21,6 +21,7 @@ pub struct TodoFacts<'a> {
     pub status: TodoStatus,
     pub priority: Priority,
     pub created_at: Timestamp,
+    pub seq: Option<u64>,
     /// The holder and end of the lease, live or not.
     pub claim: Option<(&'a str, Timestamp)>,
     pub requires_capabilities: Vec<&'a str>,
@@ -34,9 +35,10 @@ pub struct TodoFacts<'a> {
 }
 
 impl TodoFacts<'_> {
-    /// The order todos are offered in: priority, then age, then id.
-    pub fn order_key(&self) -> (Priority, Timestamp, &str) {
-        (self.priority, self.created_at, self.id)
+    /// The order todos are offered in: priority, then age, then the order
+    /// they were added in, then id.
+    pub fn order_key(&self) -> (Priority, Timestamp, Option<u64>, &str) {
+        (self.priority, self.created_at, self.seq, self.id)
     }
 
     /// The holder of the lease, if it is still live at `now`.
@@ -58,6 +60,7 @@ impl Facts for Todo {
             status: self.status,
             priority: self.priority,
             created_at: self.created_at,
+            seq: self.seq,
             claim: self.claim.as_ref().map(
                 |Claim {
                      agent, expires_at, ..
@@ -81,6 +84,7 @@ pub struct RunFacts<'a> {
     pub kind: RunKind,
     pub agent: Option<&'a str>,
     pub at: Timestamp,
+    pub seq: Option<u64>,
     pub outcome: Option<Outcome>,
     pub turn: Option<&'a str>,
     pub slots: Option<u32>,
@@ -99,6 +103,7 @@ impl Facts for Run {
             kind: self.kind,
             agent: self.agent.as_deref(),
             at: self.at,
+            seq: self.seq,
             outcome: self.outcome,
             turn: self.turn.as_deref(),
             slots: self.slots,

@@ -8,7 +8,62 @@
 //! `todo update --note`: a note is harmless on its own, but the rule is
 //! simpler to audit when nothing an agent writes lands in a gate's file.
 
-use crate::model::{Code, Refusal, Todo};
+use serde::Serialize;
+
+use crate::model::select::{scope_of, GateScope};
+use crate::model::{Code, Decision, Refusal, Timestamp, Todo};
+
+/// A gate as every command shows it (`status`, `should-run`, `gate list`,
+/// `prompt --json`): one shape, so a reader of one knows them all.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GateView {
+    pub id: String,
+    pub question: String,
+    /// `global` (it names nothing: all agent work in the goal waits for
+    /// it), `agent` (it blocks the agent in `blocks_agent`) or `todo` (it
+    /// holds only the todo it `unblocks`).
+    pub scope: &'static str,
+    /// The todo that waits for the answer, if any.
+    pub unblocks: Option<String>,
+    /// The one agent it stops, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocks_agent: Option<String>,
+    pub asked_at: Timestamp,
+    /// The git identity of the person who answered it (`name <email>`).
+    pub resolved_by: Option<String>,
+    pub resolved_at: Option<Timestamp>,
+    pub decision: Option<Decision>,
+    /// It was resolved, but `gate_signers` is set and the resolving commit
+    /// is not signed by a gate signer: still open in effect (`status`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub resolution_not_signed: bool,
+    /// The scope in words for a person (`global`, `blocks A`, `holds T`).
+    #[serde(skip)]
+    pub scope_label: String,
+}
+
+impl GateView {
+    pub fn of(gate: &Todo) -> Self {
+        let scope = scope_of(gate);
+        GateView {
+            id: gate.id.clone(),
+            question: gate.text.clone(),
+            scope: match scope {
+                GateScope::Goal => "global",
+                GateScope::Agent(_) => "agent",
+                GateScope::Todo(_) => "todo",
+            },
+            unblocks: gate.unblocks.clone(),
+            blocks_agent: gate.blocks_agent.clone(),
+            asked_at: gate.created_at,
+            resolved_by: gate.resolved_by.clone(),
+            resolved_at: gate.resolved_at,
+            decision: gate.decision,
+            resolution_not_signed: false,
+            scope_label: scope.label(gate.unblocks.as_deref()),
+        }
+    }
+}
 
 /// What an agent tried to do to a gate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -530,6 +530,46 @@ mod tests {
         assert_eq!(todo.rev, u64::MAX);
     }
 
+    /// Two clones each added a todo with the same next `seq`: both are kept
+    /// (with their `seq`); a `seq` changed on both sides of one todo follows
+    /// the side with the higher `rev`, like any field.
+    #[test]
+    fn seq_merges_like_any_field() {
+        let now = Timestamp::from_unix(1_800_000_000);
+        let mut base = State::with_goal(Goal::new("g", "o", now), now);
+        let todo = |id: &str| {
+            Todo::new(
+                id.to_owned(),
+                "g",
+                "t",
+                Role::Agent,
+                TodoClass::Blocker,
+                Priority::P1,
+                None,
+                now,
+            )
+        };
+        let gs = base.goals.get_mut("g").unwrap();
+        let shared = gs.add_todo(todo("todo_000000000001")).id;
+        let (mut local, mut remote) = (base.clone(), base.clone());
+        let l = local.goals.get_mut("g").unwrap();
+        let added_l = l.add_todo(todo("todo_00000000000a"));
+        let t = l.todos.get_mut(&shared).unwrap();
+        (t.seq, t.rev) = (Some(7), 3);
+        let r = remote.goals.get_mut("g").unwrap();
+        let added_r = r.add_todo(todo("todo_00000000000b"));
+        let t = r.todos.get_mut(&shared).unwrap();
+        (t.seq, t.rev) = (Some(9), 2);
+        assert_eq!((added_l.seq, added_r.seq), (Some(2), Some(2)));
+        let merged = merge(Some(&base), &local, &remote).expect("merges");
+        let gs = &merged.state.goals["g"];
+        assert_eq!(gs.todos[&shared].seq, Some(7));
+        assert_eq!(gs.todos[&added_l.id].seq, Some(2));
+        assert_eq!(gs.todos[&added_r.id].seq, Some(2));
+        // Equal seq: created_at, then id, decide.
+        assert!(gs.todos[&added_l.id].order_key() < gs.todos[&added_r.id].order_key());
+    }
+
     /// Two people answered one gate differently at the same `rev`: the
     /// merged gate carries one decision with the name of who took it.
     #[test]

@@ -10,12 +10,19 @@ pub struct Candidate<'a> {
     pub mine: bool,
     priority: Priority,
     created_at: Timestamp,
+    seq: Option<u64>,
 }
 
 impl Candidate<'_> {
     /// Own claims first, then [`TodoFacts::order_key`].
-    fn rank(&self) -> (bool, Priority, Timestamp, &str) {
-        (!self.mine, self.priority, self.created_at, self.id)
+    fn rank(&self) -> (bool, Priority, Timestamp, Option<u64>, &str) {
+        (
+            !self.mine,
+            self.priority,
+            self.created_at,
+            self.seq,
+            self.id,
+        )
     }
 }
 
@@ -151,6 +158,7 @@ pub fn select<'a>(
             mine,
             priority: todo.priority,
             created_at: todo.created_at,
+            seq: todo.seq,
         });
     }
     // A ready todo that an open gate `unblocks` waits for the gate; an open

@@ -19,17 +19,8 @@ pub struct SelectedTodo {
     pub claim_required: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct GateInfo {
-    pub id: String,
-    pub question: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub blocks_agent: Option<String>,
-    /// The gate names no agent and no todo: it stops all agent work in the goal.
-    pub global: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub unblocks: Option<String>,
-}
+/// An open gate in a decision: the shape every command shows a gate in.
+pub type GateInfo = crate::model::gate::GateView;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct SchedulerHint {
@@ -91,13 +82,7 @@ fn hint(
 }
 
 fn gate_info(g: &Todo) -> GateInfo {
-    GateInfo {
-        id: g.id.clone(),
-        question: g.text.clone(),
-        blocks_agent: g.blocks_agent.clone(),
-        global: select::scope_of(g) == select::GateScope::Goal,
-        unblocks: g.unblocks.clone(),
-    }
+    GateInfo::of(g)
 }
 
 struct Base {

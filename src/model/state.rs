@@ -20,6 +20,31 @@ impl GoalState {
             runs: Tracked::new(),
         }
     }
+
+    /// Adds a new todo, numbered one past the highest `seq` in the goal, so
+    /// todos keep the order they were added in (two clones adding at once
+    /// may pick the same number; `created_at` and `id` order those).
+    /// Reads the todos' facts only. Returns the todo as stored.
+    pub fn add_todo(&mut self, mut todo: Todo) -> Todo {
+        let last = self.todos.all_facts().filter_map(|t| t.seq).max();
+        todo.seq = Some(last.map_or(1, |n| n.saturating_add(1)));
+        self.todos.insert(todo.id.clone(), todo.clone());
+        todo
+    }
+
+    /// Adds a new run record, numbered one past the highest `seq` of the
+    /// goal's runs (see [`GoalState::add_todo`]). Returns it as stored.
+    pub fn add_run(&mut self, mut run: Run) -> Run {
+        run.seq = Some(self.next_run_seq());
+        self.runs.insert(run.id.clone(), run.clone());
+        run
+    }
+
+    /// The `seq` the next run record of this goal gets.
+    pub fn next_run_seq(&self) -> u64 {
+        let last = self.runs.all_facts().filter_map(|r| r.seq).max();
+        last.map_or(1, |n| n.saturating_add(1))
+    }
 }
 
 /// The state at one tip of `loopx-state`.
@@ -30,15 +55,35 @@ pub struct State {
     pub goals: BTreeMap<String, GoalState>,
 }
 
-/// Counts of todos by kind, for `status`.
+/// Counts of a goal's todos for `status`: each todo is in exactly one, so
+/// they add up to the number of todos.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct TodoCounts {
-    pub open: usize,
-    pub blocked: usize,
+    /// Agent todos an agent could take now.
+    pub ready: usize,
+    /// Todos under a live claim.
+    pub running: usize,
+    /// Agent todos that would be ready but wait for an open gate.
+    pub held_by_gate: usize,
+    /// Other agent todos not yet done: blocked, waiting for another todo,
+    /// a monitor not due.
+    pub waiting: usize,
+    /// The person's: open gates and user actions.
+    pub for_user: usize,
     pub deferred: usize,
     pub done: usize,
-    pub claimed: usize,
-    pub open_gates: usize,
+}
+
+impl TodoCounts {
+    pub fn total(&self) -> usize {
+        self.ready
+            + self.running
+            + self.held_by_gate
+            + self.waiting
+            + self.for_user
+            + self.deferred
+            + self.done
+    }
 }
 
 impl State {
@@ -105,24 +150,32 @@ impl State {
     }
 
     pub fn counts(&self, goal: &str, now: crate::model::Timestamp) -> TodoCounts {
-        use crate::model::{TodoClass, TodoStatus};
+        use crate::model::{Role, TodoStatus};
         let mut counts = TodoCounts::default();
         let Some(gs) = self.goals.get(goal) else {
             return counts;
         };
-        for todo in gs.todos.values() {
-            match todo.status {
-                TodoStatus::Open => counts.open += 1,
-                TodoStatus::Blocked => counts.blocked += 1,
-                TodoStatus::Deferred => counts.deferred += 1,
-                TodoStatus::Done => counts.done += 1,
-            }
-            if todo.live_claim(now).is_some() && !todo.status.is_terminal() {
-                counts.claimed += 1;
-            }
-            if todo.class == TodoClass::UserGate && todo.status == TodoStatus::Open {
-                counts.open_gates += 1;
-            }
+        // As an agent with every capability would see it.
+        let all_caps: Vec<String> = gs
+            .todos
+            .all_facts()
+            .flat_map(|t| t.requires_capabilities)
+            .map(str::to_owned)
+            .collect();
+        let sel = crate::model::select::select(gs, None, &all_caps, now);
+        let ready: std::collections::BTreeSet<&str> = sel.candidates.iter().map(|c| c.id).collect();
+        let gated: std::collections::BTreeSet<&str> = sel.gated.iter().copied().collect();
+        for todo in gs.todos.all_facts() {
+            let bucket = match todo.status {
+                TodoStatus::Done => &mut counts.done,
+                TodoStatus::Deferred => &mut counts.deferred,
+                _ if todo.live_holder(now).is_some() => &mut counts.running,
+                _ if todo.role == Role::User => &mut counts.for_user,
+                _ if gated.contains(todo.id) => &mut counts.held_by_gate,
+                _ if ready.contains(todo.id) => &mut counts.ready,
+                _ => &mut counts.waiting,
+            };
+            *bucket += 1;
         }
         counts
     }

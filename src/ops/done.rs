@@ -138,7 +138,7 @@ pub fn done(
                 todo.successors.push(succ.id.clone());
                 message = message.trailer("Loopx-Todo", succ.id.clone());
                 message.subject.push_str(&format!(", next {}", succ.id));
-                gs.todos.insert(succ.id.clone(), succ.clone());
+                let succ = gs.add_todo(succ);
                 Some(succ)
             }
             None => None,
@@ -262,7 +262,7 @@ fn write_failed_run(
             exit_code: v.exit_code,
             extra: Extra::new(),
         });
-        gs.runs.insert(run_id.clone(), run);
+        gs.add_run(run);
         let message = Message::new(
             "writeback",
             format!(

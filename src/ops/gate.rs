@@ -73,7 +73,7 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<GateReport> {
         // from what the gate names (`select::scope_of`).
         gate.global =
             crate::model::select::scope_of(&gate) == crate::model::select::GateScope::Goal;
-        gs.todos.insert(id.clone(), gate.clone());
+        let gate = gs.add_todo(gate);
         let scope = crate::model::select::scope_of(&gate).label(gate.unblocks.as_deref());
         let mut message = Message::new(
             "gate add",
@@ -189,18 +189,21 @@ pub fn resolve(
 
 #[derive(Debug, Serialize)]
 pub struct GateList {
-    pub gates: Vec<Todo>,
+    pub gates: Vec<crate::model::gate::GateView>,
 }
 
 pub fn list(ctx: &Context, all: bool) -> Result<GateList> {
     let (_, state) = ctx.load()?;
     let gs = ctx.goal(&state)?;
-    let mut gates: Vec<Todo> = gs
+    let mut gates: Vec<&Todo> = gs
         .todos
         .values()
         .filter(|t| t.class == TodoClass::UserGate && (all || t.status == TodoStatus::Open))
-        .cloned()
         .collect();
     gates.sort_by(|a, b| a.order_key().cmp(&b.order_key()));
+    let gates = gates
+        .into_iter()
+        .map(crate::model::gate::GateView::of)
+        .collect();
     Ok(GateList { gates })
 }

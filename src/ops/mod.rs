@@ -334,13 +334,15 @@ pub fn resolve_todo(gs: &GoalState, query: &str) -> Result<String> {
 }
 
 /// Appends a run record to goal `goal` (the ledger is append-only).
-pub fn append_run(state: &mut State, goal: &str, run: &model::Run) {
-    state
+/// Appends `run` to the goal's records, numbering it (its `seq`, set on
+/// `run` too) after the goal's last one.
+pub fn append_run(state: &mut State, goal: &str, run: &mut model::Run) {
+    let gs = state
         .goals
         .get_mut(goal)
-        .expect("the transaction's goal exists")
-        .runs
-        .insert(run.id.clone(), run.clone());
+        .expect("the transaction's goal exists");
+    run.seq = Some(gs.next_run_seq());
+    gs.runs.insert(run.id.clone(), run.clone());
 }
 
 /// Marks an entity changed: `rev` + 1, `updated_at` = now.

@@ -327,7 +327,7 @@ fn todo_view(
         .values()
         .filter(|r| r.kind == RunKind::Writeback && r.todo.as_deref() == Some(id))
         .collect();
-    writebacks.sort_by(|a, b| (a.at, &a.id).cmp(&(b.at, &b.id)));
+    writebacks.sort_by(|a, b| a.added_key().cmp(&b.added_key()));
     let voided: BTreeSet<&str> = gs
         .runs
         .values()
@@ -370,7 +370,7 @@ fn todo_view(
         .filter_map(|f| gs.todos.get(f.id).cloned())
         .filter(Todo::is_gate)
         .collect();
-    gates.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    gates.sort_by(|a, b| a.added_key().cmp(&b.added_key()));
     Some(PrTodo {
         commits: commits
             .iter()

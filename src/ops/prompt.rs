@@ -26,7 +26,7 @@ pub struct PromptReport {
     /// The selected todo in full, when the turn should run.
     pub todo: Option<Todo>,
     /// Open gates the agent should surface to the user.
-    pub gates: Vec<Todo>,
+    pub gates: Vec<crate::model::gate::GateView>,
     /// The prompt itself.
     pub prompt: String,
 }
@@ -73,11 +73,7 @@ pub fn report(
         .selected_todo
         .as_ref()
         .map(|t| gs.todos[&t.id].clone());
-    let gates: Vec<Todo> = decision
-        .gates
-        .iter()
-        .map(|g| gs.todos[&g.id].clone())
-        .collect();
+    let gates = decision.gates.clone();
     let mut report = PromptReport {
         runtime,
         agent: agent.map(str::to_owned),

@@ -153,7 +153,7 @@ pub fn spend(
         run.writeback = Some(target.id.clone());
         run.todo = target.todo.clone();
         run.turn = turn.clone().or(target.turn.clone());
-        crate::ops::append_run(state, goal, &run);
+        crate::ops::append_run(state, goal, &mut run);
         let message = Message::new(
             "quota spend",
             format!(
@@ -214,7 +214,7 @@ pub fn void(ctx: &Context, query: &str, reason: &str) -> Result<VoidReport> {
         );
         run.spend = Some(id.clone());
         run.reason = Some(reason.clone());
-        crate::ops::append_run(state, goal, &run);
+        crate::ops::append_run(state, goal, &mut run);
         let message = Message::new(
             "quota void",
             format!(

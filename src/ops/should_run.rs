@@ -165,7 +165,7 @@ pub fn new_receipt(
     run.todo = decision.selected_todo.as_ref().map(|t| t.id.clone());
     run.reason = Some(decision.effective_action.to_owned());
     run.decision = Some(serde_json::to_value(decision).expect("decisions serialize"));
-    crate::ops::append_run(state, goal, &run);
+    crate::ops::append_run(state, goal, &mut run);
     let message = Message::new(
         "turn",
         format!("turn {key} by {agent}: {}", decision.effective_action),

@@ -37,25 +37,8 @@ pub struct TodoLine {
     pub claimed_by: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
-pub struct GateLine {
-    pub id: String,
-    pub question: String,
-    /// `global` (it names nothing: all agent work in the goal waits for
-    /// it), the agent it blocks, or `todo` (it holds only the todo it
-    /// `unblocks`).
-    pub scope: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub unblocks: Option<String>,
-    pub asked_at: Timestamp,
-    /// The scope in words for a person (`global`, `blocks A`, `holds T`).
-    #[serde(skip)]
-    pub scope_label: String,
-    /// It was resolved, but `gate_signers` is set and the resolving commit
-    /// is not signed by a gate signer: still open in effect.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub resolution_not_signed: bool,
-}
+/// An open gate, in the shape every command shows a gate in.
+pub type GateLine = crate::model::gate::GateView;
 
 /// A gate a person answered: who, when, and whether it counts.
 #[derive(Debug, Serialize)]
@@ -135,17 +118,8 @@ pub fn status(ctx: &Context) -> Result<StatusReport> {
         .iter()
         .filter(|t| t.is_gate() && t.status == TodoStatus::Open)
         .map(|t| GateLine {
-            id: t.id.clone(),
-            question: t.text.clone(),
-            scope: match select::scope_of(t) {
-                select::GateScope::Goal => "global".into(),
-                select::GateScope::Agent(a) => a.to_owned(),
-                select::GateScope::Todo(_) => "todo".into(),
-            },
-            unblocks: t.unblocks.clone(),
-            asked_at: t.created_at,
-            scope_label: select::scope_of(t).label(t.unblocks.as_deref()),
             resolution_not_signed: unsigned.contains(&t.id),
+            ..GateLine::of(t)
         })
         .collect();
     let mut answered: Vec<AnsweredLine> = todos
@@ -203,7 +177,7 @@ pub fn status(ctx: &Context) -> Result<StatusReport> {
         .values()
         .filter(|r| r.kind == RunKind::Writeback)
         .collect();
-    runs.sort_by(|a, b| (b.at, &b.id).cmp(&(a.at, &a.id)));
+    runs.sort_by(|a, b| b.added_key().cmp(&a.added_key()));
     Ok(StatusReport {
         commit: tip,
         now,

@@ -132,7 +132,7 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<TodoReport> {
         todo.resume_when = resume_when;
         todo.validate = args.validate.clone();
         let gs = state.goals.get_mut(&goal).expect("goal resolved above");
-        gs.todos.insert(id.clone(), todo.clone());
+        let todo = gs.add_todo(todo);
         let mut message = Message::new(
             "todo add",
             format!("todo add {id}: {}", headline(&text, 60)),

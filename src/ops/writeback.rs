@@ -170,7 +170,7 @@ pub fn writeback(ctx: &Context, args: &WritebackArgs) -> Result<WritebackReport>
         run.artifacts = artifacts.clone();
         run.artifact_urls = args.artifact_urls.clone();
         run.turn = turn.clone();
-        gs.runs.insert(run_id.clone(), run.clone());
+        let run = gs.add_run(run);
         if let Some(n) = &next_action {
             gs.goal.next_action = Some(n.clone());
             gs.goal.rev = gs.goal.rev.saturating_add(1);
@@ -225,7 +225,7 @@ pub fn history(ctx: &Context, args: &HistoryArgs) -> Result<HistoryReport> {
         .filter(|r| todo.is_none() || r.todo == todo)
         .cloned()
         .collect();
-    runs.sort_by(|a, b| (b.at, &b.id).cmp(&(a.at, &a.id)));
+    runs.sort_by(|a, b| b.added_key().cmp(&a.added_key()));
     runs.truncate(args.limit);
     Ok(HistoryReport { runs })
 }

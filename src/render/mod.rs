@@ -33,18 +33,17 @@ pub fn ok_json(report: Value, failure: Option<&Error>) -> Value {
 }
 
 fn error_object(err: &Error, detail: Option<String>) -> Value {
-    let mut obj = json!({
+    // Every error has the same keys: `hint` and `detail` are null when
+    // there is none (a usage error's detail is clap's whole text).
+    json!({
         "code": err.code().as_str(),
         "message": err.to_string(),
         "hint": err.hint(),
-    });
-    if let Some(detail) = detail {
-        obj["detail"] = Value::String(detail);
-    }
-    obj
+        "detail": detail,
+    })
 }
 
-/// `{"ok": false, "error": {"code", "message", "hint"}}`.
+/// `{"ok": false, "error": {"code", "message", "hint", "detail"}}`.
 pub fn error_json(err: &Error, detail: Option<String>) -> Value {
     json!({ "ok": false, "error": error_object(err, detail) })
 }

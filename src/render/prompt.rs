@@ -150,6 +150,6 @@ fn gates(out: &mut String, r: &PromptReport) {
         "\nWaiting for the user (mention these in your reply; do not decide them):"
     );
     for g in &r.gates {
-        let _ = writeln!(out, "- {} {}", g.id, g.text);
+        let _ = writeln!(out, "- {} {}", g.id, g.question);
     }
 }

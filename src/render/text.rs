@@ -76,8 +76,8 @@ pub fn status_styled(r: &StatusReport) -> (String, Vec<super::style::Span>) {
     let c = &r.counts;
     let _ = writeln!(
         out,
-        "Todos: {} open, {} claimed, {} blocked, {} deferred, {} done",
-        c.open, c.claimed, c.blocked, c.deferred, c.done
+        "Todos: {} ready, {} running, {} held by a gate, {} waiting, {} for you, {} deferred, {} done",
+        c.ready, c.running, c.held_by_gate, c.waiting, c.for_user, c.deferred, c.done
     );
 
     if r.gates.is_empty() && r.user_actions.is_empty() {
@@ -288,9 +288,10 @@ pub fn todo_list(r: &crate::ops::todo::ListReport, now: crate::model::Timestamp)
             .live_claim(now)
             .map(|c| format!("  [{} e{}]", c.agent, c.epoch))
             .unwrap_or_default();
+        let gate = if t.is_gate() { "[gate] " } else { "" };
         let _ = writeln!(
             out,
-            "{:?} {}  {:<8} {}{holder}",
+            "{:?} {}  {:<8} {gate}{}{holder}",
             t.priority,
             t.id,
             crate::ops::snake(&t.status),

@@ -28,7 +28,7 @@ use crate::model::{
 };
 
 /// Changes whenever the layout below changes (the cache key holds it too).
-const MAGIC: &[u8; 8] = b"LXSTATE5";
+pub(crate) const MAGIC: &[u8; 8] = b"LXSTATE6";
 
 /// The state as cache bytes.
 pub fn encode(state: &State) -> Vec<u8> {
@@ -105,7 +105,7 @@ pub fn decode(bytes: Vec<u8>) -> Option<State> {
 }
 
 /// Changes whenever the delta layout below changes.
-const DELTA_MAGIC: &[u8; 8] = b"LXDELTA3";
+pub(crate) const DELTA_MAGIC: &[u8; 8] = b"LXDELTA4";
 
 /// One file a commit changed, as a cached delta carries it: todos and runs
 /// in this compact form (replaying them decodes no YAML), anything else as
@@ -300,6 +300,16 @@ impl Writer {
         }
     }
 
+    fn opt_u64(&mut self, n: Option<u64>) {
+        match n {
+            None => self.byte(0),
+            Some(n) => {
+                self.byte(1);
+                self.u64(n);
+            }
+        }
+    }
+
     fn time(&mut self, t: Timestamp) {
         self.i64(t.unix());
     }
@@ -349,6 +359,7 @@ impl Writer {
             status,
             priority,
             created_at,
+            seq,
             created_by,
             updated_at,
             rev,
@@ -392,6 +403,7 @@ impl Writer {
         });
         self.byte(*priority as u8);
         self.time(*created_at);
+        self.opt_u64(*seq);
         self.opt_str(created_by.as_deref());
         self.time(*updated_at);
         self.u64(*rev);
@@ -466,6 +478,7 @@ impl Writer {
             goal,
             agent,
             at,
+            seq,
             todo,
             epoch,
             outcome,
@@ -491,6 +504,7 @@ impl Writer {
         self.str(goal);
         self.opt_str(agent.as_deref());
         self.time(*at);
+        self.opt_u64(*seq);
         self.opt_str(todo.as_deref());
         match epoch {
             None => self.byte(0),
@@ -761,6 +775,7 @@ impl<'a> Reader<'a> {
             status: self.status()?,
             priority: self.priority()?,
             created_at: self.time()?,
+            seq: self.opt(Self::u64)?,
             created_by: self.opt_string()?,
             updated_at: self.time()?,
             rev: self.u64()?,
@@ -829,6 +844,7 @@ impl<'a> Reader<'a> {
             self.priority()?,
         );
         let created_at = self.time()?;
+        let seq = self.opt(Self::u64)?;
         self.skip_opt()?; // created_by
         self.time()?; // updated_at
         self.u64()?; // rev
@@ -875,6 +891,7 @@ impl<'a> Reader<'a> {
             status,
             priority,
             created_at,
+            seq,
             claim,
             requires_capabilities,
             exclude_agents,
@@ -893,6 +910,7 @@ impl<'a> Reader<'a> {
         self.skip()?; // goal
         let agent = self.opt(Self::str)?;
         let at = self.time()?;
+        let seq = self.opt(Self::u64)?;
         self.skip_opt()?; // todo
         self.opt(Self::u64)?; // epoch
         let outcome = self.outcome()?;
@@ -916,6 +934,7 @@ impl<'a> Reader<'a> {
             kind,
             agent,
             at,
+            seq,
             outcome,
             turn,
             slots,
@@ -931,6 +950,7 @@ impl<'a> Reader<'a> {
             goal: self.string()?,
             agent: self.opt_string()?,
             at: self.time()?,
+            seq: self.opt(Self::u64)?,
             todo: self.opt_string()?,
             epoch: self.opt(Self::u64)?,
             outcome: self.outcome()?,

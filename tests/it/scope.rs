@@ -49,7 +49,7 @@ fn a_user_gate_made_by_todo_add_is_a_gate_everywhere() {
     assert_eq!(d["state"], "operator_gate", "{d}");
     assert_eq!(d["notify_user"], true, "{d}");
     assert_eq!(d["gates"][0]["id"], gate.as_str(), "{d}");
-    assert_eq!(d["gates"][0]["global"], true, "{d}");
+    assert_eq!(d["gates"][0]["scope"], "global", "{d}");
 
     env.loopx(&repo, &["--agent", "agent-a", "todo", "next"])
         .failure(1);
@@ -102,7 +102,7 @@ fn a_global_gate_stops_all_agent_work_but_a_scoped_one_holds_only_its_todo() {
     let d = should_run(&env, &repo);
     assert_eq!(d["effective_action"], "safe_bypass_user_gate_fallback");
     assert_eq!(d["selected_todo"]["id"], first.as_str());
-    assert_eq!(d["gates"][0]["global"], false, "{d}");
+    assert_eq!(d["gates"][0]["scope"], "todo", "{d}");
     let status = env.loopx(&repo, &["--json", "status"]).success().json();
     assert_eq!(status["gates"][0]["scope"], "todo", "{status}");
     let text = env.loopx(&repo, &["status"]).success().stdout;

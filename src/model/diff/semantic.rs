@@ -147,7 +147,7 @@ fn goal_facts(old: Option<&GoalState>, new: Option<&GoalState>, out: &mut Found)
         .values()
         .filter(|r| !old.runs.contains_key(&r.id))
         .collect();
-    runs.sort_by(|a, b| (a.at, &a.id).cmp(&(b.at, &b.id)));
+    runs.sort_by(|a, b| a.added_key().cmp(&b.added_key()));
     out.extend(runs.into_iter().map(|r| (Some(r.at), run_added(r))));
     for (id, run) in old.runs.iter() {
         match new.runs.get(id) {

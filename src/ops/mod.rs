@@ -154,6 +154,20 @@ pub fn existing(state: &mut Option<State>) -> Result<&mut State> {
     state.as_mut().ok_or_else(|| store::Error::Missing.into())
 }
 
+/// What a JSON value is, in words, for a message about a file or input of
+/// the wrong shape (`a number`, `an object`).
+pub fn json_kind(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// The serde (snake_case) name of an enum value, for messages.
 pub fn snake<T: serde::Serialize>(value: &T) -> String {
     match serde_json::to_value(value) {

@@ -35,20 +35,9 @@ fn object(text: &str, what: &str) -> Result<Map<String, Value>, String> {
         Ok(Value::Object(map)) => Ok(map),
         Ok(other) => Err(format!(
             "{what} is JSON but not an object (it starts with {})",
-            kind(&other)
+            crate::ops::json_kind(&other)
         )),
         Err(e) => Err(format!("{what} is not JSON: {e}")),
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

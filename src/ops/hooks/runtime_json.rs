@@ -119,21 +119,10 @@ fn parse(path: &str, text: &str) -> Result<Parsed, Refusal> {
     Ok(Parsed { value, style })
 }
 
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 fn shape(path: &str, at: &str, found: &Value, expected: &str) -> Refusal {
     Refusal::invalid_input(format!(
         "{path}: {at} is {}, expected {expected}",
-        kind(found)
+        crate::ops::json_kind(found)
     ))
     .with_hint("fix the file by hand, then run the command again; nothing was written")
 }

@@ -2,6 +2,7 @@
 //! place where a result becomes output and an exit status.
 
 mod agent;
+mod check;
 mod completions;
 mod diff;
 mod doctor;
@@ -89,6 +90,18 @@ pub struct GlobalArgs {
         default_value_t = render::style::ColorChoice::Auto
     )]
     pub color: render::style::ColorChoice,
+    /// Let this credential rule's hits through: a write then commits the
+    /// text, naming the rule in a `Loopx-Allowed-Secret-Pattern` trailer;
+    /// `check` and `sync` pass it too. Repeatable. Rules as the scanner
+    /// names them (`git loopx check` lists a hit's rule).
+    #[arg(
+        long = "allow-secret-pattern",
+        global = true,
+        value_name = "RULE",
+        value_parser = clap::builder::PossibleValuesParser::new(crate::model::leaks::RULES),
+        action = clap::ArgAction::Append
+    )]
+    pub allow_secret_pattern: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -98,6 +111,7 @@ pub enum Command {
     Log(log::Args),
     Diff(diff::Args),
     Doctor(doctor::Args),
+    Check(check::Args),
     Goal(goal::Args),
     Agent(agent::Args),
     Todo(todo::Args),
@@ -221,12 +235,20 @@ fn dispatch(cli: &Cli) -> Result<Output> {
             .map_err(|e| Error::invalid_input(format!("cannot read the current directory: {e}")))?,
     };
     let mut ctx = Context::open(&dir, now, cli.global.agent.clone(), cli.global.goal.clone())?;
+    ctx.store.allow_leaks(
+        crate::model::leaks::RULES
+            .iter()
+            .copied()
+            .filter(|rule| cli.global.allow_secret_pattern.iter().any(|a| a == rule))
+            .collect(),
+    );
     let result = match &cli.command {
         Command::Init(args) => init::run(&ctx, args),
         Command::Status(args) => status::run(&ctx, args),
         Command::Log(args) => log::run(&ctx, args),
         Command::Diff(args) => diff::run(&ctx, args),
         Command::Doctor(args) => doctor::run(&ctx, args),
+        Command::Check(args) => check::run(&ctx, args),
         Command::Todo(args) => todo::run(&ctx, args),
         Command::Goal(args) => goal::run(&ctx, args),
         Command::Agent(args) => agent::run(&ctx, args),
@@ -387,7 +409,7 @@ fn is_hook_program(args: &[OsString]) -> bool {
     let mut words = args.iter().skip(1);
     while let Some(word) = words.next() {
         match word.to_str() {
-            Some("-C" | "--agent" | "--goal" | "--color") => {
+            Some("-C" | "--agent" | "--goal" | "--color" | "--allow-secret-pattern") => {
                 words.next();
             }
             Some(flag) if flag.starts_with('-') => {}

@@ -153,6 +153,51 @@ const PREFIXES: &[Prefix] = &[
     p("AIPA", "aws_access_key", 16, Body::Upper),
 ];
 
+/// Every rule's name, as [`Leak::kind`] gives it: what
+/// `--allow-secret-pattern` accepts.
+pub const RULES: &[&str] = &[
+    "github_token",
+    "gitlab_token",
+    "slack_token",
+    "anthropic_key",
+    "openai_key",
+    "google_api_key",
+    "stripe_key",
+    "npm_token",
+    "huggingface_token",
+    "aws_access_key",
+    "aws_secret_key",
+    "assigned_secret",
+    "url_credentials",
+    "private_key",
+    "jwt",
+    "bearer_token",
+];
+
+/// The 1-based line numbers on which `secret` starts in `text` (every
+/// occurrence), or the first line when it is not found as one piece.
+pub fn lines_of(text: &str, secret: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    if !secret.is_empty() {
+        let mut line = 1;
+        let mut counted = 0;
+        for (at, _) in text.match_indices(secret) {
+            line += text.as_bytes()[counted..at]
+                .iter()
+                .filter(|&&c| c == b'\n')
+                .count();
+            counted = at;
+            if out.last() != Some(&line) {
+                out.push(line);
+            }
+        }
+    }
+    if out.is_empty() {
+        out.push(1);
+    }
+    out
+}
+
 /// Identifier tails that introduce a secret value.
 const KEYWORDS: &[&str] = &[
     "password",
@@ -253,6 +298,7 @@ fn scan_into(text: &str, deep: bool, out: &mut Vec<Leak>) {
     url_credentials(text, out);
     aws_secrets(text, out);
     assignments(text, out);
+    bearers(text, out);
     if deep {
         split(text, out);
         base64_runs(text, out);
@@ -478,6 +524,43 @@ fn assignments(text: &str, out: &mut Vec<Leak>) {
                 );
             }
         }
+    }
+}
+
+/// `Bearer <token>` (an HTTP `Authorization` value, any case): an opaque
+/// token of at least 16 characters holding letters and digits, with some
+/// entropy. A JWT is left to the `jwt` rule; `Bearer $TOKEN`, `<token>`
+/// and prose ("bearer tokens expire") pass.
+fn bearers(text: &str, out: &mut Vec<Leak>) {
+    let bytes = text.as_bytes();
+    let lower = text.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(at) = lower[from..].find("bearer").map(|i| i + from) {
+        from = at + 6;
+        if at > 0 && is_ident(bytes[at - 1]) {
+            continue;
+        }
+        let spaces = bytes[from..].iter().take_while(|&&c| c == b' ').count();
+        if spaces == 0 {
+            continue;
+        }
+        let start = from + spaces;
+        let len = bytes[start..]
+            .iter()
+            .take_while(|&&c| c.is_ascii_alphanumeric() || b"-._~+/=".contains(&c))
+            .count();
+        let value = &bytes[start..start + len];
+        let (lower_c, upper, digit, _) = classes(value);
+        if len < 16
+            || !digit
+            || !(lower_c || upper)
+            || distinct(value) < 8
+            || entropy(value) < 3.0
+            || !jwts(value).is_empty()
+        {
+            continue;
+        }
+        push(out, found("bearer_token", &text[start..start + len]));
     }
 }
 

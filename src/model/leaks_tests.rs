@@ -132,8 +132,33 @@ fn must_catch() {
             "cGFzc3dvcmQ9WHk3I2tQMiFtUTl6THI0dg==".into(),
             "assigned_secret/base64",
         ),
+        (
+            "Authorization: Bearer 8f3kQ2mZ9xLr4vT7wY1cB6nH".into(),
+            "bearer_token",
+        ),
+        (
+            "curl -H 'authorization: bearer ya29.a0AfH6SMBx3kq9Lm2'".into(),
+            "bearer_token",
+        ),
+        (
+            "GITHUB_TOKEN=github_pat_11AB2CD3E0abcDEF456ghiJKL789mnoPQR".into(),
+            "github_token",
+        ),
+        (
+            "SLACK_BOT=xoxb-2048-4096-Zq8Wm3Kd9PfL2vRt".into(),
+            "slack_token",
+        ),
+        (
+            "postgres://app:Zk9!vQ2pL7mX4@db.internal:5432/prod".into(),
+            "url_credentials",
+        ),
+        (
+            "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIB\n-----END EC PRIVATE KEY-----".into(),
+            "private_key",
+        ),
+        ("API_KEY = \"a8F3k2Lq9Zx7Vw1Mn4\"".into(), "assigned_secret"),
     ];
-    assert!(table.len() >= 30);
+    assert!(table.len() >= 50);
     for (line, kind) in &table {
         let got = kinds(line);
         assert!(
@@ -192,11 +217,50 @@ fn must_pass() {
         "secret: my-app-secret-name",
         "The Secret Garden, chapter 1: Mary Lennox arrives at Misselthwaite Manor",
         "<redacted> was here",
+        "export GITHUB_TOKEN=<YOUR_TOKEN>",
+        "api_key = \"<YOUR_API_KEY>\"",
+        "Authorization: Bearer <token>",
+        "Authorization: Bearer $ACCESS_TOKEN",
+        "Bearer tokens expire after an hour; ask for a new one",
+        "the bearer of this note may open the gate",
+        "Bearer abcdefghijklmnopqrstuvwxyz",
+        "postgres://app:${DB_PASSWORD}@db.internal:5432/prod",
+        "store the password in the vault, never in a todo",
+        "gate_7c1e9a2b4d6f resolved by alice",
+        "merge 9fceb02d0ae598e95dc970b74767f19372d61af8 into main",
+        "ticket 6ba7b810-9dad-11d1-80b4-00c04fd430c8 closed",
     ];
-    assert!(table.len() >= 30);
+    assert!(table.len() >= 50);
     for line in table {
         assert_eq!(kinds(line), Vec::<String>::new(), "{line:?} must pass");
     }
+}
+
+#[test]
+fn every_rule_a_scan_reports_is_named_in_rules() {
+    for pre in PREFIXES {
+        assert!(RULES.contains(&pre.kind), "{} not in RULES", pre.kind);
+    }
+    let lines = [
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "password=Xy7#kP2!mQ9zLr4v",
+        "https://alice:s3cr3tPa55@git.example.org/x",
+        "-----BEGIN RSA PRIVATE KEY-----",
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36",
+        "Bearer 8f3kQ2mZ9xLr4vT7wY1cB6nH",
+    ];
+    for line in lines {
+        for leak in scan(line) {
+            assert!(RULES.contains(&leak.kind), "{} not in RULES", leak.kind);
+        }
+    }
+}
+
+#[test]
+fn lines_of_finds_every_line_a_secret_starts_on() {
+    let text = format!("a: 1\nb: ghp_{GH}\nc: 2\nd: ghp_{GH} ghp_{GH}\n");
+    assert_eq!(lines_of(&text, &format!("ghp_{GH}")), vec![2, 4]);
+    assert_eq!(lines_of("x", "y"), vec![1]);
 }
 
 #[test]

@@ -236,6 +236,7 @@ mod tests {
 }
 
 pub mod agent;
+pub mod check;
 pub mod check_state;
 pub mod diff;
 pub mod done;

@@ -28,7 +28,8 @@ pub fn mutate_signed<R>(
         let message = message.trailer("Loopx-Goal", goal);
         let changes = transaction::written(Some(&skeleton), &state);
         transaction::check_readable(&changes)?;
-        transaction::refuse_new_leaks(&ctx.store, Some(&parent), &changes, &message)?;
+        let passed = transaction::refuse_new_leaks(&ctx.store, Some(&parent), &changes, &message)?;
+        let message = transaction::with_allowances(&message, &passed).unwrap_or(message);
         let Some(unsigned) = ctx
             .store
             .commit_detached(&parent, &changes, &message, ctx.now)?

@@ -1,5 +1,6 @@
 //! Reports → output: the `--json` envelope, errors, and human text.
 
+pub mod check;
 pub mod diff;
 pub mod goal;
 pub mod help;

@@ -85,6 +85,8 @@ pub struct GixStore {
     /// Whether this process removed what killed writers left (see
     /// `health::remove_leftovers`); done once, by its first write.
     cleaned: std::cell::Cell<bool>,
+    /// Credential rules a write may pass (`--allow-secret-pattern`).
+    allowed_leaks: Vec<&'static str>,
 }
 
 fn git_err(context: &str, e: impl std::fmt::Display) -> Error {
@@ -141,7 +143,14 @@ impl GixStore {
             blanks: Default::default(),
             ref_blank: Default::default(),
             memo: std::cell::RefCell::new(None),
+            allowed_leaks: Vec::new(),
         })
+    }
+
+    /// Lets writes through this store commit text that the named credential
+    /// rules ([`crate::model::leaks::RULES`]) match (`--allow-secret-pattern`).
+    pub fn allow_leaks(&mut self, rules: Vec<&'static str>) {
+        self.allowed_leaks = rules;
     }
 
     /// A host-local record under `.git/loopx/records/` (never on the
@@ -949,6 +958,10 @@ impl GixStore {
 }
 
 impl Store for GixStore {
+    fn allowed_leaks(&self) -> &[&'static str] {
+        &self.allowed_leaks
+    }
+
     fn tip(&self) -> Result<Option<Oid>, Error> {
         self.try_find_ref(STATE_REF)
     }

@@ -215,6 +215,13 @@ pub trait Store {
     /// Age in seconds of a lock file left on the state ref, if one exists.
     fn lock_age(&self) -> Option<(PathBuf, u64)>;
 
+    /// Credential rules a write may pass (`--allow-secret-pattern`); each
+    /// one passed is named in the commit's `Loopx-Allowed-Secret-Pattern`
+    /// trailer (see `transaction::refuse_new_leaks`).
+    fn allowed_leaks(&self) -> &[&'static str] {
+        &[]
+    }
+
     /// Commits reachable from `from` along first parents, newest first.
     fn first_parent_log(&self, from: &Oid, limit: usize) -> Result<Vec<CommitInfo>, Error>;
 

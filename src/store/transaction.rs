@@ -99,7 +99,9 @@ where
             return Ok(done(None));
         }
         check_readable(&changes)?;
-        refuse_new_leaks(store, base.as_ref(), &changes, message)?;
+        let passed = refuse_new_leaks(store, base.as_ref(), &changes, message)?;
+        let allowed = with_allowances(message, &passed);
+        let message = allowed.as_ref().unwrap_or(message);
         match store.commit(base.as_ref(), None, &changes, message, now)? {
             CasResult::Committed(oid) => {
                 remember_delta(store, &oid, base.as_ref(), new, &changes);
@@ -147,12 +149,25 @@ pub fn check_readable(changes: &[FileChange]) -> Result<(), Error> {
 /// refusing it would make that todo unwritable, even to clear it, and the
 /// write adds nothing new. `sync` still refuses to push it, and `redact`
 /// removes it from unpushed history.
+///
+/// A new hit of a rule the store allows ([`Store::allowed_leaks`]) passes;
+/// the rules that let one through are returned, for the commit's
+/// `Loopx-Allowed-Secret-Pattern` trailers ([`with_allowances`]).
 pub fn refuse_new_leaks<S: Store + ?Sized>(
     store: &S,
     base: Option<&Oid>,
     changes: &[FileChange],
     message: &Message,
-) -> Result<(), Error> {
+) -> Result<Vec<&'static str>, Error> {
+    let allowed = store.allowed_leaks();
+    let mut passed: Vec<&'static str> = Vec::new();
+    let mut pass = |kind: &'static str| {
+        let ok = allowed.contains(&kind);
+        if ok && !passed.contains(&kind) {
+            passed.push(kind);
+        }
+        ok
+    };
     let mut old: Vec<Option<Vec<u8>>> = Vec::new();
     let mut old_at = |i: usize| -> Result<Option<Vec<u8>>, Error> {
         if old.is_empty() {
@@ -181,10 +196,12 @@ pub fn refuse_new_leaks<S: Store + ?Sized>(
             continue;
         };
         for leak in leaks::scan_bytes(bytes) {
-            if !held_before(&leak.secret, &old_at(i)?) {
-                let place = match field_of(bytes, &leak.secret) {
-                    Some(field) => format!("{path} (field `{field}`)"),
-                    None => path.clone(),
+            if !held_before(&leak.secret, &old_at(i)?) && !pass(leak.kind) {
+                let text = String::from_utf8_lossy(bytes);
+                let line = leaks::lines_of(&text, &leak.secret)[0];
+                let place = match field_of(&text, &leak.secret) {
+                    Some(field) => format!("{path}:{line} (field `{field}`)"),
+                    None => format!("{path}:{line}"),
                 };
                 return Err(Error::Leak {
                     place,
@@ -198,7 +215,7 @@ pub fn refuse_new_leaks<S: Store + ?Sized>(
         for i in 0..changes.len() {
             known |= held_before(&leak.secret, &old_at(i)?);
         }
-        if !known {
+        if !known && !pass(leak.kind) {
             return Err(Error::Leak {
                 place: format!(
                     "the message of this `{}` commit",
@@ -208,13 +225,25 @@ pub fn refuse_new_leaks<S: Store + ?Sized>(
             });
         }
     }
-    Ok(())
+    Ok(passed)
+}
+
+/// `message` with a `Loopx-Allowed-Secret-Pattern` trailer for each rule
+/// `--allow-secret-pattern` let through, so a reviewer sees the allowance.
+pub fn with_allowances(message: &Message, passed: &[&'static str]) -> Option<Message> {
+    if passed.is_empty() {
+        return None;
+    }
+    let mut message = message.clone();
+    for rule in passed {
+        message = message.trailer("Loopx-Allowed-Secret-Pattern", *rule);
+    }
+    Some(message)
 }
 
 /// The YAML key whose value holds `secret` in a file we wrote: the nearest
 /// `key:` at or above the line it starts on.
-fn field_of(bytes: &[u8], secret: &str) -> Option<String> {
-    let text = String::from_utf8_lossy(bytes);
+fn field_of(text: &str, secret: &str) -> Option<String> {
     let at = text.find(secret)?;
     text[..at]
         .lines()

@@ -2,6 +2,7 @@
 //! repositories built in temporary directories by [`env::TestEnv`].
 
 mod artifacts;
+mod check;
 mod doctor_rev;
 mod domain;
 mod env;

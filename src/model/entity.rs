@@ -304,7 +304,7 @@ pub struct Poll {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
     /// It found something that needs work (else it was quiet).
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default)]
     pub material: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,

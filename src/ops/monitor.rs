@@ -47,9 +47,7 @@ pub fn parse_every(text: &str) -> Result<i64> {
         .into());
     }
     if seconds > MAX_EVERY {
-        return Err(
-            Refusal::invalid_input(format!("--every `{text}` is longer than 366d")).into(),
-        );
+        return Err(Refusal::invalid_input(format!("--every `{text}` is longer than 366d")).into());
     }
     Ok(seconds)
 }
@@ -87,7 +85,11 @@ pub fn parse_until(text: &str, now: Timestamp) -> Result<Timestamp> {
 /// The monitor a new todo of `class` gets from the flags: `Some` for a
 /// `continuous_monitor` (which needs `--every`), refused flags on any other
 /// class. A new monitor is first due one cadence from now, as in LoopX.
-pub fn for_new_todo(class: TodoClass, args: &MonitorArgs, now: Timestamp) -> Result<Option<Monitor>> {
+pub fn for_new_todo(
+    class: TodoClass,
+    args: &MonitorArgs,
+    now: Timestamp,
+) -> Result<Option<Monitor>> {
     if class != TodoClass::ContinuousMonitor {
         if args.any() {
             let flag = if args.every.is_some() {

@@ -15,6 +15,7 @@ mod hooks_install;
 mod hostile;
 mod kernel;
 mod leaks;
+mod monitor;
 mod order;
 mod pr;
 mod quiet;

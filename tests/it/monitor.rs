@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::env::{TestEnv, NOW};
+use crate::env::TestEnv;
 
 const T_5M: &str = "2026-12-02T10:05:00Z";
 const T_15M: &str = "2026-12-02T10:15:00Z";

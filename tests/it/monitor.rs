@@ -176,6 +176,21 @@ fn a_material_poll_counts_and_can_queue_the_work_it_found() {
     let m = add_monitor(&env, &repo, &["--every", "1h", "--watch-only"]);
     assert_eq!(m["monitor"]["watch_only"], true);
     let id = m["id"].as_str().unwrap().to_owned();
+    // Its turn's prompt says how to poll, and not to change code.
+    let p = env
+        .loopx_at(
+            &repo,
+            "2026-12-02T11:00:00Z",
+            &["--json", "--agent", "a1", "prompt"],
+        )
+        .success()
+        .json();
+    let text = p["prompt"].as_str().unwrap();
+    assert!(
+        text.contains(&format!("git loopx todo poll {id} --quiet")),
+        "{text}"
+    );
+    assert!(text.contains("do not change code"), "{text}");
     poll(&env, &repo, T_5M, &[&id]);
     let r = poll(
         &env,

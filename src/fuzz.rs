@@ -332,11 +332,20 @@ pub(crate) fn rich_state(todos: usize, runs: usize) -> State {
             })
             .collect();
         if class == TodoClass::ContinuousMonitor {
-            todo.monitor = Some(Monitor {
-                cadence: "1h".into(),
-                next_due_at: Some(t(3600)),
+            let mut monitor = Monitor::new("1h", t(3600));
+            monitor.expires_at = Some(t(86_400));
+            monitor.watch_only = i % 2 == 0;
+            monitor.last_checked_at = Some(t(0));
+            monitor.consecutive_no_change = 2;
+            monitor.polls.push(Poll {
+                at: t(0),
+                agent: Some("agent-a".into()),
+                material: false,
+                note: Some("quiet".into()),
+                follow_up: None,
                 extra: Extra::new(),
             });
+            todo.monitor = Some(monitor);
         }
         if i % 5 == 0 {
             todo.extra = extra_of(json!({"zz_new_field": ["a", {"b": -1}], "zz_on": "on"}));

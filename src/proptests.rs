@@ -162,10 +162,27 @@ fn selectable_todo() -> impl Strategy<Value = Todo> {
                 (todo.requires_capabilities, todo.exclude_agents) = lists;
                 (todo.resume_when, todo.unblocks, todo.blocks_agent) = links;
                 let (monitor, successors, validate) = rest;
-                todo.monitor = monitor.map(|due| Monitor {
-                    cadence: "1h".into(),
-                    next_due_at: due.map(t),
-                    extra: Extra::new(),
+                todo.monitor = monitor.map(|due| {
+                    let mut m = Monitor::new("1h", t(0));
+                    m.next_due_at = due.map(t);
+                    // Vary the rest from the due time: an expiry, watch-only,
+                    // counters and a poll, so the facts read them all.
+                    if let Some(d) = due {
+                        m.expires_at = (d % 3 == 0).then(|| t(d + 60));
+                        m.watch_only = d % 2 == 1;
+                        m.last_checked_at = Some(t(d / 2));
+                        m.consecutive_no_change = (d % 7) as u64;
+                        m.material_change_generation = (d % 5) as u64;
+                        m.polls.push(Poll {
+                            at: t(d / 2),
+                            agent: (d % 2 == 0).then(|| "a".into()),
+                            material: d % 5 != 0,
+                            note: (d % 4 == 0).then(|| "quiet".into()),
+                            follow_up: (d % 3 == 1).then(|| "todo_000000000001".into()),
+                            extra: Extra::new(),
+                        });
+                    }
+                    m
                 });
                 todo.successors = successors;
                 todo.validate = validate;

@@ -8,6 +8,8 @@ use crate::ops::{done, lease, todo, Context};
 use crate::render;
 use crate::Result;
 
+mod monitor;
+
 /// Agent and user todos, and the leases on them.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -47,6 +49,8 @@ enum TodoCommand {
         /// A command (run without a shell) that must exit 0 before `done` is accepted.
         #[arg(long, value_name = "CMD")]
         validate: Option<String>,
+        #[command(flatten)]
+        monitor: monitor::MonitorFlags,
     },
     /// List the goal's todos (open ones unless --status or --all).
     List {
@@ -138,6 +142,7 @@ enum TodoCommand {
         #[arg(long, value_name = "REMOTE", requires = "sync")]
         remote: Option<String>,
     },
+    Poll(monitor::PollArgs),
     /// Change status, priority, text or resume condition, or add a note.
     Update {
         /// The todo: its id or a unique prefix of one.
@@ -221,6 +226,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             exclude_agent,
             resume_when,
             validate,
+            monitor,
         } => {
             let report = todo::add(
                 ctx,
@@ -233,6 +239,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
                     exclude_agents: exclude_agent.clone(),
                     resume_when: resume_when.clone(),
                     validate: validate.clone(),
+                    monitor: monitor.to_args(),
                 },
             )?;
             let text = format!("added {}: {}\n", report.todo.id, report.todo.text);
@@ -260,8 +267,13 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
         }
         TodoCommand::Show { id } => {
             let report = todo::show(ctx, id)?;
-            Ok(Output::new(&report, render::text::todo_show(&report.todo)))
+            let mut text = render::text::todo_show(&report.todo);
+            if let Some(line) = crate::ops::monitor::summary(&report.todo, ctx.now) {
+                text.push_str(&format!("# {line}\n"));
+            }
+            Ok(Output::new(&report, text))
         }
+        TodoCommand::Poll(args) => monitor::poll(ctx, args),
         TodoCommand::Claim {
             id,
             ttl,

@@ -240,11 +240,77 @@ pub struct Note {
     pub extra: Extra,
 }
 
+/// The schedule and recent polls of a `continuous_monitor` todo (field
+/// names as LoopX 2.x names them; see docs/agent-loop.md "Monitors").
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Monitor {
+    /// How often it is due, as given to `--every` (e.g. `15m`).
     pub cadence: String,
+    /// When it is next due: a monitor is selected only from then on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_due_at: Option<Timestamp>,
+    /// From this time on the monitor has expired and is not selected again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Timestamp>,
+    /// Its turns only observe and report: no code changes.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub watch_only: bool,
+    /// When the last poll was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_checked_at: Option<Timestamp>,
+    /// Quiet polls since the last material one.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub consecutive_no_change: u64,
+    /// How many polls found something that needs work.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub material_change_generation: u64,
+    /// The last polls, oldest first (at most [`Monitor::KEPT_POLLS`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub polls: Vec<Poll>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl Monitor {
+    /// How many polls a monitor keeps: older ones are dropped, so a
+    /// long-running monitor does not grow its file without bound.
+    pub const KEPT_POLLS: usize = 20;
+
+    /// A monitor due every `cadence`, first due at `next_due_at`.
+    pub fn new(cadence: &str, next_due_at: Timestamp) -> Self {
+        Monitor {
+            cadence: cadence.to_owned(),
+            next_due_at: Some(next_due_at),
+            expires_at: None,
+            watch_only: false,
+            last_checked_at: None,
+            consecutive_no_change: 0,
+            material_change_generation: 0,
+            polls: Vec::new(),
+            extra: Extra::new(),
+        }
+    }
+
+    /// Whether it has expired at `now` (`expires_at` reached).
+    pub fn expired(&self, now: Timestamp) -> bool {
+        self.expires_at.is_some_and(|e| e <= now)
+    }
+}
+
+/// One recorded poll of a monitor (`todo poll`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Poll {
+    pub at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// It found something that needs work (else it was quiet).
+    #[serde(default)]
+    pub material: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The todo a material poll created for the work it found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub follow_up: Option<String>,
     #[serde(flatten)]
     pub extra: Extra,
 }

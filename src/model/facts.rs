@@ -32,6 +32,8 @@ pub struct TodoFacts<'a> {
     pub global: bool,
     /// `Some` for a todo with a monitor: when it is next due, if ever set.
     pub monitor_due: Option<Option<Timestamp>>,
+    /// For a monitor, when it expires, if ever.
+    pub monitor_expires_at: Option<Timestamp>,
 }
 
 impl TodoFacts<'_> {
@@ -73,6 +75,7 @@ impl Facts for Todo {
             blocks_agent: self.blocks_agent.as_deref(),
             global: self.global,
             monitor_due: self.monitor.as_ref().map(|m| m.next_due_at),
+            monitor_expires_at: self.monitor.as_ref().and_then(|m| m.expires_at),
         }
     }
 }

@@ -40,8 +40,13 @@ pub struct Selection<'a> {
     /// Open agent todos held by another agent's live claim.
     pub held_by_others: usize,
     /// Non-terminal agent todos that wait (blocked, `resume_when` unmet, a
-    /// monitor not yet due, a capability missing, this agent excluded).
+    /// capability missing, this agent excluded).
     pub waiting: usize,
+    /// The monitor this agent could take that is due first, and when, among
+    /// open monitors not yet due (not counted in `waiting`).
+    pub next_monitor: Option<(&'a str, Timestamp)>,
+    /// Open monitors whose `expires_at` has passed: never selected again.
+    pub expired_monitors: usize,
 }
 
 impl Selection<'_> {
@@ -112,8 +117,13 @@ fn resume_satisfied(gs: &GoalState, todo: &TodoFacts<'_>) -> bool {
     }
 }
 
-fn monitor_due(todo: &TodoFacts<'_>, now: Timestamp) -> bool {
-    todo.monitor_due.flatten().is_none_or(|due| due <= now)
+/// When a monitor is next due, if that is after `now`.
+fn monitor_not_due_until(todo: &TodoFacts<'_>, now: Timestamp) -> Option<Timestamp> {
+    todo.monitor_due.flatten().filter(|&due| due > now)
+}
+
+fn monitor_expired(todo: &TodoFacts<'_>, now: Timestamp) -> bool {
+    todo.monitor_expires_at.is_some_and(|e| e <= now)
 }
 
 /// Selects for `agent` (with `capabilities`) at `now`.
@@ -148,10 +158,21 @@ pub fn select<'a>(
             .requires_capabilities
             .iter()
             .all(|c| capabilities.iter().any(|have| have == c));
-        let due = todo.class != TodoClass::ContinuousMonitor || monitor_due(&todo, now);
-        if excluded || !capable || !due || !resume_satisfied(gs, &todo) {
+        if excluded || !capable || !resume_satisfied(gs, &todo) {
             sel.waiting += 1;
             continue;
+        }
+        if todo.class == TodoClass::ContinuousMonitor {
+            if monitor_expired(&todo, now) {
+                sel.expired_monitors += 1;
+                continue;
+            }
+            if let Some(due) = monitor_not_due_until(&todo, now) {
+                if sel.next_monitor.is_none_or(|(_, first)| due < first) {
+                    sel.next_monitor = Some((todo.id, due));
+                }
+                continue;
+            }
         }
         sel.candidates.push(Candidate {
             id: todo.id,

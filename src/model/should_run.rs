@@ -244,6 +244,16 @@ pub fn decide(
             ),
         );
     }
+    // Only monitors that are not due yet: sleep until the first is.
+    if let Some((id, due)) = sel.next_monitor {
+        let wait = now.seconds_until(due).max(1);
+        return base.skip(
+            "monitor_quiet",
+            "monitor_quiet_skip",
+            format!("monitor {id} is not due until {due} (in {wait}s); nothing else is ready"),
+            hint("wait_until_due", "monitor", wait),
+        );
+    }
     if sel.waiting > 0 || !sel.gated.is_empty() {
         return base.skip(
             "waiting",
@@ -616,15 +626,11 @@ mod tests {
                 "7 monitor not due",
                 |w| {
                     w.todo(TodoClass::ContinuousMonitor, |t| {
-                        t.monitor = Some(Monitor {
-                            cadence: "1h".into(),
-                            next_due_at: Some(super::tests::t(600)),
-                            extra: Extra::new(),
-                        })
+                        t.monitor = Some(Monitor::new("1h", super::tests::t(600)))
                     });
                 },
                 Some("a"),
-                ("skip", "waiting", "waiting_skip", WAKE_WAITING),
+                ("skip", "monitor_quiet", "monitor_quiet_skip", 600),
                 false,
             ),
             (
@@ -719,5 +725,71 @@ mod tests {
         void.spend = Some(first);
         w.gs().runs.insert(void.id.clone(), void);
         assert_eq!(w.decide(Some("a"), t(0)).state, "eligible");
+    }
+
+    #[test]
+    fn monitors_run_when_due_and_until_they_expire() {
+        let monitor = |due: i64, expires: Option<i64>| {
+            move |t: &mut Todo| {
+                let mut m = Monitor::new("15m", super::tests::t(due));
+                m.expires_at = expires.map(super::tests::t);
+                t.monitor = Some(m);
+            }
+        };
+        // Two monitors not due: the earlier one sets the wake, to the second.
+        let mut w = World::new();
+        w.todo(TodoClass::ContinuousMonitor, monitor(900, None));
+        let first = w.todo(TodoClass::ContinuousMonitor, monitor(300, None));
+        let d = w.decide(Some("a"), t(0));
+        assert_eq!(
+            (d.state, d.effective_action, d.scheduler_hint.action),
+            ("monitor_quiet", "monitor_quiet_skip", "wait_until_due")
+        );
+        assert_eq!(d.scheduler_hint.cadence_class, "monitor");
+        assert_eq!(d.scheduler_hint.wake_after_seconds, 300);
+        assert!(d.reason.contains(&first), "{}", d.reason);
+        // Due at exactly its time: selected.
+        let d = w.decide(Some("a"), t(300));
+        assert_eq!(d.effective_action, "normal_run");
+        assert_eq!(d.selected_todo.unwrap().id, first);
+        // A ready todo goes first while the monitors are not due.
+        let task = w.todo(TodoClass::AdvancementTask, |_| {});
+        let d = w.decide(Some("a"), t(0));
+        assert_eq!(d.selected_todo.unwrap().id, task);
+
+        // Expired: never selected again, not even when due.
+        let mut w = World::new();
+        w.todo(TodoClass::ContinuousMonitor, monitor(0, Some(600)));
+        assert_eq!(w.decide(Some("a"), t(599)).effective_action, "normal_run");
+        let sel = select::select(&w.state.goals["g"], Some("a"), &[], t(600));
+        assert!(sel.first().is_none() && sel.next_monitor.is_none());
+        assert_eq!(sel.expired_monitors, 1);
+        assert_ne!(w.decide(Some("a"), t(600)).effective_action, "normal_run");
+        // Not due and expiring before it is due: expired wins once reached.
+        let mut w = World::new();
+        w.todo(TodoClass::ContinuousMonitor, monitor(900, Some(600)));
+        assert_eq!(
+            w.decide(Some("a"), t(0)).scheduler_hint.wake_after_seconds,
+            900
+        );
+
+        // Blocked todos and a monitor not due: wait for the monitor.
+        let mut w = World::new();
+        w.todo(TodoClass::AdvancementTask, |t| {
+            t.status = TodoStatus::Blocked
+        });
+        w.todo(TodoClass::ContinuousMonitor, monitor(60, None));
+        let d = w.decide(Some("a"), t(0));
+        assert_eq!(
+            (d.state, d.scheduler_hint.wake_after_seconds),
+            ("monitor_quiet", 60)
+        );
+        // Another agent's claim on the monitor: not this agent's to wait for.
+        let mut w = World::new();
+        w.todo(TodoClass::ContinuousMonitor, |t| {
+            monitor(60, None)(t);
+            claimed_by("b")(t);
+        });
+        assert_eq!(w.decide(Some("a"), t(0)).state, "agent_scope_wait");
     }
 }

@@ -249,6 +249,7 @@ pub mod install_man;
 pub mod lease;
 pub mod local;
 pub mod missing;
+pub mod monitor;
 pub mod pr;
 pub mod prompt;
 pub mod quota;

@@ -60,6 +60,39 @@ pub struct AnsweredLine {
 /// How many answered gates `status` lists.
 const ANSWERED_GATES: usize = 5;
 
+/// A monitor's schedule, as `status` shows it.
+#[derive(Debug, Serialize)]
+pub struct MonitorLine {
+    pub id: String,
+    pub text: String,
+    pub cadence: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_due_at: Option<Timestamp>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Timestamp>,
+    pub expired: bool,
+    pub watch_only: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_poll: Option<crate::model::Poll>,
+    /// One line for a person: cadence, next due or expired, last poll.
+    pub summary: String,
+}
+
+fn monitor_line(todo: &Todo, now: Timestamp) -> Option<MonitorLine> {
+    let m = todo.monitor.as_ref()?;
+    Some(MonitorLine {
+        id: todo.id.clone(),
+        text: todo.text.clone(),
+        cadence: m.cadence.clone(),
+        next_due_at: m.next_due_at,
+        expires_at: m.expires_at,
+        expired: m.expired(now),
+        watch_only: m.watch_only,
+        last_poll: m.polls.last().cloned(),
+        summary: crate::ops::monitor::summary(todo, now)?,
+    })
+}
+
 #[derive(Debug, Serialize)]
 pub struct ClaimLine {
     pub todo: String,
@@ -88,6 +121,9 @@ pub struct StatusReport {
     pub next: Vec<TodoLine>,
     /// Every todo that is not done or deferred.
     pub todos: Vec<TodoLine>,
+    /// Open monitors: their cadence, when next due, the last poll.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub monitors: Vec<MonitorLine>,
     pub quota: Usage,
     /// The latest writebacks, newest first.
     pub recent_runs: Vec<Run>,
@@ -172,6 +208,11 @@ pub fn status(ctx: &Context) -> Result<StatusReport> {
         .filter(|t| !t.status.is_terminal())
         .map(|t| line(t, now))
         .collect();
+    let monitors = todos
+        .iter()
+        .filter(|t| !t.status.is_terminal())
+        .filter_map(|t| monitor_line(t, now))
+        .collect();
     let mut runs: Vec<&Run> = gs
         .runs
         .values()
@@ -194,6 +235,7 @@ pub fn status(ctx: &Context) -> Result<StatusReport> {
         claims,
         next,
         todos: open,
+        monitors,
         quota: quota::usage(gs, now),
         recent_runs: runs.into_iter().take(RECENT_RUNS).cloned().collect(),
     })

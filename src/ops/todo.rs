@@ -19,6 +19,8 @@ pub struct AddArgs {
     pub exclude_agents: Vec<String>,
     pub resume_when: Option<String>,
     pub validate: Option<String>,
+    /// `--every`, `--until`, `--watch-only` (monitors only).
+    pub monitor: crate::ops::monitor::MonitorArgs,
 }
 
 #[derive(Debug, Serialize)]
@@ -104,6 +106,7 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<TodoReport> {
     if let Some(v) = &args.validate {
         crate::ops::validate::check_command(v)?;
     }
+    let monitor = crate::ops::monitor::for_new_todo(class, &args.monitor, ctx.now)?;
     let agent = ctx.agent().map(str::to_owned);
     let now = ctx.now;
     let nonce = nonce();
@@ -131,6 +134,7 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<TodoReport> {
         todo.exclude_agents = args.exclude_agents.clone();
         todo.resume_when = resume_when;
         todo.validate = args.validate.clone();
+        todo.monitor = monitor.clone();
         let gs = state.goals.get_mut(&goal).expect("goal resolved above");
         let todo = gs.add_todo(todo);
         let mut message = Message::new(

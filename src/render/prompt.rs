@@ -64,6 +64,7 @@ pub fn prompt(r: &PromptReport, now: Timestamp) -> String {
             "It is complete only when `{v}` exits 0 (run by `todo done`)."
         );
     }
+    monitor(&mut out, todo);
     for n in todo.notes.iter().rev().take(3).rev() {
         let _ = writeln!(
             out,
@@ -151,5 +152,36 @@ fn gates(out: &mut String, r: &PromptReport) {
     );
     for g in &r.gates {
         let _ = writeln!(out, "- {} {}", g.id, g.question);
+    }
+}
+
+/// What a monitor turn is: observe, then record the poll (`todo poll`).
+fn monitor(out: &mut String, todo: &crate::model::Todo) {
+    let Some(m) = &todo.monitor else {
+        return;
+    };
+    let id = &todo.id;
+    let _ = writeln!(
+        out,
+        "\nThis is a monitor, due every {}: check what it watches, then record the poll instead of finishing the todo:",
+        m.cadence
+    );
+    let _ = writeln!(
+        out,
+        "  nothing needs work: `git loopx todo poll {id} --quiet [--note \"<what you saw>\"]`"
+    );
+    let _ = writeln!(
+        out,
+        "  something needs work: `git loopx todo poll {id} --material --note \"<what you saw>\" --next \"<the work>\"`"
+    );
+    let _ = writeln!(
+        out,
+        "A quiet poll is no progress: write back `surface_only` and do not spend. Leave the monitor open."
+    );
+    if m.watch_only {
+        let _ = writeln!(
+            out,
+            "Watch-only: observe, poll and report; do not change code or commit to your code branch."
+        );
     }
 }

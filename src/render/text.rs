@@ -138,6 +138,14 @@ pub fn status_styled(r: &StatusReport) -> (String, Vec<super::style::Span>) {
         let _ = writeln!(out, "  {:?} {}  {}", t.priority, t.id, t.text);
     }
 
+    if !r.monitors.is_empty() {
+        let _ = writeln!(out, "\nMonitors:");
+        for m in &r.monitors {
+            let _ = writeln!(out, "  {}  {}", m.id, m.text);
+            let _ = writeln!(out, "      {}", m.summary);
+        }
+    }
+
     let q = &r.quota;
     let _ = write!(
         out,

@@ -23,12 +23,12 @@ use std::sync::Arc;
 use crate::model::facts::{RunFacts, TodoFacts};
 use crate::model::tracked::Source;
 use crate::model::{
-    Claim, Decision, Extra, GoalState, Monitor, Note, Outcome, Priority, Role, Run, RunKind, State,
-    Timestamp, Todo, TodoClass, TodoStatus, Tracked, Validation,
+    Claim, Decision, Extra, GoalState, Monitor, Note, Outcome, Poll, Priority, Role, Run, RunKind,
+    State, Timestamp, Todo, TodoClass, TodoStatus, Tracked, Validation,
 };
 
 /// Changes whenever the layout below changes (the cache key holds it too).
-pub(crate) const MAGIC: &[u8; 8] = b"LXSTATE6";
+pub(crate) const MAGIC: &[u8; 8] = b"LXSTATE7";
 
 /// The state as cache bytes.
 pub fn encode(state: &State) -> Vec<u8> {
@@ -105,7 +105,7 @@ pub fn decode(bytes: Vec<u8>) -> Option<State> {
 }
 
 /// Changes whenever the delta layout below changes.
-pub(crate) const DELTA_MAGIC: &[u8; 8] = b"LXDELTA4";
+pub(crate) const DELTA_MAGIC: &[u8; 8] = b"LXDELTA5";
 
 /// One file a commit changed, as a cached delta carries it: todos and runs
 /// in this compact form (replaying them decodes no YAML), anything else as
@@ -460,11 +460,39 @@ impl Writer {
             Some(Monitor {
                 cadence,
                 next_due_at,
+                expires_at,
+                watch_only,
+                last_checked_at,
+                consecutive_no_change,
+                material_change_generation,
+                polls,
                 extra,
             }) => {
                 self.byte(1);
                 self.str(cadence);
                 self.opt_time(*next_due_at);
+                self.opt_time(*expires_at);
+                self.byte(u8::from(*watch_only));
+                self.opt_time(*last_checked_at);
+                self.u64(*consecutive_no_change);
+                self.u64(*material_change_generation);
+                self.len(polls.len());
+                for Poll {
+                    at,
+                    agent,
+                    material,
+                    note,
+                    follow_up,
+                    extra,
+                } in polls
+                {
+                    self.time(*at);
+                    self.opt_str(agent.as_deref());
+                    self.byte(u8::from(*material));
+                    self.opt_str(note.as_deref());
+                    self.opt_str(follow_up.as_deref());
+                    self.extra(extra);
+                }
                 self.extra(extra);
             }
         }
@@ -824,6 +852,26 @@ impl<'a> Reader<'a> {
                 Some(Monitor {
                     cadence: r.string()?,
                     next_due_at: r.opt(Self::time)?,
+                    expires_at: r.opt(Self::time)?,
+                    watch_only: r.bool()?,
+                    last_checked_at: r.opt(Self::time)?,
+                    consecutive_no_change: r.u64()?,
+                    material_change_generation: r.u64()?,
+                    polls: {
+                        let n = r.len()?;
+                        (0..n)
+                            .map(|_| {
+                                Some(Poll {
+                                    at: r.time()?,
+                                    agent: r.opt_string()?,
+                                    material: r.bool()?,
+                                    note: r.opt_string()?,
+                                    follow_up: r.opt_string()?,
+                                    extra: r.extra()?,
+                                })
+                            })
+                            .collect::<Option<Vec<_>>>()?
+                    },
                     extra: r.extra()?,
                 })
             })?,
@@ -877,12 +925,27 @@ impl<'a> Reader<'a> {
             self.skip()?;
             self.skip_extra()?;
         } // notes
-        let monitor_due = self.opt(|r| {
+        let monitor = self.opt(|r| {
             r.skip()?; // cadence
             let due = r.opt(Self::time)?;
+            let expires_at = r.opt(Self::time)?;
+            r.bool()?; // watch_only
+            r.opt(Self::time)?; // last_checked_at
+            r.u64()?; // consecutive_no_change
+            r.u64()?; // material_change_generation
+            for _ in 0..r.len()? {
+                r.time()?;
+                r.skip_opt()?;
+                r.bool()?;
+                r.skip_opt()?;
+                r.skip_opt()?;
+                r.skip_extra()?;
+            } // polls
             r.skip_extra()?;
-            Some(due)
+            Some((due, expires_at))
         })?;
+        let monitor_due = monitor.map(|(due, _)| due);
+        let monitor_expires_at = monitor.and_then(|(_, expires_at)| expires_at);
         self.skip_extra()?;
         Some(TodoFacts {
             id,
@@ -900,6 +963,7 @@ impl<'a> Reader<'a> {
             blocks_agent,
             global,
             monitor_due,
+            monitor_expires_at,
         })
     }
 

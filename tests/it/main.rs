@@ -16,6 +16,7 @@ mod hooks_install;
 mod hostile;
 mod kernel;
 mod leaks;
+mod monitor;
 mod order;
 mod pr;
 mod quiet;

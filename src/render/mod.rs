@@ -2,6 +2,7 @@
 
 pub mod diff;
 pub mod goal;
+pub mod handoff;
 pub mod help;
 pub mod hooks;
 pub mod markdown;

@@ -281,6 +281,9 @@ pub fn repo_path(root: Option<&Path>, path: &str) -> Result<String, Refusal> {
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Section {
     Summary,
+    /// Part of the summary under its own heading (kept in the text):
+    /// `## Key decisions`, `## Rationale`, as LoopX 2.1.1's digest has.
+    SummaryPart,
     Tried,
     NextSteps,
     Questions,
@@ -313,6 +316,7 @@ fn section(heading: &str) -> Option<Section> {
         | "progress"
         | "status"
         | "context" => Section::Summary,
+        "key decisions" | "decisions" | "rationale" => Section::SummaryPart,
         "tried" | "approaches tried" | "approaches" | "what was tried" | "tried and failed"
         | "attempts" | "failed approaches" | "what did not work" | "what didn t work"
         | "dead ends" => Section::Tried,
@@ -375,7 +379,9 @@ fn file_item(item: &str) -> String {
 /// `## Next steps`, `## Open questions` and `## Files` (any heading level,
 /// case and common variants, see [`section`]). The summary keeps its text
 /// as written; the other sections are lists (a line that is not a list item
-/// continues the item before it). A `# title` on the first line is
+/// continues the item before it). `## Key decisions` and `## Rationale`
+/// (as LoopX 2.1.1's digest writes them) stay in the summary under their
+/// heading. A `# title` on the first line is
 /// skipped, text before the first section is part of the summary, and any
 /// other heading is refused with its line number, so nothing written is
 /// silently dropped. `source` names the file in messages.
@@ -389,7 +395,7 @@ pub fn parse_markdown(source: &str, text: &str) -> Result<Packet, Refusal> {
     let flush = |packet: &mut Packet, current: Section, items: &mut Vec<String>| {
         for item in items.drain(..) {
             match current {
-                Section::Summary => {}
+                Section::Summary | Section::SummaryPart => {}
                 Section::Tried => packet.approaches_tried.push(Tried::parse(&item)),
                 Section::NextSteps => packet.next_steps.push(item),
                 Section::Questions => packet.open_questions.push(item),
@@ -408,6 +414,10 @@ pub fn parse_markdown(source: &str, text: &str) -> Result<Packet, Refusal> {
                 if let Some(s) = section(title) {
                     flush(&mut packet, current, &mut items);
                     current = s;
+                    if s == Section::SummaryPart {
+                        summary.push("");
+                        summary.push(title);
+                    }
                     continue;
                 }
                 if level == 1 && was_first {
@@ -424,7 +434,7 @@ pub fn parse_markdown(source: &str, text: &str) -> Result<Packet, Refusal> {
                 ));
             }
         }
-        if current == Section::Summary {
+        if matches!(current, Section::Summary | Section::SummaryPart) {
             summary.push(line);
             continue;
         }
@@ -481,6 +491,24 @@ mod tests {
         assert_eq!(p.next_steps, ["write tests", "ship"]);
         assert_eq!(p.open_questions, ["which encoding?"]);
         assert_eq!(p.files, ["src/a.rs", "docs/b.md"]);
+    }
+
+    /// The digest `loopx handoff inspect --format digest` prints reads back.
+    #[test]
+    fn loopx_digest_headings_are_understood() {
+        let md = "# Handoff Context\nSource: a | Status: current\n\n## Summary\nDid X.\n\n\
+                  ## What was tried\n- regex → failed: slow\n\n## Key decisions\n- keep nom: smaller\n\n\
+                  ## Files touched\n- src/a.rs (edited)\n\n## Open questions\n- why?\n";
+        let p = parse_markdown("d.md", md).unwrap();
+        let summary = p.work_summary.unwrap();
+        assert!(summary.starts_with("Source: a"), "{summary}");
+        assert!(
+            summary.contains("Key decisions\n- keep nom: smaller"),
+            "{summary}"
+        );
+        assert_eq!(p.approaches_tried[0].reason.as_deref(), Some("slow"));
+        assert_eq!(p.files, ["src/a.rs"]);
+        assert_eq!(p.open_questions, ["why?"]);
     }
 
     #[test]

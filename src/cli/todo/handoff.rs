@@ -20,9 +20,10 @@ use crate::Result;
 /// A Markdown packet has the sections `## Summary`, `## Tried`,
 /// `## Next steps`, `## Open questions` and `## Files` (case and common
 /// wordings such as "Approaches tried" or "Files to read" do not matter);
-/// every section but Summary is a list. Text before the first section is
-/// part of the summary and a `# Title` on the first line is skipped; any
-/// other heading is refused with its line number.
+/// every section but Summary is a list. Text before the first section,
+/// and `## Key decisions` or `## Rationale` sections, are part of the
+/// summary; a `# Title` on the first line is skipped; any other heading is
+/// refused with its line number.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The todo: its id or a unique prefix of one.

@@ -130,6 +130,7 @@ fn selectable_todo() -> impl Strategy<Value = Todo> {
             of(of(0i64..100_000)),
             vec("todo_[0-9a-f]{12}", 0..2),
             of(tricky_string()),
+            of((of(tricky_string()), vec(tricky_string(), 0..3), 0u64..9)),
         ),
     )
         .prop_map(
@@ -161,7 +162,24 @@ fn selectable_todo() -> impl Strategy<Value = Todo> {
                 todo.global = global;
                 (todo.requires_capabilities, todo.exclude_agents) = lists;
                 (todo.resume_when, todo.unblocks, todo.blocks_agent) = links;
-                let (monitor, successors, validate) = rest;
+                let (monitor, successors, validate, handoff) = rest;
+                todo.handoff = handoff
+                    .map(|(summary, items, epoch)| crate::model::handoff::Handoff {
+                        from: "a".into(),
+                        to: "b".into(),
+                        at: t(3),
+                        epoch,
+                        work_summary: summary,
+                        approaches_tried: items
+                            .iter()
+                            .map(|i| crate::model::handoff::Tried::parse(i))
+                            .collect(),
+                        next_steps: items.clone(),
+                        open_questions: items.clone(),
+                        files: items,
+                        extra: Extra::new(),
+                    })
+                    .map(Box::new);
                 todo.monitor = monitor.map(|due| {
                     let mut m = Monitor::new("1h", t(0));
                     m.next_due_at = due.map(t);

@@ -2,6 +2,8 @@
 
 use clap::Subcommand;
 
+mod handoff;
+
 use crate::cli::{enum_arg, Output};
 use crate::model::{Priority, Role, TodoClass, TodoStatus};
 use crate::ops::{done, lease, todo, Context};
@@ -190,23 +192,7 @@ enum TodoCommand {
         #[arg(long)]
         epoch: Option<u64>,
     },
-    /// Pass your lease to another agent with a note (new epoch).
-    Handoff {
-        /// The todo: its id or a unique prefix of one.
-        id: String,
-        /// The agent that takes the lease over.
-        #[arg(long, value_name = "AGENT")]
-        to: String,
-        /// What the next agent needs to know (kept as a note on the todo).
-        #[arg(long, value_name = "TEXT")]
-        note: String,
-        /// The new holder's lease length, at most 24h (e.g. 30m, 2h).
-        #[arg(long, value_parser = ttl_arg, default_value = "45m")]
-        ttl: i64,
-        /// The epoch your claim was granted (default: recorded on this host).
-        #[arg(long)]
-        epoch: Option<u64>,
-    },
+    Handoff(handoff::Args),
 }
 
 /// Parses a lease length such as `30m` into seconds.
@@ -388,21 +374,6 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             out.failure = failure;
             Ok(out)
         }
-        TodoCommand::Handoff {
-            id,
-            to,
-            note,
-            ttl,
-            epoch,
-        } => {
-            let r = lease::handoff(ctx, id, to, note, *ttl, *epoch)?;
-            Ok(Output::new(
-                &r,
-                format!(
-                    "handed {} to {} (epoch {})\n",
-                    r.todo.id, r.claim.agent, r.claim.epoch
-                ),
-            ))
-        }
+        TodoCommand::Handoff(args) => handoff::run(ctx, args),
     }
 }

@@ -376,6 +376,9 @@ pub struct Todo {
     pub resolved_at: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<Note>,
+    /// The latest handoff and its packet (`todo handoff`); a new one replaces it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<Box<crate::model::handoff::Handoff>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monitor: Option<Monitor>,
     #[serde(flatten)]
@@ -573,6 +576,7 @@ impl Todo {
             resolved_by: None,
             resolved_at: None,
             notes: Vec::new(),
+            handoff: None,
             monitor: None,
             extra: Extra::new(),
         }

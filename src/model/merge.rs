@@ -633,4 +633,79 @@ mod tests {
             assert_eq!(lost, RESOLUTION);
         }
     }
+
+    /// A handoff's packet is one field: a side that handed off keeps it
+    /// beside the other side's edits, and two handoffs never mix (both
+    /// changed the claim, so the remote's todo wins whole).
+    #[test]
+    fn a_handoff_packet_is_kept_whole() {
+        use crate::model::handoff::Packet;
+        let now = Timestamp::from_unix(1_800_000_000);
+        let mut base = State::with_goal(Goal::new("g", "o", now), now);
+        let id = "todo_0123456789ab".to_owned();
+        let todo = Todo::new(
+            id.clone(),
+            "g",
+            "t",
+            Role::Agent,
+            TodoClass::AdvancementTask,
+            Priority::P1,
+            None,
+            now,
+        );
+        base.goals
+            .get_mut("g")
+            .unwrap()
+            .todos
+            .insert(id.clone(), todo);
+        let packet = |summary: &str, step: &str| Packet {
+            work_summary: Some(summary.into()),
+            next_steps: vec![step.into()],
+            ..Packet::default()
+        };
+        let edit = |state: &mut State, f: &dyn Fn(&mut Todo)| {
+            let t = state
+                .goals
+                .get_mut("g")
+                .unwrap()
+                .todos
+                .get_mut(&id)
+                .unwrap();
+            f(t);
+            t.rev += 1;
+        };
+        let (mut local, mut remote) = (base.clone(), base.clone());
+        edit(&mut local, &|t| {
+            t.handoff = Some(Box::new(packet("parsed", "unfold").stamp("a", "b", now, 2)));
+        });
+        edit(&mut remote, &|t| t.text = "parse the headers".into());
+        for (l, r) in [(&local, &remote), (&remote, &local)] {
+            let merged = merge(Some(&base), l, r).expect("merges");
+            let t = &merged.state.goals["g"].todos[&id];
+            assert_eq!(t.text, "parse the headers");
+            let h = t.handoff.as_ref().expect("the packet is kept");
+            assert_eq!(h.work_summary.as_deref(), Some("parsed"));
+            assert_eq!(h.next_steps, ["unfold"]);
+            assert!(merged.conflicts.is_empty(), "{:?}", merged.conflicts);
+        }
+        // Both sides handed off (each moved the claim): one packet, whole.
+        let claim = |agent: &str| crate::model::Claim {
+            agent: agent.into(),
+            epoch: 2,
+            acquired_at: now,
+            expires_at: Timestamp::from_unix(1_800_003_600),
+            extra: crate::model::Extra::new(),
+        };
+        edit(&mut local, &|t| t.claim = Some(claim("b")));
+        edit(&mut remote, &|t| {
+            t.claim = Some(claim("c"));
+            t.handoff = Some(Box::new(packet("other", "split").stamp("a", "c", now, 2)));
+        });
+        let merged = merge(Some(&base), &local, &remote).expect("merges");
+        let h = merged.state.goals["g"].todos[&id].handoff.clone().unwrap();
+        assert_eq!(
+            (h.to.as_str(), h.next_steps.as_slice()),
+            ("c", &["split".to_owned()][..])
+        );
+    }
 }

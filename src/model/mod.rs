@@ -7,6 +7,7 @@ pub mod diff;
 mod entity;
 pub mod facts;
 pub mod gate;
+pub mod handoff;
 pub mod ids;
 pub mod leaks;
 pub mod lease;

@@ -7,7 +7,7 @@
 
 mod handoff;
 
-pub use handoff::{handoff, handoff_note, parse_handoff_note, release};
+pub use handoff::{handoff, handoff_note, parse_handoff_note, release, HandoffArgs};
 
 use serde::Serialize;
 

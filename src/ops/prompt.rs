@@ -2,8 +2,9 @@
 
 use serde::Serialize;
 
+use crate::model::handoff::Handoff;
 use crate::model::should_run::{self, Decision};
-use crate::model::{Goal, GoalState, Timestamp, Todo};
+use crate::model::{Goal, GoalState, RunKind, Timestamp, Todo};
 use crate::ops::Context;
 use crate::Result;
 
@@ -25,6 +26,10 @@ pub struct PromptReport {
     pub decision: Decision,
     /// The selected todo in full, when the turn should run.
     pub todo: Option<Todo>,
+    /// The selected todo's handoff packet, when it was handed to this agent
+    /// and the agent has not written back on the todo since.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<Handoff>,
     /// Open gates the agent should surface to the user.
     pub gates: Vec<crate::model::gate::GateView>,
     /// The prompt itself.
@@ -73,6 +78,11 @@ pub fn report(
         .selected_todo
         .as_ref()
         .map(|t| gs.todos[&t.id].clone());
+    let handoff = todo
+        .as_ref()
+        .and_then(|t| pending_handoff(gs, t, agent?))
+        .filter(|h| h.has_packet())
+        .cloned();
     let gates = decision.gates.clone();
     let mut report = PromptReport {
         runtime,
@@ -81,9 +91,28 @@ pub fn report(
         goal: gs.goal.clone(),
         decision,
         todo,
+        handoff,
         gates,
         prompt: String::new(),
     };
     report.prompt = crate::render::prompt::prompt(&report, now);
     report
+}
+
+/// `todo`'s handoff, if it was handed to `agent` and `agent` has recorded no
+/// writeback on it at or after the epoch the handoff granted. Runs are
+/// sifted by their facts (kind, agent, time) and only the few left are
+/// decoded.
+pub fn pending_handoff<'a>(gs: &GoalState, todo: &'a Todo, agent: &str) -> Option<&'a Handoff> {
+    let h = todo.handoff.as_ref().filter(|h| h.to == agent)?;
+    let written_back = gs
+        .runs
+        .all_facts()
+        .filter(|f| f.kind == RunKind::Writeback && f.agent == Some(agent) && f.at >= h.at)
+        .map(|f| f.id.to_owned())
+        .collect::<Vec<_>>()
+        .iter()
+        .filter_map(|id| gs.runs.get(id))
+        .any(|r| r.todo.as_deref() == Some(&todo.id) && r.epoch.is_some_and(|e| e >= h.epoch));
+    (!written_back).then_some(h)
 }

@@ -53,6 +53,9 @@ pub struct ReviewHandoff {
     pub text: String,
     #[serde(flatten)]
     pub handoff: crate::ops::pr::Handoff,
+    /// The packet this handoff left, while it is the todo's latest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub packet: Option<crate::model::handoff::Handoff>,
 }
 
 impl ReviewReport {
@@ -103,10 +106,16 @@ pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewRep
                 .and_then(|g| g.todos.get(id))
                 .map_or(0, |t| t.notes.len());
             for h in crate::ops::pr::handoffs(todo.notes.iter().skip(seen)) {
+                let packet = todo
+                    .handoff
+                    .as_ref()
+                    .filter(|p| p.has_packet() && p.to == h.to && p.at == h.at)
+                    .map(|p| (**p).clone());
                 handoffs.push(ReviewHandoff {
                     todo: id.clone(),
                     text: todo.text.clone(),
                     handoff: h,
+                    packet,
                 });
             }
         }

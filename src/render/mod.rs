@@ -3,6 +3,7 @@
 pub mod check;
 pub mod diff;
 pub mod goal;
+pub mod handoff;
 pub mod help;
 pub mod hooks;
 pub mod markdown;

@@ -74,6 +74,19 @@ pub fn prompt(r: &PromptReport, now: Timestamp) -> String {
             n.text
         );
     }
+    if let Some(h) = &r.handoff {
+        let _ = writeln!(
+            out,
+            "\n## Handoff from {} (epoch {}, {})\n",
+            h.from, h.epoch, h.at
+        );
+        let _ = writeln!(
+            out,
+            "{} passed this todo to you. Start from what it left you:",
+            h.from
+        );
+        out.push_str(&crate::render::handoff::packet(h, "", &|s| s.to_owned()));
+    }
     gates(&mut out, r);
 
     let id = &todo.id;

@@ -141,6 +141,10 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
             x.handoff.at,
             t(&x.handoff.note)
         );
+        if let Some(p) = &x.packet {
+            let indent = if md { "  " } else { "    " };
+            out.push_str(&crate::render::handoff::packet(p, indent, &t));
+        }
     }
 
     h(&mut out, "Changed");

@@ -21,6 +21,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use crate::model::facts::{RunFacts, TodoFacts};
+use crate::model::handoff::{Handoff, Tried};
 use crate::model::tracked::Source;
 use crate::model::{
     Claim, Decision, Extra, GoalState, Monitor, Note, Outcome, Poll, Priority, Role, Run, RunKind,
@@ -28,7 +29,7 @@ use crate::model::{
 };
 
 /// Changes whenever the layout below changes (the cache key holds it too).
-pub(crate) const MAGIC: &[u8; 8] = b"LXSTATE7";
+pub(crate) const MAGIC: &[u8; 8] = b"LXSTATE8";
 
 /// The state as cache bytes.
 pub fn encode(state: &State) -> Vec<u8> {
@@ -105,7 +106,7 @@ pub fn decode(bytes: Vec<u8>) -> Option<State> {
 }
 
 /// Changes whenever the delta layout below changes.
-pub(crate) const DELTA_MAGIC: &[u8; 8] = b"LXDELTA5";
+pub(crate) const DELTA_MAGIC: &[u8; 8] = b"LXDELTA6";
 
 /// One file a commit changed, as a cached delta carries it: todos and runs
 /// in this compact form (replaying them decodes no YAML), anything else as
@@ -378,6 +379,7 @@ impl Writer {
             resolved_by,
             resolved_at,
             notes,
+            handoff,
             monitor,
             extra,
         } = t;
@@ -455,6 +457,13 @@ impl Writer {
             self.str(text);
             self.extra(extra);
         }
+        match handoff {
+            None => self.byte(0),
+            Some(h) => {
+                self.byte(1);
+                self.handoff(h);
+            }
+        }
         match monitor {
             None => self.byte(0),
             Some(Monitor {
@@ -496,6 +505,41 @@ impl Writer {
                 self.extra(extra);
             }
         }
+        self.extra(extra);
+    }
+
+    fn handoff(&mut self, h: &Handoff) {
+        let Handoff {
+            from,
+            to,
+            at,
+            epoch,
+            work_summary,
+            approaches_tried,
+            next_steps,
+            open_questions,
+            files,
+            extra,
+        } = h;
+        self.str(from);
+        self.str(to);
+        self.time(*at);
+        self.u64(*epoch);
+        self.opt_str(work_summary.as_deref());
+        self.len(approaches_tried.len());
+        for Tried {
+            approach,
+            reason,
+            extra,
+        } in approaches_tried
+        {
+            self.str(approach);
+            self.opt_str(reason.as_deref());
+            self.extra(extra);
+        }
+        self.strs(next_steps);
+        self.strs(open_questions);
+        self.strs(files);
         self.extra(extra);
     }
 
@@ -848,6 +892,7 @@ impl<'a> Reader<'a> {
                     })
                     .collect::<Option<Vec<_>>>()?
             },
+            handoff: self.opt(Self::handoff)?.map(Box::new),
             monitor: self.opt(|r| {
                 Some(Monitor {
                     cadence: r.string()?,
@@ -875,6 +920,32 @@ impl<'a> Reader<'a> {
                     extra: r.extra()?,
                 })
             })?,
+            extra: self.extra()?,
+        })
+    }
+
+    fn handoff(&mut self) -> Option<Handoff> {
+        Some(Handoff {
+            from: self.string()?,
+            to: self.string()?,
+            at: self.time()?,
+            epoch: self.u64()?,
+            work_summary: self.opt_string()?,
+            approaches_tried: {
+                let n = self.len()?;
+                (0..n)
+                    .map(|_| {
+                        Some(Tried {
+                            approach: self.string()?,
+                            reason: self.opt_string()?,
+                            extra: self.extra()?,
+                        })
+                    })
+                    .collect::<Option<Vec<_>>>()?
+            },
+            next_steps: self.strings()?,
+            open_questions: self.strings()?,
+            files: self.strings()?,
             extra: self.extra()?,
         })
     }
@@ -925,6 +996,22 @@ impl<'a> Reader<'a> {
             self.skip()?;
             self.skip_extra()?;
         } // notes
+        self.opt(|r| {
+            r.skip()?; // from
+            r.skip()?; // to
+            r.time()?; // at
+            r.u64()?; // epoch
+            r.skip_opt()?; // work_summary
+            for _ in 0..r.len()? {
+                r.skip()?;
+                r.skip_opt()?;
+                r.skip_extra()?;
+            } // approaches_tried
+            r.skip_list()?; // next_steps
+            r.skip_list()?; // open_questions
+            r.skip_list()?; // files
+            r.skip_extra()
+        })?; // handoff
         let monitor = self.opt(|r| {
             r.skip()?; // cadence
             let due = r.opt(Self::time)?;

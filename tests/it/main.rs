@@ -10,6 +10,7 @@ mod evidence;
 mod faults;
 mod flags;
 mod gates;
+mod handoff;
 mod help;
 mod hook_programs;
 mod hooks_install;

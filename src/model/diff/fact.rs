@@ -85,6 +85,9 @@ pub enum What {
         #[serde(skip_serializing_if = "Option::is_none")]
         epoch: Option<u64>,
         note: String,
+        /// What the handoff's packet holds, in one line, when it left one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        packet: Option<String>,
     },
     Note {
         todo: String,

@@ -235,6 +235,8 @@ fn todo_changed(old: &Todo, new: &Todo, out: &mut Found) {
         &new.notes
     };
     let mut handed_to = None;
+    // The latest handoff is told by its note (with its packet).
+    let mut handoff_told = false;
     for note in added {
         match note
             .text
@@ -250,6 +252,14 @@ fn todo_changed(old: &Todo, new: &Todo, out: &mut Found) {
                 if epoch.is_some() {
                     handed_to = Some(to.to_owned());
                 }
+                let latest = new
+                    .handoff
+                    .as_ref()
+                    .filter(|h| h.to == to && h.at == note.at);
+                handoff_told |= latest.is_some();
+                let packet = latest
+                    .filter(|h| h.has_packet() && new.handoff != old.handoff)
+                    .map(|h| h.describe());
                 out.push((
                     Some(note.at),
                     What::Handoff {
@@ -258,6 +268,7 @@ fn todo_changed(old: &Todo, new: &Todo, out: &mut Found) {
                         to: to.to_owned(),
                         epoch,
                         note: text.to_owned(),
+                        packet,
                     },
                 ));
             }
@@ -304,6 +315,9 @@ fn todo_changed(old: &Todo, new: &Todo, out: &mut Found) {
     }
     let resolved = new.is_gate() && new.decision.is_some() && old.decision != new.decision;
     let mut told: Vec<&str> = TOLD.to_vec();
+    if handoff_told {
+        told.push("handoff");
+    }
     if resolved || finished {
         told.push("status");
     }

@@ -2,6 +2,7 @@
 //! person, or passed to another registered agent.
 
 use crate::model::gate::{self, GateAction};
+use crate::model::handoff::Packet;
 use crate::model::lease::{self, ClaimAction};
 use crate::model::{Code, Refusal, State};
 use crate::ops::lease::{claimed, ClaimReport, LeaseReport};
@@ -146,31 +147,59 @@ fn check_receiver(state: &State, to: &str) -> Result<()> {
     .into())
 }
 
-/// `todo handoff ID --to B --note T`: the lease moves to B with a new epoch.
-pub fn handoff(
-    ctx: &Context,
-    query: &str,
-    to: &str,
-    note: &str,
-    ttl: i64,
-    epoch: Option<u64>,
-) -> Result<ClaimReport> {
+/// What `todo handoff` passes on: the note (kept in `notes`) and the
+/// packet (kept as the todo's `handoff`).
+#[derive(Debug, Default)]
+pub struct HandoffArgs {
+    pub to: String,
+    /// `--note`; without one, the first line of the packet's summary.
+    pub note: Option<String>,
+    pub packet: Packet,
+    pub ttl: i64,
+    pub epoch: Option<u64>,
+}
+
+/// The note a handoff leaves: `--note`, else the summary's first line.
+fn note_of(args: &HandoffArgs) -> Result<String> {
+    match (&args.note, &args.packet.work_summary) {
+        (Some(note), _) => non_empty("--note", note),
+        (None, Some(summary)) => {
+            let first = summary.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            non_empty("--note", first)
+        }
+        (None, None) => Err(Refusal::invalid_input(
+            "a handoff needs --note, or a packet with a summary",
+        )
+        .with_hint(
+            "tell the next agent what it needs: --note TEXT, --summary TEXT or --packet FILE.md",
+        )
+        .into()),
+    }
+}
+
+/// `todo handoff ID --to B [--note T] [packet]`: the lease moves to B with
+/// a new epoch; the packet replaces the todo's previous `handoff`.
+pub fn handoff(ctx: &Context, query: &str, args: HandoffArgs) -> Result<ClaimReport> {
     let agent = ctx.require_agent()?.to_owned();
+    let to = args.to.as_str();
     crate::model::ids::check_name("agent", to)?;
-    let note = non_empty("--note", note)?;
-    let ttl = lease::check_ttl(ttl)?;
+    let note = note_of(&args)?;
+    let ttl = lease::check_ttl(args.ttl)?;
     if to == agent {
         return Err(Refusal::invalid_input("a handoff goes to another agent").into());
     }
+    let packet = args.packet.check(ctx.store.workdir())?;
     let done = mutate(ctx, |state, goal| {
         check_receiver(state, to)?;
         let gs = state.goals.get_mut(goal).expect("goal exists");
         let id = resolve_todo(gs, query)?;
-        let expected = local::expected_epoch(ctx, &agent, &id, epoch);
+        let expected = local::expected_epoch(ctx, &agent, &id, args.epoch);
         let todo = gs.todos.get_mut(&id).expect("resolved");
         gate::check_reserved(todo, Some(&agent), GateAction::Handoff)?;
         lease::check_writer(todo, &agent, expected, ctx.now)?;
         let e = lease::transfer(todo, to, ctx.now, ttl)?;
+        // Before the note: the note's size check then covers the packet too.
+        todo.handoff = Some(Box::new(packet.clone().stamp(&agent, to, ctx.now, e)));
         add_note(todo, ctx.now, Some(&agent), &handoff_note(to, &note))?;
         touch(todo, ctx.now);
         let message = Message::new(

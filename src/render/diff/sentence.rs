@@ -147,10 +147,15 @@ pub fn sentence(f: &What, s: &Style) -> String {
             to,
             epoch,
             note,
+            packet,
         } => {
             let epoch = epoch.map(|e| format!(" (epoch {e})")).unwrap_or_default();
+            let packet = packet
+                .as_deref()
+                .map(|p| format!(" [packet: {}]", s.text(p)))
+                .unwrap_or_default();
             format!(
-                "handoff {} {} → {}{epoch}: {}",
+                "handoff {} {} → {}{epoch}: {}{packet}",
                 c(todo),
                 who(from),
                 s.text(to),

@@ -4,6 +4,7 @@ pub mod diff;
 pub mod goal;
 pub mod help;
 pub mod hooks;
+pub mod import;
 pub mod markdown;
 pub mod pr;
 pub mod prompt;

@@ -13,6 +13,7 @@ mod help;
 mod hook_programs;
 mod hooks_install;
 mod hostile;
+mod import;
 mod kernel;
 mod leaks;
 mod order;

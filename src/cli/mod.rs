@@ -11,6 +11,7 @@ mod goal;
 mod hook;
 mod hook_git;
 mod hooks;
+mod import;
 mod init;
 mod install_man;
 mod log;
@@ -126,6 +127,7 @@ pub enum Command {
     Sync(sync::Args),
     Redact(redact::Args),
     Hooks(hooks::Args),
+    Import(import::Args),
     Hook(hook::Args),
     Run(run::Args),
     Completions(completions::Args),
@@ -244,6 +246,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
     );
     let result = match &cli.command {
         Command::Init(args) => init::run(&ctx, args),
+        Command::Import(args) => import::run(&ctx, args),
         Command::Status(args) => status::run(&ctx, args),
         Command::Log(args) => log::run(&ctx, args),
         Command::Diff(args) => diff::run(&ctx, args),

@@ -245,6 +245,7 @@ pub mod goal;
 pub mod hook;
 pub mod hook_git;
 pub mod hooks;
+pub mod import;
 pub mod install_man;
 pub mod lease;
 pub mod local;

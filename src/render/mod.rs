@@ -6,6 +6,7 @@ pub mod goal;
 pub mod handoff;
 pub mod help;
 pub mod hooks;
+pub mod import;
 pub mod markdown;
 pub mod pr;
 pub mod prompt;

@@ -15,6 +15,7 @@ mod help;
 mod hook_programs;
 mod hooks_install;
 mod hostile;
+mod import;
 mod kernel;
 mod leaks;
 mod monitor;

@@ -1,0 +1,383 @@
+//! `git loopx import loopx` (issue 17, point 7): a LoopX 2.1.1 state, made
+//! by the real reference and trimmed (tests/fixtures/loopx-2.1.1), comes over
+//! as one commit and decides the same; a second import writes nothing; bad
+//! inputs are refused with nothing written. With the reference installed
+//! (LOOPX_REF_BIN, LOOPX_REF_PATH), a fresh reference state is imported and
+//! both tools' should-run decisions are compared.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::env::TestEnv;
+
+/// After the fixture was made: its claim (expires 00:41:44) is live and its
+/// three spends are in the 24-hour window.
+const FIXTURE_NOW: &str = "2026-12-04T00:00:00Z";
+/// The fixture's claimed P0 todo, as LoopX names it.
+const CLAIMED: &str = "todo_2b5276ae79fd0100b9ebd31c";
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// A copy of the committed fixture: (project dir, runtime root).
+fn fixture(env: &TestEnv) -> (PathBuf, PathBuf) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/loopx-2.1.1");
+    let dst = env.path("loopx-fixture");
+    copy_dir(&src, &dst);
+    (dst.join("proj"), dst.join("home/.loopx"))
+}
+
+fn import(
+    env: &TestEnv,
+    repo: &Path,
+    now: &str,
+    project: &Path,
+    root: &Path,
+    extra: &[&str],
+) -> crate::env::Run {
+    let mut args = vec![
+        "--json",
+        "import",
+        "loopx",
+        project.to_str().unwrap(),
+        "--runtime-root",
+        root.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    env.loopx_at(repo, now, &args)
+}
+
+fn state_commits(env: &TestEnv, repo: &Path) -> usize {
+    env.git(repo, &["rev-list", "--count", "loopx-state"])
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn the_fixture_comes_over_in_one_commit_and_decides_as_loopx_did() {
+    let env = TestEnv::new();
+    let repo = env.repo("r");
+    let (project, root) = fixture(&env);
+    let report = import(&env, &repo, FIXTURE_NOW, &project, &root, &[])
+        .success()
+        .json();
+    let imported = &report["imported"];
+    assert_eq!(imported["goals"], 2, "{report}");
+    assert_eq!(imported["todos"], 10, "{report}");
+    assert_eq!(imported["gates"], 1, "{report}");
+    assert_eq!(imported["claims"], 1, "{report}");
+    assert_eq!(imported["spends"], 3, "{report}");
+    assert_eq!(imported["agents"], 1, "{report}");
+    assert_eq!(state_commits(&env, &repo), 1, "one commit, made like init");
+    // What had no equivalent is named with its LoopX id.
+    let skipped = report["skipped"].as_array().unwrap();
+    assert!(
+        skipped
+            .iter()
+            .any(|s| s["field"] == "bound_agent" && s["kind"] == "todo"),
+        "{report}"
+    );
+
+    let claimed = report["todo_ids"][CLAIMED].as_str().unwrap().to_owned();
+    let todo = env
+        .loopx_at(
+            &repo,
+            FIXTURE_NOW,
+            &["--json", "--goal", "bench-goal", "todo", "show", &claimed],
+        )
+        .success()
+        .json();
+    let text = todo.to_string();
+    assert!(text.contains("Port the fixture"), "{text}");
+    assert!(
+        text.contains(&format!("loopx:{CLAIMED}")),
+        "origin kept: {text}"
+    );
+    assert!(
+        text.contains("\"epoch\":1"),
+        "the lease's epoch is kept: {text}"
+    );
+
+    // The reference decided: run, safe_bypass_user_gate_fallback, the claimed P0 todo.
+    let decided = env
+        .loopx_at(
+            &repo,
+            FIXTURE_NOW,
+            &[
+                "--json",
+                "--agent",
+                "bench-agent",
+                "--goal",
+                "bench-goal",
+                "should-run",
+            ],
+        )
+        .success()
+        .json();
+    assert_eq!(decided["should_run"], true, "{decided}");
+    assert_eq!(decided["decision"], "run", "{decided}");
+    assert_eq!(
+        decided["effective_action"], "safe_bypass_user_gate_fallback",
+        "{decided}"
+    );
+    assert_eq!(
+        decided["selected_todo"]["id"],
+        claimed.as_str(),
+        "{decided}"
+    );
+    assert_eq!(decided["notify_user"], true, "{decided}");
+    // The spends count against the quota at their own times.
+    assert_eq!(decided["quota"]["spent_slots"], 3, "{decided}");
+
+    // A second import finds everything there: no commit.
+    let again = import(&env, &repo, FIXTURE_NOW, &project, &root, &[]).success();
+    let json = again.json();
+    assert_eq!(json["imported"]["todos"], 0, "{json}");
+    assert_eq!(json["unchanged"]["todos"], 10, "{json}");
+    assert!(json.get("commit").is_none(), "{json}");
+    assert_eq!(state_commits(&env, &repo), 1);
+    let text = env
+        .loopx_at(
+            &repo,
+            FIXTURE_NOW,
+            &[
+                "import",
+                "loopx",
+                project.to_str().unwrap(),
+                "--runtime-root",
+                root.to_str().unwrap(),
+            ],
+        )
+        .success()
+        .stdout;
+    assert!(text.contains("Nothing to import"), "{text}");
+}
+
+#[test]
+fn dry_run_writes_nothing_and_goal_filter_picks_one_goal() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let (project, root) = fixture(&env);
+    let before = env.tip(&repo);
+    let dry = import(&env, &repo, FIXTURE_NOW, &project, &root, &["--dry-run"])
+        .success()
+        .json();
+    assert_eq!(dry["imported"]["todos"], 10, "{dry}");
+    assert_eq!(env.tip(&repo), before, "--dry-run wrote nothing");
+
+    let one = import(
+        &env,
+        &repo,
+        FIXTURE_NOW,
+        &project,
+        &root,
+        &["--loopx-goal", "side-goal"],
+    )
+    .success()
+    .json();
+    assert_eq!(one["imported"]["goals"], 1, "{one}");
+    assert_eq!(one["imported"]["todos"], 3, "{one}");
+    assert_eq!(one["imported"]["spends"], 0, "{one}");
+    // The existing state keeps its default goal; the imported one is added.
+    let side = env.state_file(&repo, "goals/side-goal/goal.yaml");
+    assert!(side.contains("Side goal"), "{side}");
+    let main = env.state_file(&repo, "goals/main/goal.yaml");
+    assert!(main.contains("Ship the parser"), "{main}");
+    assert!(env
+        .state_file(&repo, "loopx.yaml")
+        .contains("default_goal: main"));
+}
+
+#[test]
+fn an_existing_goal_of_the_same_id_is_refused_unless_replace() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    env.loopx(&repo, &["goal", "add", "side-goal", "--objective", "Mine"])
+        .success();
+    let (project, root) = fixture(&env);
+    let before = env.tip(&repo);
+    let refused = import(&env, &repo, FIXTURE_NOW, &project, &root, &[])
+        .failure(1)
+        .json();
+    assert_eq!(refused["error"]["code"], "goal_exists", "{refused}");
+    assert!(refused.to_string().contains("side-goal"), "{refused}");
+    assert_eq!(env.tip(&repo), before, "nothing written");
+
+    let replaced = import(&env, &repo, FIXTURE_NOW, &project, &root, &["--replace"])
+        .success()
+        .json();
+    assert_eq!(replaced["imported"]["goals"], 2, "{replaced}");
+    let goal = env
+        .loopx(&repo, &["--json", "--goal", "side-goal", "goal", "show"])
+        .success()
+        .stdout;
+    assert!(goal.contains("Side goal"), "{goal}");
+}
+
+#[test]
+fn a_path_without_loopx_state_is_refused_naming_it() {
+    let env = TestEnv::new();
+    let repo = env.repo("r");
+    let empty = env.path("not-loopx");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = import(&env, &repo, FIXTURE_NOW, &empty, &empty, &[])
+        .failure(3)
+        .json();
+    assert_eq!(out["error"]["code"], "state_missing", "{out}");
+    assert!(out.to_string().contains("not-loopx"), "{out}");
+    assert!(!env.git_ok(&repo, &["rev-parse", "--verify", "-q", "loopx-state"]));
+}
+
+#[test]
+fn corrupt_json_is_refused_naming_file_and_field_with_nothing_written() {
+    let env = TestEnv::new();
+    let repo = env.repo("r");
+    let (project, root) = fixture(&env);
+    let registry = project.join(".loopx/registry.json");
+
+    std::fs::write(&registry, "{\"goals\": [").unwrap();
+    let out = import(&env, &repo, FIXTURE_NOW, &project, &root, &[])
+        .failure(3)
+        .json();
+    assert_eq!(out["error"]["code"], "state_invalid", "{out}");
+    assert!(out.to_string().contains("registry.json"), "{out}");
+
+    std::fs::write(&registry, r#"{"goals": [{"id": 5}]}"#).unwrap();
+    let out = import(&env, &repo, FIXTURE_NOW, &project, &root, &[])
+        .failure(3)
+        .json();
+    let text = out.to_string();
+    assert!(
+        text.contains("registry.json") && text.contains("goals[0].id"),
+        "{text}"
+    );
+
+    let spend = std::fs::read_dir(root.join("goals/bench-goal/runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/loopx-2.1.1/proj"),
+        &project,
+    );
+    std::fs::write(
+        &spend,
+        r#"{"classification": "quota_slot_spent", "generated_at": 7}"#,
+    )
+    .unwrap();
+    let out = import(&env, &repo, FIXTURE_NOW, &project, &root, &[])
+        .failure(3)
+        .json();
+    let text = out.to_string();
+    let name = spend.file_name().unwrap().to_str().unwrap();
+    assert!(
+        text.contains(name) && text.contains("generated_at"),
+        "{text}"
+    );
+    assert!(
+        !env.git_ok(&repo, &["rev-parse", "--verify", "-q", "loopx-state"]),
+        "nothing written"
+    );
+}
+
+/// With the reference installed: build a state with it (2 goals, 10 todos,
+/// a gate, a claim, 3 spends), keep its should-run decision, import, and
+/// decide with git-loopx.
+#[test]
+fn a_state_made_by_the_reference_decides_the_same_after_import() {
+    let (Some(bin), Some(path)) = (
+        std::env::var_os("LOOPX_REF_BIN").filter(|v| !v.is_empty()),
+        std::env::var_os("LOOPX_REF_PATH").filter(|v| !v.is_empty()),
+    ) else {
+        eprintln!("skipped: LOOPX_REF_BIN not set (scripts/install-reference.sh prints it)");
+        return;
+    };
+    let env = TestEnv::new();
+    let dir = env.path("reference");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/reference-import-state.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(&dir)
+        .env("LOOPX_REF_BIN", bin)
+        .env("LOOPX_REF_PATH", path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the reference state could not be built:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let theirs: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("out/decision.json")).unwrap()).unwrap();
+    // The reference ran on the real clock; so does git-loopx here.
+    let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let repo = env.repo("r");
+    let report = import(
+        &env,
+        &repo,
+        &now,
+        &dir.join("proj"),
+        &dir.join("home/.loopx"),
+        &[],
+    )
+    .success()
+    .json();
+    for (kind, n) in [
+        ("goals", 2),
+        ("todos", 10),
+        ("gates", 1),
+        ("claims", 1),
+        ("spends", 3),
+    ] {
+        assert_eq!(report["imported"][kind], n, "{kind}: {report}");
+    }
+    let ours = env
+        .loopx_at(
+            &repo,
+            &now,
+            &[
+                "--json",
+                "--agent",
+                "bench-agent",
+                "--goal",
+                "bench-goal",
+                "should-run",
+            ],
+        )
+        .success()
+        .json();
+    assert_eq!(
+        ours["should_run"], theirs["should_run"],
+        "ours {ours}\ntheirs {theirs}"
+    );
+    let their_todo = theirs["selected_todo"]["todo_id"].as_str().unwrap();
+    assert_eq!(
+        ours["selected_todo"]["id"], report["todo_ids"][their_todo],
+        "the same todo, by mapped id\nours {ours}\ntheirs {theirs}"
+    );
+    // Where the names match: LoopX's decision or effective action is ours.
+    let action = &ours["effective_action"];
+    assert!(
+        *action == theirs["decision"] || *action == theirs["effective_action"],
+        "ours {action}, theirs {} / {}",
+        theirs["decision"],
+        theirs["effective_action"]
+    );
+    assert_eq!(ours["quota"]["spent_slots"], theirs["quota"]["spent_slots"]);
+}

@@ -13,7 +13,8 @@
 #   a  global gate + an independent todo
 #   b  a gate with no scope (no --unblocks, no agent) + a todo
 #   c  a gate scoped to agent-a + another todo; asked as agent-a (c/A) and agent-b (c/B)
-#   d  a new goal with no todos
+#      (c/U, extra: a gate that unblocks one todo + an independent todo)
+#   d  a new goal with no todos (d2, extra: the goal's only todo is done)
 #   e  a deferred successor (resume when its predecessor is done), after the predecessor is done
 #   f  only blocked todos
 #   g  a continuous monitor, not due (g1), then due (g2)
@@ -186,6 +187,16 @@ ref_scenarios() {
   # d: new goal, no todos
   rnew d agent-a; d="$W/ref-d"
   rdecide "$d" sr-d agent-a
+  # d2 (not in the issue's list): the goal's only todo is done, none is open.
+  rnew d2 agent-a; d="$W/ref-d2"
+  radd "$d" "done todo" --role agent --text "Only work"
+  id="$(rid "$d" "done todo")"
+  rstep "$d" claim todo claim --goal-id "$GOAL" --todo-id "$id" --claimed-by agent-a \
+    --task-lease-idempotency-key lease-d2
+  v="$(field "$d/out/claim.json" lease.version)"
+  rstep "$d" complete todo complete --goal-id "$GOAL" --todo-id "$id" --agent-id agent-a \
+    --task-lease-idempotency-key lease-d2 --task-lease-expected-version "$v" --evidence "done"
+  rdecide "$d" sr-d2 agent-a
   # e: deferred successor after its predecessor is done
   rnew e agent-a; d="$W/ref-e"
   radd "$d" predecessor --role agent --text "Predecessor"
@@ -295,6 +306,11 @@ gl_scenarios() {
   gdecide "$d" sr-cu agent-a
   gnew d agent-a; d="$W/gl-d"
   gdecide "$d" sr-d agent-a
+  gnew d2 agent-a; d="$W/gl-d2"
+  gadd "$d" "done todo" todo "Only work"
+  gstep "$d" claim -- --agent agent-a todo claim "$(rid "$d" "done todo")"
+  gstep "$d" done -- --agent agent-a todo done "$(rid "$d" "done todo")" --evidence "done"
+  gdecide "$d" sr-d2 agent-a
   gnew e agent-a; d="$W/gl-e"
   gadd "$d" predecessor todo "Predecessor"
   id="$(rid "$d" predecessor)"
@@ -395,6 +411,7 @@ row c/A sr-c-A
 row c/B sr-c-B
 row c/U sr-cu
 row d sr-d
+row d2 sr-d2
 row e sr-e
 row f sr-f
 row g1 sr-g1

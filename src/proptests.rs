@@ -246,6 +246,7 @@ fn any_run() -> impl Strategy<Value = Run> {
                 });
                 run.artifacts = artifacts;
                 run.decision = Some(serde_json::json!({"decision": "run"}));
+                run.todo_seq = run.seq.map(|s| s / 2);
                 run.extra = extra;
                 run
             },

@@ -51,11 +51,23 @@ enum GoalCommand {
         /// A path glob agents may write to (repeatable; replaces the list).
         #[arg(long = "write-scope", value_name = "GLOB")]
         write_scope: Vec<String>,
+        /// Whether a goal whose only open todos are blocked asks for a
+        /// replan turn (true, the default) or waits for a person (false).
+        #[arg(long, value_name = "true|false")]
+        replan_when_blocked: Option<bool>,
     },
     /// Pause the goal for every agent.
     Stop,
-    /// Resume a stopped goal.
+    /// Resume a stopped goal, or reopen one marked done.
     Resume,
+    /// Mark the goal done: the explicit end of its work. should-run answers
+    /// `terminal_no_followup` until `goal resume`. A person or an agent may
+    /// mark it; the state records who, when and why.
+    Done {
+        /// Why the goal is done (what was delivered, what remains out of scope).
+        #[arg(long, value_name = "TEXT")]
+        note: Option<String>,
+    },
     /// Add another goal.
     Add {
         /// The new goal's id: 1-64 of a-z, 0-9, `_`, `.`, `-`, starting with a letter.
@@ -82,6 +94,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             allowed_slots,
             guards,
             write_scope,
+            replan_when_blocked,
         } => goal::set(
             ctx,
             &goal::SetArgs {
@@ -94,10 +107,12 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
                 allowed_slots: *allowed_slots,
                 guards: (!guards.is_empty()).then(|| guards.clone()),
                 write_scope: (!write_scope.is_empty()).then(|| write_scope.clone()),
+                replan_when_blocked: *replan_when_blocked,
             },
         )?,
         GoalCommand::Stop => goal::set_status(ctx, GoalStatus::Stopped)?,
         GoalCommand::Resume => goal::set_status(ctx, GoalStatus::Active)?,
+        GoalCommand::Done { note } => goal::done(ctx, note.as_deref())?,
         GoalCommand::Add {
             id,
             objective,
@@ -112,6 +127,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             GoalCommand::Set { .. } => Action::Set,
             GoalCommand::Stop => Action::Stop,
             GoalCommand::Resume => Action::Resume,
+            GoalCommand::Done { .. } => Action::Done,
             GoalCommand::Add { .. } => Action::Add,
         };
         render::goal::goal(&report, action)

@@ -182,7 +182,9 @@ enum TodoCommand {
         /// Give the successor's lease to this agent.
         #[arg(long, value_name = "AGENT", requires = "next")]
         next_agent: Option<String>,
-        /// Say explicitly that no follow-up is needed.
+        /// Say explicitly that no follow-up is needed. On the goal's last open
+        /// agent todo this marks the goal done in the same commit
+        /// (should-run then answers `terminal_no_followup`).
         #[arg(long)]
         no_follow_up: bool,
         /// Kill `validate` after this long (default 10m).
@@ -351,7 +353,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             evidence,
             next,
             next_agent,
-            no_follow_up: _,
+            no_follow_up,
             validate_timeout,
             epoch,
         } => {
@@ -366,6 +368,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
                     epoch: *epoch,
                     timeout: validate_timeout
                         .map(|s| std::time::Duration::from_secs(s.max(1) as u64)),
+                    no_follow_up: *no_follow_up,
                 },
                 &mut |waited| ticker.tick(waited),
             )?;

@@ -6,12 +6,15 @@ use crate::ops::{writeback, Context};
 use crate::render;
 use crate::Result;
 
-/// Record delivered work on a todo (you must hold it, or it must be unclaimed).
+/// Record delivered work on a todo (you must hold it, or it must be unclaimed),
+/// or on the goal itself after a planning turn.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The todo the work was for: its id or a unique prefix of one.
+    /// The todo the work was for: its id or a unique prefix of one. Leave it
+    /// out for a goal-level writeback: a planning or replanning turn, which
+    /// works on no todo.
     #[arg(long, value_name = "ID")]
-    todo: String,
+    todo: Option<String>,
     /// surface_only, outcome_gap, outcome_progress or primary_goal_outcome.
     #[arg(long, value_parser = enum_arg::<Outcome>)]
     outcome: Outcome,
@@ -64,7 +67,10 @@ pub fn run(ctx: &Context, a: &Args) -> Result<Output> {
         format!(
             "{verb} writeback {} on {}\n",
             r.run.id,
-            r.run.todo.as_deref().unwrap_or("?")
+            r.run
+                .todo
+                .clone()
+                .unwrap_or_else(|| format!("goal {}", r.run.goal))
         ),
     ))
 }

@@ -44,6 +44,9 @@ pub struct Meta {
 pub enum GoalStatus {
     Active,
     Stopped,
+    /// Marked done by `goal done` (or `todo done --no-follow-up` on the
+    /// last open todo): no turn runs until `goal resume`.
+    Done,
 }
 
 /// One source of authority the agents must respect (a spec file, a policy).
@@ -119,6 +122,18 @@ pub struct Goal {
     pub authority_sources: Vec<AuthoritySource>,
     #[serde(default)]
     pub quota: QuotaPolicy,
+    /// Whether a goal whose only open todos are blocked asks for a replan
+    /// turn (the default) or waits for them (`false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replan_when_blocked: Option<bool>,
+    /// Who marked the goal done (an agent id, or a person's `name <email>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub done_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub done_at: Option<Timestamp>,
+    /// Why the goal is done, in the words of whoever marked it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub done_note: Option<String>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     pub rev: u64,
@@ -127,6 +142,11 @@ pub struct Goal {
 }
 
 impl Goal {
+    /// Whether a goal blocked on every side asks for a replan turn.
+    pub fn replans_when_blocked(&self) -> bool {
+        self.replan_when_blocked.unwrap_or(true)
+    }
+
     /// A new active goal with the default quota policy.
     pub fn new(id: &str, objective: &str, now: Timestamp) -> Self {
         Goal {
@@ -138,6 +158,10 @@ impl Goal {
             guards: Vec::new(),
             authority_sources: Vec::new(),
             quota: QuotaPolicy::default(),
+            replan_when_blocked: None,
+            done_by: None,
+            done_at: None,
+            done_note: None,
             created_at: now,
             updated_at: now,
             rev: 1,
@@ -488,6 +512,11 @@ pub struct Run {
     /// A turn receipt's recorded `should-run` answer, replayed for its key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<serde_json::Value>,
+    /// A planning or replanning turn's receipt: the highest todo `seq` of
+    /// the goal when the turn was decided, so a later decision can tell
+    /// whether the turn added any todo.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub todo_seq: Option<u64>,
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -530,6 +559,7 @@ impl Run {
             spend: None,
             reason: None,
             decision: None,
+            todo_seq: None,
             extra: Extra::new(),
         }
     }

@@ -88,6 +88,9 @@ pub struct RunFacts<'a> {
     pub agent: Option<&'a str>,
     pub at: Timestamp,
     pub seq: Option<u64>,
+    /// The todo a writeback, claim or spend was about (none for a goal-level
+    /// writeback: a planning turn).
+    pub todo: Option<&'a str>,
     pub outcome: Option<Outcome>,
     pub turn: Option<&'a str>,
     pub slots: Option<u32>,
@@ -95,6 +98,8 @@ pub struct RunFacts<'a> {
     pub writeback: Option<&'a str>,
     /// For a void, the spend it cancels.
     pub spend: Option<&'a str>,
+    /// Why: for a recorded decision, its effective action.
+    pub reason: Option<&'a str>,
 }
 
 impl Facts for Run {
@@ -107,11 +112,13 @@ impl Facts for Run {
             agent: self.agent.as_deref(),
             at: self.at,
             seq: self.seq,
+            todo: self.todo.as_deref(),
             outcome: self.outcome,
             turn: self.turn.as_deref(),
             slots: self.slots,
             writeback: self.writeback.as_deref(),
             spend: self.spend.as_deref(),
+            reason: self.reason.as_deref(),
         }
     }
 }

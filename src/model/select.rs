@@ -33,15 +33,23 @@ impl Candidate<'_> {
 pub struct Selection<'a> {
     /// Ready todos: this agent's own claims first, then unclaimed, by order.
     pub candidates: Vec<Candidate<'a>>,
+    /// Deferred todos whose `resume_when` now holds (successor turns), by
+    /// order: taken only when no open todo is ready, as LoopX 2.1.1 does.
+    pub successors: Vec<Candidate<'a>>,
     /// Open gates this agent sees (all but those blocking another agent).
     pub gates: Vec<&'a Todo>,
     /// Todos held back only because an open gate `unblocks` them.
     pub gated: Vec<&'a str>,
     /// Open agent todos held by another agent's live claim.
     pub held_by_others: usize,
-    /// Non-terminal agent todos that wait (blocked, `resume_when` unmet, a
-    /// capability missing, this agent excluded).
+    /// Open agent todos this agent cannot take until something else changes
+    /// (`resume_when` unmet, a capability missing, this agent excluded), and
+    /// deferred ones whose `resume_when` is unmet.
     pub waiting: usize,
+    /// Agent todos marked `blocked`: only a replan moves them.
+    pub blocked: usize,
+    /// Open `user_action` reminders (they never stop work; they tell the user).
+    pub reminders: usize,
     /// The monitor this agent could take that is due first, and when, among
     /// open monitors not yet due (not counted in `waiting`).
     pub next_monitor: Option<(&'a str, Timestamp)>,
@@ -50,8 +58,17 @@ pub struct Selection<'a> {
 }
 
 impl Selection<'_> {
+    /// The todo to work on: a ready open one, else a ready successor.
     pub fn first(&self) -> Option<Candidate<'_>> {
-        self.candidates.first().copied()
+        self.candidates
+            .first()
+            .or_else(|| self.successors.first())
+            .copied()
+    }
+
+    /// Whether [`Selection::first`] is a successor turn.
+    pub fn first_is_successor(&self) -> bool {
+        self.candidates.is_empty() && !self.successors.is_empty()
     }
 }
 
@@ -108,13 +125,35 @@ pub fn gate_visible(gate: &TodoFacts<'_>, agent: Option<&str>) -> bool {
 }
 
 fn resume_satisfied(gs: &GoalState, todo: &TodoFacts<'_>) -> bool {
-    match todo.resume_when {
+    resume_holds(gs, todo.resume_when)
+}
+
+/// Whether a `resume_when` condition holds (none always does).
+pub fn resume_holds(gs: &GoalState, resume_when: Option<&str>) -> bool {
+    match resume_when {
         None => true,
         Some(cond) => cond
             .strip_prefix("todo_done:")
             .and_then(|id| gs.todos.facts(id))
             .is_some_and(|t| t.status == TodoStatus::Done),
     }
+}
+
+/// A deferred successor whose condition holds is taken up by its claim: it
+/// becomes open. Returns whether it woke.
+pub fn wake_successor(gs: &mut GoalState, id: &str) -> bool {
+    let Some(todo) = gs.todos.get(id) else {
+        return false;
+    };
+    let wakes = todo.status == TodoStatus::Deferred
+        && todo.resume_when.is_some()
+        && resume_holds(gs, todo.resume_when.as_deref());
+    if wakes {
+        if let Some(todo) = gs.todos.get_mut(id) {
+            todo.status = TodoStatus::Open;
+        }
+    }
+    wakes
 }
 
 /// When a monitor is next due, if that is after `now`.
@@ -140,13 +179,25 @@ pub fn select<'a>(
             open_gates.push(todo);
             continue;
         }
-        if todo.role != Role::Agent || todo.status.is_terminal() {
+        if todo.class == TodoClass::UserAction && todo.status == TodoStatus::Open {
+            sel.reminders += 1;
             continue;
         }
-        if todo.status != TodoStatus::Open {
-            sel.waiting += 1;
+        if todo.role != Role::Agent {
             continue;
         }
+        // A deferred todo is parked, unless it names a condition: then it
+        // is a successor, ready once the condition holds.
+        let successor = match todo.status {
+            TodoStatus::Done => continue,
+            TodoStatus::Blocked => {
+                sel.blocked += 1;
+                continue;
+            }
+            TodoStatus::Deferred if todo.resume_when.is_none() => continue,
+            TodoStatus::Deferred => true,
+            TodoStatus::Open => false,
+        };
         let holder = todo.live_holder(now);
         let mine = holder.is_some() && holder == agent;
         if holder.is_some() && !mine {
@@ -174,26 +225,37 @@ pub fn select<'a>(
                 continue;
             }
         }
-        sel.candidates.push(Candidate {
+        let candidate = Candidate {
             id: todo.id,
             mine,
             priority: todo.priority,
             created_at: todo.created_at,
             seq: todo.seq,
-        });
+        };
+        if successor {
+            sel.successors.push(candidate);
+        } else {
+            sel.candidates.push(candidate);
+        }
     }
     // A ready todo that an open gate `unblocks` waits for the gate; an open
-    // gate of the whole goal holds every one.
+    // gate of the whole goal holds every one, and one that blocks this agent
+    // holds all of this agent's work (as in LoopX 2.1.1).
     if !open_gates.is_empty() {
-        let goal_wide = open_gates
+        let all_held = open_gates
             .iter()
-            .any(|g| gate_scope(g.blocks_agent, g.unblocks) == GateScope::Goal);
-        let (gated, ready) = sel
-            .candidates
-            .into_iter()
-            .partition(|c| goal_wide || open_gates.iter().any(|g| g.unblocks == Some(c.id)));
-        sel.candidates = ready;
-        sel.gated = gated.into_iter().map(|c: Candidate<'a>| c.id).collect();
+            .any(|g| match gate_scope(g.blocks_agent, g.unblocks) {
+                GateScope::Goal => true,
+                GateScope::Agent(a) => Some(a) == agent,
+                GateScope::Todo(_) => false,
+            });
+        let held =
+            |c: &Candidate<'_>| all_held || open_gates.iter().any(|g| g.unblocks == Some(c.id));
+        for list in [&mut sel.candidates, &mut sel.successors] {
+            let (gated, ready): (Vec<_>, Vec<_>) = list.drain(..).partition(|c| held(c));
+            *list = ready;
+            sel.gated.extend(gated.into_iter().map(|c| c.id));
+        }
     }
     open_gates.sort_by(|a, b| a.order_key().cmp(&b.order_key()));
     sel.gates = open_gates
@@ -202,5 +264,6 @@ pub fn select<'a>(
         .map(|g| &gs.todos[g.id])
         .collect();
     sel.candidates.sort_by(|a, b| a.rank().cmp(&b.rank()));
+    sel.successors.sort_by(|a, b| a.rank().cmp(&b.rank()));
     sel
 }

@@ -133,25 +133,47 @@ pub fn decide(
         quota: QuotaInfo::from(&usage),
     };
 
-    // 1. A hard pause.
+    // 1. A hard pause, or the end.
     if gs.goal.status == GoalStatus::Stopped || gs.goal.quota.compute <= 0.0 {
-        let why = if gs.goal.status == GoalStatus::Stopped {
-            format!("goal {} is stopped", gs.goal.id)
+        let (why, cadence) = if gs.goal.status == GoalStatus::Stopped {
+            (format!("goal {} is stopped", gs.goal.id), "goal_stopped")
         } else {
-            format!("goal {} has compute 0", gs.goal.id)
+            (format!("goal {} has compute 0", gs.goal.id), "quota_paused")
         };
         return base.skip(
             "paused",
             "quota_skip",
             why,
-            hint("stop_until_explicit_resume", "paused", WAKE_STOPPED),
+            hint("stop_until_explicit_resume", cadence, WAKE_STOPPED),
+        );
+    }
+    if gs.goal.status == GoalStatus::Done {
+        let by = gs.goal.done_by.as_deref().unwrap_or("someone");
+        let note = gs
+            .goal
+            .done_note
+            .as_deref()
+            .map(|n| format!(": {n}"))
+            .unwrap_or_default();
+        return base.skip(
+            "terminal_no_followup",
+            "terminal_no_followup",
+            format!(
+                "goal {} was marked done by {by}{note} (`git loopx goal resume` reopens it)",
+                gs.goal.id
+            ),
+            hint(
+                "stop_until_explicit_resume",
+                "terminal_no_followup",
+                WAKE_STOPPED,
+            ),
         );
     }
     // Agents are registered, but this caller did not say which one it is.
     if agent.is_none() && !state.agents.is_empty() {
         return base.skip(
             "needs_agent",
-            "automation_prompt_upgrade",
+            "automation_prompt_upgrade_required",
             "agents are registered but no agent was given: pass --agent or set LOOPX_AGENT".into(),
             hint("upgrade_automation_prompt", "misconfigured", WAKE_STOPPED),
         );
@@ -169,31 +191,58 @@ pub fn decide(
             hint("wait_until_eligible", "throttled", wait),
         );
     }
+    // From here on, an open reminder for the user is worth telling them.
+    let mut d = after_gates(gs, &sel, base, now);
+    if sel.reminders > 0 && !d.notify_user {
+        d.notify_user = true;
+        d.reason = format!(
+            "{}; {} reminder(s) wait for the user",
+            d.reason, sel.reminders
+        );
+    }
+    d
+}
+
+/// Rules 5 to 7: gates, a todo to work on, or why there is none.
+fn after_gates(gs: &GoalState, sel: &Selection<'_>, base: Base, now: Timestamp) -> Decision {
     let selected = sel.first().map(|c| SelectedTodo {
         id: c.id.to_owned(),
         text: gs.todos[c.id].text.clone(),
         claimed_by_me: c.mine,
         claim_required: !c.mine,
     });
-    // 5. Open gates this agent sees.
+    let run = |base: Base, state, action, reason, selected_todo, notify_user| Decision {
+        decision: "run",
+        should_run: true,
+        state,
+        effective_action: action,
+        reason,
+        selected_todo,
+        notify_user,
+        gates: base.gates,
+        quota: base.quota,
+        scheduler_hint: hint("run_now", "active_work", WAKE_RUN_NOW),
+    };
+    // 5. Open gates this agent sees: a gate of the whole goal, or one that
+    // blocks this agent, holds all its work (the selection is empty then); a
+    // gate that names a todo holds that todo only.
     if !sel.gates.is_empty() {
         return match selected {
-            Some(todo) => Decision {
-                decision: "run",
-                should_run: true,
-                state: "eligible",
-                effective_action: "safe_bypass_user_gate_fallback",
-                reason: format!(
+            Some(todo) => {
+                let reason = format!(
                     "{} open gate(s) wait for the user; {} does not depend on them",
                     sel.gates.len(),
                     todo.id
-                ),
-                selected_todo: Some(todo),
-                notify_user: true,
-                gates: base.gates,
-                quota: base.quota,
-                scheduler_hint: hint("run_now", "active", WAKE_RUN_NOW),
-            },
+                );
+                run(
+                    base,
+                    "eligible",
+                    "safe_bypass_user_gate_fallback",
+                    reason,
+                    Some(todo),
+                    true,
+                )
+            }
             None => {
                 let mut d = base.skip(
                     "operator_gate",
@@ -204,7 +253,7 @@ pub fn decide(
                     ),
                     hint(
                         "backoff_waiting_for_user",
-                        "waiting_for_user",
+                        "human_gate",
                         WAKE_WAITING_FOR_USER,
                     ),
                 );
@@ -213,19 +262,26 @@ pub fn decide(
             }
         };
     }
-    // 6. Something to work on.
+    // 6. Something to work on: an open todo, else a successor whose
+    // condition holds.
     if let Some(todo) = selected {
-        return Decision {
-            decision: "run",
-            should_run: true,
-            state: "eligible",
-            effective_action: "normal_run",
-            reason: format!("{} is ready", todo.id),
-            selected_todo: Some(todo),
-            notify_user: false,
-            gates: base.gates,
-            quota: base.quota,
-            scheduler_hint: hint("run_now", "active", WAKE_RUN_NOW),
+        return if sel.first_is_successor() {
+            let reason = format!(
+                "no open todo is ready; the deferred successor {} may resume ({})",
+                todo.id,
+                gs.todos[&todo.id].resume_when.as_deref().unwrap_or("")
+            );
+            run(
+                base,
+                "eligible",
+                "successor_replan_required",
+                reason,
+                Some(todo),
+                false,
+            )
+        } else {
+            let reason = format!("{} is ready", todo.id);
+            run(base, "eligible", "normal_run", reason, Some(todo), false)
         };
     }
     // 7. Nothing for this agent.
@@ -239,7 +295,7 @@ pub fn decide(
             ),
             hint(
                 "backoff_until_reassigned",
-                "until_reassigned",
+                "agent_scope_wait",
                 WAKE_UNTIL_REASSIGNED,
             ),
         );
@@ -251,26 +307,98 @@ pub fn decide(
             "monitor_quiet",
             "monitor_quiet_skip",
             format!("monitor {id} is not due until {due} (in {wait}s); nothing else is ready"),
-            hint("wait_until_due", "monitor", wait),
+            hint("backoff_until_material_transition", "monitor_wait", wait),
         );
     }
-    if sel.waiting > 0 || !sel.gated.is_empty() {
-        return base.skip(
+    let waiting = |base: Base, reason: String| {
+        base.skip(
             "waiting",
-            "waiting_skip",
+            "blocked_wait",
+            reason,
+            hint("backoff_until_state_change", "quiet_wait", WAKE_WAITING),
+        )
+    };
+    if sel.waiting > 0 || !sel.gated.is_empty() {
+        return waiting(
+            base,
             format!(
-                "{} todo(s) are blocked, deferred or waiting on a condition",
+                "{} todo(s) wait on a condition, a capability or another agent's gate",
                 sel.waiting + sel.gated.len()
             ),
-            hint("backoff_waiting", "waiting", WAKE_WAITING),
         );
     }
-    base.skip(
-        "terminal",
-        "terminal_no_followup",
-        "nothing open is left for agents: add todos or resume with new work".into(),
-        hint("stop_until_explicit_resume", "terminal", WAKE_STOPPED),
-    )
+    if sel.blocked > 0 && !gs.goal.replans_when_blocked() {
+        return waiting(
+            base,
+            format!(
+                "{} todo(s) are blocked and goal {} does not replan when blocked",
+                sel.blocked, gs.goal.id
+            ),
+        );
+    }
+    // A planning turn that planned nothing is not asked for again: the goal
+    // waits for a person (or any change of its todos).
+    if let Some(turn) = unproductive_plan_turn(gs) {
+        let mut d = waiting(
+            base,
+            format!(
+                "the planning turn {turn} added no todo and did not end the goal; \
+                 waiting for a person: `git loopx todo add` or `git loopx goal done`"
+            ),
+        );
+        d.notify_user = true;
+        return d;
+    }
+    if sel.blocked > 0 {
+        let reason = format!(
+            "every open todo is blocked ({}): replan — unblock, split or replace them",
+            sel.blocked
+        );
+        return run(base, "replan", "replan_required", reason, None, false);
+    }
+    // No open agent todo, and the goal is not done: plan. After work was
+    // done, tell the user too (LoopX 2.1.1 does).
+    let worked = gs
+        .todos
+        .all_facts()
+        .any(|t| t.role == crate::model::Role::Agent && t.status == crate::model::TodoStatus::Done);
+    let reason = if worked {
+        format!(
+            "no open todo is left in goal {}: plan the next todos, or mark the goal done",
+            gs.goal.id
+        )
+    } else {
+        format!("goal {} has no todo yet: plan its first todos", gs.goal.id)
+    };
+    run(base, "plan", "plan_required", reason, None, worked)
+}
+
+/// The turn key of the latest planning or replanning turn, when that turn
+/// wrote back and no todo was added since it was decided.
+fn unproductive_plan_turn(gs: &GoalState) -> Option<&str> {
+    let decided = gs
+        .runs
+        .all_facts()
+        .filter(|r| {
+            r.kind == crate::model::RunKind::Turn
+                && matches!(r.reason, Some("plan_required" | "replan_required"))
+        })
+        .max_by_key(|r| (r.at, r.seq))?;
+    let turn = decided.turn?;
+    let wrote_back = gs.runs.all_facts().any(|r| {
+        r.kind == crate::model::RunKind::Writeback
+            && r.turn == Some(turn)
+            && r.agent == decided.agent
+    });
+    if !wrote_back {
+        return None;
+    }
+    let seen = gs.runs.get(decided.id)?.todo_seq?;
+    let added = gs
+        .todos
+        .all_facts()
+        .any(|t| t.seq.is_some_and(|s| s > seen));
+    (!added).then_some(turn)
 }
 
 /// Rule 2: the state cannot be read.
@@ -279,7 +407,7 @@ pub fn blocked_health(reason: String, now: Timestamp) -> Decision {
         decision: "skip",
         should_run: false,
         state: "blocked_health",
-        effective_action: "health_skip",
+        effective_action: "blocked_health",
         reason,
         selected_todo: None,
         gates: Vec::new(),
@@ -435,7 +563,7 @@ mod tests {
                 (
                     "skip",
                     "needs_agent",
-                    "automation_prompt_upgrade",
+                    "automation_prompt_upgrade_required",
                     WAKE_STOPPED,
                 ),
                 false,
@@ -592,7 +720,7 @@ mod tests {
                 false,
             ),
             (
-                "7 only blocked",
+                "7 only blocked: a replan turn",
                 |w| {
                     w.todo(TodoClass::AdvancementTask, |t| {
                         t.status = TodoStatus::Blocked
@@ -602,7 +730,34 @@ mod tests {
                     });
                 },
                 Some("a"),
-                ("skip", "waiting", "waiting_skip", WAKE_WAITING),
+                ("run", "replan", "replan_required", WAKE_RUN_NOW),
+                false,
+            ),
+            (
+                "7 only blocked, replanning off: wait",
+                |w| {
+                    w.todo(TodoClass::AdvancementTask, |t| {
+                        t.status = TodoStatus::Blocked
+                    });
+                    w.gs().goal.replan_when_blocked = Some(false);
+                },
+                Some("a"),
+                ("skip", "waiting", "blocked_wait", WAKE_WAITING),
+                false,
+            ),
+            (
+                "7 a successor waiting on a blocked todo waits",
+                |w| {
+                    let x = w.todo(TodoClass::AdvancementTask, |t| {
+                        t.status = TodoStatus::Blocked
+                    });
+                    w.todo(TodoClass::AdvancementTask, |t| {
+                        t.status = TodoStatus::Deferred;
+                        t.resume_when = Some(format!("todo_done:{x}"));
+                    });
+                },
+                Some("a"),
+                ("skip", "waiting", "blocked_wait", WAKE_WAITING),
                 false,
             ),
             (
@@ -634,21 +789,109 @@ mod tests {
                 false,
             ),
             (
-                "7 nothing open",
+                "7 nothing open after work: a planning turn, and tell the user",
                 |w| {
                     w.todo(TodoClass::AdvancementTask, |t| t.status = TodoStatus::Done);
                 },
                 Some("a"),
-                ("skip", "terminal", "terminal_no_followup", WAKE_STOPPED),
+                ("run", "plan", "plan_required", WAKE_RUN_NOW),
+                true,
+            ),
+            (
+                "7 a new goal: a planning turn",
+                |_| {},
+                Some("a"),
+                ("run", "plan", "plan_required", WAKE_RUN_NOW),
                 false,
             ),
             (
-                "7 only user todos",
+                "7 only user todos: plan, and the reminder tells the user",
                 |w| {
                     w.todo(TodoClass::UserAction, |_| {});
                 },
                 Some("a"),
-                ("skip", "terminal", "terminal_no_followup", WAKE_STOPPED),
+                ("run", "plan", "plan_required", WAKE_RUN_NOW),
+                true,
+            ),
+            (
+                "1 a goal marked done ends, whatever is open",
+                |w| {
+                    w.todo(TodoClass::AdvancementTask, |_| {});
+                    w.gs().goal.status = GoalStatus::Done;
+                },
+                Some("a"),
+                (
+                    "skip",
+                    "terminal_no_followup",
+                    "terminal_no_followup",
+                    WAKE_STOPPED,
+                ),
+                false,
+            ),
+            (
+                "5 a gate blocking this agent holds all its work",
+                |w| {
+                    w.todo(TodoClass::AdvancementTask, |_| {});
+                    w.todo(TodoClass::UserGate, |g| g.blocks_agent = Some("a".into()));
+                },
+                Some("a"),
+                (
+                    "skip",
+                    "operator_gate",
+                    "operator_gate_notify",
+                    WAKE_WAITING_FOR_USER,
+                ),
+                true,
+            ),
+            (
+                "5 another agent's gate that unblocks a todo holds that todo for me too",
+                |w| {
+                    let x = w.todo(TodoClass::AdvancementTask, |_| {});
+                    w.todo(TodoClass::UserGate, |g| {
+                        g.blocks_agent = Some("b".into());
+                        g.unblocks = Some(x);
+                    });
+                },
+                Some("a"),
+                ("skip", "waiting", "blocked_wait", WAKE_WAITING),
+                false,
+            ),
+            (
+                "6 a reminder tells the user, work goes on",
+                |w| {
+                    w.todo(TodoClass::AdvancementTask, |_| {});
+                    w.todo(TodoClass::UserAction, |_| {});
+                },
+                Some("a"),
+                ("run", "eligible", "normal_run", WAKE_RUN_NOW),
+                true,
+            ),
+            (
+                "6 a deferred successor whose predecessor is done",
+                |w| {
+                    let x = w.todo(TodoClass::AdvancementTask, |t| t.status = TodoStatus::Done);
+                    w.todo(TodoClass::AdvancementTask, |t| {
+                        t.status = TodoStatus::Deferred;
+                        t.resume_when = Some(format!("todo_done:{x}"));
+                    });
+                },
+                Some("a"),
+                ("run", "eligible", "successor_replan_required", WAKE_RUN_NOW),
+                false,
+            ),
+            (
+                "6 open work comes before a ready successor",
+                |w| {
+                    let x = w.todo(TodoClass::AdvancementTask, |t| t.status = TodoStatus::Done);
+                    w.todo(TodoClass::AdvancementTask, |t| {
+                        t.status = TodoStatus::Deferred;
+                        t.resume_when = Some(format!("todo_done:{x}"));
+                        t.priority = Priority::P0;
+                    });
+                    w.todo(TodoClass::AdvancementTask, |t| t.priority = Priority::P3);
+                },
+                Some("a"),
+                ("run", "eligible", "normal_run", WAKE_RUN_NOW),
                 false,
             ),
         ];
@@ -668,7 +911,12 @@ mod tests {
             );
             assert_eq!(d.notify_user, notify, "{name}");
             assert_eq!(d.should_run, decision == "run", "{name}");
-            assert_eq!(d.selected_todo.is_some(), d.should_run, "{name}");
+            let planning = matches!(d.state, "plan" | "replan");
+            assert_eq!(
+                d.selected_todo.is_some(),
+                d.should_run && !planning,
+                "{name}"
+            );
         }
     }
 
@@ -743,9 +991,13 @@ mod tests {
         let d = w.decide(Some("a"), t(0));
         assert_eq!(
             (d.state, d.effective_action, d.scheduler_hint.action),
-            ("monitor_quiet", "monitor_quiet_skip", "wait_until_due")
+            (
+                "monitor_quiet",
+                "monitor_quiet_skip",
+                "backoff_until_material_transition"
+            )
         );
-        assert_eq!(d.scheduler_hint.cadence_class, "monitor");
+        assert_eq!(d.scheduler_hint.cadence_class, "monitor_wait");
         assert_eq!(d.scheduler_hint.wake_after_seconds, 300);
         assert!(d.reason.contains(&first), "{}", d.reason);
         // Due at exactly its time: selected.

@@ -21,6 +21,9 @@ pub struct DoneArgs {
     pub next_agent: Option<String>,
     pub epoch: Option<u64>,
     pub timeout: Option<Duration>,
+    /// No follow-up is needed: when nothing else is open in the goal, the
+    /// goal is marked done in the same commit.
+    pub no_follow_up: bool,
 }
 
 /// What `todo done` did. When validation failed, `todo` is the todo as it
@@ -35,6 +38,9 @@ pub struct DoneReport {
     pub validation: Option<ValidationRun>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit: Option<Oid>,
+    /// `--no-follow-up` on the last open agent todo ended the goal.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub goal_done: bool,
 }
 
 /// How long `validate` may run before it is killed and counted as failed.
@@ -96,6 +102,7 @@ pub fn done(
             successor: None,
             validation,
             commit,
+            goal_done: false,
         };
         return Ok((report, Some(refusal.into())));
     }
@@ -143,9 +150,20 @@ pub fn done(
             }
             None => None,
         };
-        Ok(((gs.todos[&id].clone(), successor), message))
+        let goal_done = args.no_follow_up && !has_open_work(gs);
+        if goal_done {
+            let by = crate::ops::goal::actor(ctx);
+            let note = format!("no follow-up after {id}: {}", headline(&evidence, 200));
+            crate::ops::goal::mark_done(&mut gs.goal, &by, Some(&note), ctx.now);
+            gs.goal.rev = gs.goal.rev.saturating_add(1);
+            gs.goal.updated_at = ctx.now;
+            message.subject.push_str(", goal done (no follow-up)");
+        } else if args.no_follow_up {
+            message = message.line("no follow-up");
+        }
+        Ok(((gs.todos[&id].clone(), successor, goal_done), message))
     })?;
-    let (todo, successor) = done.value;
+    let (todo, successor, goal_done) = done.value;
     if let Some(a) = &agent {
         local::forget_grant(ctx, a, &todo.id);
     }
@@ -157,8 +175,21 @@ pub fn done(
         successor,
         validation,
         commit: done.commit,
+        goal_done,
     };
     Ok((report, None))
+}
+
+/// Whether the goal still has work: an agent todo open, blocked, or deferred
+/// behind a condition (a successor to come), or an open gate or reminder for
+/// the user (as in LoopX 2.1.1, an open user todo keeps the goal alive).
+fn has_open_work(gs: &crate::model::GoalState) -> bool {
+    gs.todos.all_facts().any(|t| match t.status {
+        TodoStatus::Open => true,
+        TodoStatus::Blocked => t.role == Role::Agent,
+        TodoStatus::Deferred => t.role == Role::Agent && t.resume_when.is_some(),
+        TodoStatus::Done => false,
+    })
 }
 
 fn by(agent: Option<&str>) -> String {

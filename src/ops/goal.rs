@@ -36,6 +36,7 @@ pub struct SetArgs {
     pub allowed_slots: Option<u32>,
     pub guards: Option<Vec<String>>,
     pub write_scope: Option<Vec<String>>,
+    pub replan_when_blocked: Option<bool>,
 }
 
 fn change_goal(
@@ -123,6 +124,10 @@ pub fn set(ctx: &Context, args: &SetArgs) -> Result<GoalReport> {
             goal.write_scope = w.clone();
             changed.push("write_scope".to_owned());
         }
+        if let Some(r) = args.replan_when_blocked {
+            goal.replan_when_blocked = Some(r);
+            changed.push(format!("replan_when_blocked {r}"));
+        }
         if changed.is_empty() {
             return Err(
                 Refusal::invalid_input("nothing to set: see `git loopx goal set -h`").into(),
@@ -132,7 +137,8 @@ pub fn set(ctx: &Context, args: &SetArgs) -> Result<GoalReport> {
     })
 }
 
-/// `goal stop` and `goal resume`: a hard pause for every agent.
+/// `goal stop` and `goal resume`: a hard pause for every agent. Resuming a
+/// goal marked done reopens it (and forgets who marked it).
 pub fn set_status(ctx: &Context, status: GoalStatus) -> Result<GoalReport> {
     let op = if status == GoalStatus::Stopped {
         "goal stop"
@@ -140,8 +146,52 @@ pub fn set_status(ctx: &Context, status: GoalStatus) -> Result<GoalReport> {
         "goal resume"
     };
     change_goal(ctx, op, |goal| {
+        let was = goal.status;
         goal.status = status;
-        Ok(vec![crate::ops::snake(&status)])
+        let mut changed = vec![crate::ops::snake(&status)];
+        if was == GoalStatus::Done {
+            goal.done_by = None;
+            goal.done_at = None;
+            goal.done_note = None;
+            changed.push("reopened".to_owned());
+        }
+        Ok(changed)
+    })
+}
+
+/// Who is acting: the agent, else the person git names as committer.
+pub fn actor(ctx: &Context) -> String {
+    ctx.agent()
+        .map(str::to_owned)
+        .unwrap_or_else(|| ctx.store.committer())
+}
+
+/// Marks `goal` done by `by`: should-run answers `terminal_no_followup`
+/// until `goal resume`.
+pub fn mark_done(goal: &mut Goal, by: &str, note: Option<&str>, now: crate::model::Timestamp) {
+    goal.status = GoalStatus::Done;
+    goal.done_by = Some(by.to_owned());
+    goal.done_at = Some(now);
+    goal.done_note = note.map(str::to_owned);
+}
+
+/// `goal done [--note T]`: the goal's end, as an explicit, recorded decision
+/// of a person or an agent.
+pub fn done(ctx: &Context, note: Option<&str>) -> Result<GoalReport> {
+    let note = note.map(|n| non_empty("--note", n)).transpose()?;
+    let by = actor(ctx);
+    change_goal(ctx, "goal done", |goal| {
+        if goal.status == GoalStatus::Done {
+            return Err(Refusal::invalid_input(format!(
+                "goal {} is already done (marked by {})",
+                goal.id,
+                goal.done_by.as_deref().unwrap_or("someone")
+            ))
+            .with_hint("`git loopx goal resume` reopens it")
+            .into());
+        }
+        mark_done(goal, &by, note.as_deref(), ctx.now);
+        Ok(vec![format!("done by {by}")])
     })
 }
 

@@ -46,6 +46,7 @@ fn claim_decision<'a>(
     move |state, goal| {
         let gs = state.goals.get_mut(goal).expect("goal exists");
         let id = resolve_todo(gs, query)?;
+        select::wake_successor(gs, &id);
         let todo = gs.todos.get_mut(&id).expect("resolved");
         gate::check_reserved(todo, Some(agent), GateAction::Claim)?;
         let action = lease::claim(todo, agent, ctx.now, ttl)?;
@@ -83,13 +84,9 @@ fn next_decision<'a>(
             .first()
             .map(|c| c.id.to_owned())
             .ok_or_else(|| nothing_ready(&sel))?;
-        let todo = state
-            .goals
-            .get_mut(goal)
-            .expect("goal exists")
-            .todos
-            .get_mut(&id)
-            .expect("selected");
+        let gs = state.goals.get_mut(goal).expect("goal exists");
+        select::wake_successor(gs, &id);
+        let todo = gs.todos.get_mut(&id).expect("selected");
         gate::check_reserved(todo, Some(agent), GateAction::Claim)?;
         let action = lease::claim(todo, agent, ctx.now, ttl)?;
         if action == ClaimAction::Held {
@@ -293,8 +290,11 @@ fn nothing_ready(sel: &select::Selection<'_>) -> crate::Error {
     if !sel.gated.is_empty() {
         why.push(format!("{} waiting for a gate", sel.gated.len()));
     }
+    if sel.blocked > 0 {
+        why.push(format!("{} blocked", sel.blocked));
+    }
     if sel.waiting > 0 {
-        why.push(format!("{} blocked or waiting", sel.waiting));
+        why.push(format!("{} waiting on a condition", sel.waiting));
     }
     let detail = if why.is_empty() {
         "no open agent todos".to_owned()

@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::model::handoff::Handoff;
 use crate::model::should_run::{self, Decision};
-use crate::model::{Goal, GoalState, RunKind, Timestamp, Todo};
+use crate::model::{Goal, GoalState, Role, RunKind, Timestamp, Todo, TodoStatus};
 use crate::ops::Context;
 use crate::Result;
 
@@ -32,6 +32,12 @@ pub struct PromptReport {
     pub handoff: Option<Handoff>,
     /// Open gates the agent should surface to the user.
     pub gates: Vec<crate::model::gate::GateView>,
+    /// For a replanning turn: the blocked agent todos, by order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub blocked: Vec<Todo>,
+    /// For a planning turn: the last agent todos done (at most ten).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub done: Vec<Todo>,
     /// The prompt itself.
     pub prompt: String,
 }
@@ -84,6 +90,28 @@ pub fn report(
         .filter(|h| h.has_packet())
         .cloned();
     let gates = decision.gates.clone();
+    let planning = decision.should_run && todo.is_none();
+    let agent_todos = |status: TodoStatus| -> Vec<Todo> {
+        let mut facts: Vec<_> = gs
+            .todos
+            .all_facts()
+            .filter(|t| t.role == Role::Agent && t.status == status)
+            .collect();
+        facts.sort_by(|a, b| a.order_key().cmp(&b.order_key()));
+        facts.iter().map(|t| gs.todos[t.id].clone()).collect()
+    };
+    let blocked = match decision.effective_action {
+        "replan_required" => agent_todos(TodoStatus::Blocked),
+        _ => Vec::new(),
+    };
+    let done = if planning && blocked.is_empty() {
+        let mut done = agent_todos(TodoStatus::Done);
+        done.sort_by_key(|t| t.updated_at);
+        let skip = done.len().saturating_sub(10);
+        done.split_off(skip)
+    } else {
+        Vec::new()
+    };
     let mut report = PromptReport {
         runtime,
         agent: agent.map(str::to_owned),
@@ -93,6 +121,8 @@ pub fn report(
         todo,
         handoff,
         gates,
+        blocked,
+        done,
         prompt: String::new(),
     };
     report.prompt = crate::render::prompt::prompt(&report, now);

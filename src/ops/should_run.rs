@@ -165,6 +165,19 @@ pub fn new_receipt(
     run.todo = decision.selected_todo.as_ref().map(|t| t.id.clone());
     run.reason = Some(decision.effective_action.to_owned());
     run.decision = Some(serde_json::to_value(decision).expect("decisions serialize"));
+    if matches!(
+        decision.effective_action,
+        "plan_required" | "replan_required"
+    ) {
+        let gs = &state.goals[goal];
+        run.todo_seq = Some(
+            gs.todos
+                .all_facts()
+                .filter_map(|t| t.seq)
+                .max()
+                .unwrap_or(0),
+        );
+    }
     crate::ops::append_run(state, goal, &mut run);
     let message = Message::new(
         "turn",

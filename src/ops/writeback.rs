@@ -12,7 +12,9 @@ use crate::Result;
 
 #[derive(Debug, Clone)]
 pub struct WritebackArgs {
-    pub todo: String,
+    /// The todo the work was for; none for a goal-level writeback (a
+    /// planning or replanning turn, which works on no todo).
+    pub todo: Option<String>,
     pub outcome: Outcome,
     pub summary: String,
     pub validation: Option<String>,
@@ -131,11 +133,23 @@ pub fn writeback(ctx: &Context, args: &WritebackArgs) -> Result<WritebackReport>
         .as_deref()
         .map(|t| non_empty("--turn", t))
         .transpose()?;
+    if args.todo.is_none() && args.epoch.is_some() {
+        return Err(Refusal::invalid_input(
+            "--epoch needs --todo: a goal-level writeback holds no claim",
+        )
+        .into());
+    }
     let nonce = nonce();
     let done = mutate_maybe(ctx, |state, goal| {
         let gs = state.goals.get_mut(goal).expect("goal exists");
-        let todo_id = resolve_todo(gs, &args.todo)?;
-        gate::check_reserved(&gs.todos[&todo_id], Some(&agent), GateAction::Writeback)?;
+        let todo_id = args
+            .todo
+            .as_deref()
+            .map(|q| resolve_todo(gs, q))
+            .transpose()?;
+        if let Some(id) = &todo_id {
+            gate::check_reserved(&gs.todos[id], Some(&agent), GateAction::Writeback)?;
+        }
         if let Some(t) = &turn {
             if let Some(old) = gs.runs.all_facts().find(|r| {
                 r.kind == RunKind::Writeback
@@ -145,9 +159,13 @@ pub fn writeback(ctx: &Context, args: &WritebackArgs) -> Result<WritebackReport>
                 return Ok(((gs.runs[old.id].clone(), true), None));
             }
         }
-        let todo = &gs.todos[&todo_id];
-        let expected = local::expected_epoch(ctx, &agent, &todo_id, args.epoch);
-        let standing = lease::check_writer(todo, &agent, expected, ctx.now)?;
+        let standing = match &todo_id {
+            Some(id) => {
+                let expected = local::expected_epoch(ctx, &agent, id, args.epoch);
+                lease::check_writer(&gs.todos[id], &agent, expected, ctx.now)?
+            }
+            None => lease::Standing::Unclaimed,
+        };
         let run_id = ids::derive_id(
             "run_",
             &[goal, "writeback", &agent, &ctx.now.to_string(), &nonce],
@@ -159,7 +177,7 @@ pub fn writeback(ctx: &Context, args: &WritebackArgs) -> Result<WritebackReport>
             Some(&agent),
             ctx.now,
         );
-        run.todo = Some(todo_id.clone());
+        run.todo = todo_id.clone();
         run.epoch = match standing {
             lease::Standing::Holder(e) => Some(e),
             lease::Standing::Unclaimed => None,
@@ -176,16 +194,19 @@ pub fn writeback(ctx: &Context, args: &WritebackArgs) -> Result<WritebackReport>
             gs.goal.rev = gs.goal.rev.saturating_add(1);
             gs.goal.updated_at = ctx.now;
         }
-        let message = Message::new(
+        let on = todo_id.clone().unwrap_or_else(|| format!("goal {goal}"));
+        let mut message = Message::new(
             "writeback",
             format!(
-                "writeback {run_id} on {todo_id} by {agent}: {} {}",
+                "writeback {run_id} on {on} by {agent}: {} {}",
                 crate::ops::snake(&args.outcome),
                 headline(&summary, 50)
             ),
-        )
-        .trailer("Loopx-Todo", todo_id)
-        .trailer("Loopx-Run", run_id);
+        );
+        if let Some(id) = todo_id {
+            message = message.trailer("Loopx-Todo", id);
+        }
+        let message = message.trailer("Loopx-Run", run_id);
         Ok(((run, false), Some(message)))
     })?;
     let (run, replayed) = done.value;

@@ -12,6 +12,7 @@ pub enum Action {
     Set,
     Stop,
     Resume,
+    Done,
     Add,
 }
 
@@ -31,13 +32,17 @@ pub fn goal(r: &GoalReport, action: Action) -> String {
             g.id
         ),
         Action::Resume => format!("resumed goal {}{commit}\n", g.id),
+        Action::Done => format!(
+            "marked goal {} done{commit}: should-run answers terminal_no_followup until `git loopx goal resume`\n",
+            g.id
+        ),
         Action::Add => format!(
             "added goal {}{commit}{}\n",
             g.id,
             if r.default { ", now the default" } else { "" }
         ),
     };
-    if matches!(action, Action::Stop | Action::Resume) {
+    if matches!(action, Action::Stop | Action::Resume | Action::Done) {
         return out;
     }
     let default = if r.default { " (default)" } else { "" };
@@ -45,8 +50,20 @@ pub fn goal(r: &GoalReport, action: Action) -> String {
     let status = match g.status {
         GoalStatus::Active => "active",
         GoalStatus::Stopped => "stopped",
+        GoalStatus::Done => "done",
     };
     let _ = writeln!(out, "  status:      {status}");
+    if g.status == GoalStatus::Done {
+        let by = g.done_by.as_deref().unwrap_or("someone");
+        let at = g.done_at.map(|t| format!(" at {t}")).unwrap_or_default();
+        let _ = writeln!(out, "  done by:     {by}{at}");
+        if let Some(n) = &g.done_note {
+            let _ = writeln!(out, "  done note:   {n}");
+        }
+    }
+    if g.replan_when_blocked == Some(false) {
+        let _ = writeln!(out, "  replan:      not when blocked (waits for a person)");
+    }
     if let Some(next) = &g.next_action {
         let _ = writeln!(out, "  next action: {next}");
     }

@@ -24,6 +24,10 @@ pub fn prompt(r: &PromptReport, now: Timestamp) -> String {
     }
     let _ = writeln!(out);
 
+    if d.should_run && r.todo.is_none() {
+        planning(&mut out, r);
+        return out;
+    }
     let Some(todo) = &r.todo else {
         let _ = writeln!(
             out,
@@ -109,7 +113,7 @@ pub fn prompt(r: &PromptReport, now: Timestamp) -> String {
         "{step}. `git loopx writeback --todo {id} --turn {turn} --outcome outcome_progress --summary \"<what changed>\" --artifact <commit>`"
     );
     step += 1;
-    let _ = writeln!(out, "{step}. If the todo is finished: `git loopx todo done {id} --evidence \"<proof>\" [--next \"<follow-up>\"]`");
+    let _ = writeln!(out, "{step}. If the todo is finished: `git loopx todo done {id} --evidence \"<proof>\" [--next \"<follow-up>\" | --no-follow-up]`");
     step += 1;
     let _ = writeln!(out, "{step}. `git loopx quota spend --turn {turn}`");
 
@@ -124,6 +128,7 @@ pub fn prompt(r: &PromptReport, now: Timestamp) -> String {
         out,
         "- Spend once per accountable writeback; quiet turns and failed validations never spend."
     );
+    let _ = writeln!(out, "- `--next` queues the follow-up work; `--no-follow-up` says none is needed, and on the goal's last open todo it ends the goal.");
     let _ = writeln!(out, "- A question only the user can answer: `git loopx gate add \"<question>\" [--unblocks <todo>]`, then move on.");
     let _ = writeln!(
         out,
@@ -137,6 +142,87 @@ pub fn prompt(r: &PromptReport, now: Timestamp) -> String {
         let _ = writeln!(out, "- {line}");
     }
     out
+}
+
+/// A planning turn (no open todo) or a replanning turn (every open todo is
+/// blocked): the agent shapes the work instead of doing it.
+fn planning(out: &mut String, r: &PromptReport) {
+    let d = &r.decision;
+    let turn = &r.turn;
+    let replan = d.effective_action == "replan_required";
+    if replan {
+        let _ = writeln!(out, "## This turn: replan ({})", d.reason);
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "Every open todo of this goal is blocked. Work on no todo this turn; look at why they are blocked and reshape the plan:"
+        );
+        for t in &r.blocked {
+            let why = t
+                .notes
+                .last()
+                .map(|n| format!(" — last note: {}", n.text))
+                .unwrap_or_default();
+            let _ = writeln!(out, "- {} {}{why}", t.id, t.text);
+        }
+        let _ = writeln!(
+            out,
+            "\nUnblock a todo whose obstacle is gone (`git loopx todo update <id> --status open --note \"<why>\"`), \
+             add smaller todos that get around an obstacle (`git loopx todo add \"<text>\"`), \
+             ask the user what only they can answer (`git loopx gate add \"<question>\" --unblocks <id>`), \
+             or park a todo that is no longer wanted (`git loopx todo update <id> --status deferred --note \"<why>\"`)."
+        );
+    } else {
+        let _ = writeln!(out, "## This turn: plan ({})", d.reason);
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "No todo is open. Work on no todo this turn: compare the objective with what is done, then either"
+        );
+        let _ = writeln!(
+            out,
+            "- add the next todos, each one bounded piece of work towards the objective, most important first: \
+             `git loopx todo add \"<text>\" [--priority P1] [--validate \"<check>\"]`; or"
+        );
+        let _ = writeln!(
+            out,
+            "- if the objective is met and nothing useful is left, end the goal: `git loopx goal done --note \"<what was delivered>\"`."
+        );
+        if !r.done.is_empty() {
+            let _ = writeln!(out, "\nDone so far (latest last):");
+            for t in &r.done {
+                let _ = writeln!(out, "- {} {}", t.id, t.text);
+            }
+        }
+    }
+    gates(out, r);
+    let _ = writeln!(out, "\n## Commands, in order\n");
+    let _ = writeln!(
+        out,
+        "1. The todo and goal commands above; do not change code this turn."
+    );
+    let _ = writeln!(
+        out,
+        "2. `git loopx writeback --turn {turn} --outcome outcome_progress --summary \"<what you planned and why>\"` \
+         (no --todo: the writeback is on the goal; `surface_only` if you changed nothing)"
+    );
+    let _ = writeln!(out, "3. `git loopx quota spend --turn {turn}`");
+    let _ = writeln!(out, "\n## Rules\n");
+    let _ = writeln!(
+        out,
+        "- Add only real work; do not invent a gate or a filler todo to keep the loop going."
+    );
+    let _ = writeln!(
+        out,
+        "- A planning turn that adds nothing and does not end the goal is not asked for again: the goal then waits for a person."
+    );
+    let _ = writeln!(
+        out,
+        "- Never edit the loopx-state branch by hand; every change goes through `git loopx`."
+    );
+    if let Some(line) = stop_hook_line(r.runtime) {
+        let _ = writeln!(out, "- {line}");
+    }
 }
 
 /// What the runtime's git-loopx Stop hook does, for the runtimes that have

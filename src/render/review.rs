@@ -102,7 +102,7 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
             "{item}{} {} on {} by {}: {}",
             code(&w.id),
             outcome,
-            code(w.todo.as_deref().unwrap_or("?")),
+            code(w.todo.as_deref().unwrap_or("the goal")),
             t(w.agent.as_deref().unwrap_or("?")),
             t(w.summary.as_deref().unwrap_or(""))
         );

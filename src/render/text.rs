@@ -339,6 +339,13 @@ pub fn done(r: &crate::ops::done::DoneReport) -> String {
     if let Some(s) = &r.successor {
         let _ = writeln!(out, "next {}: {}", s.id, s.text);
     }
+    if r.goal_done {
+        let _ = writeln!(
+            out,
+            "goal {} is done: no follow-up, and no open todo is left (`git loopx goal resume` reopens it)",
+            r.todo.goal
+        );
+    }
     out
 }
 

@@ -29,7 +29,7 @@ use crate::model::{
 };
 
 /// Changes whenever the layout below changes (the cache key holds it too).
-pub(crate) const MAGIC: &[u8; 8] = b"LXSTATE8";
+pub(crate) const MAGIC: &[u8; 8] = b"LXSTATE9";
 
 /// The state as cache bytes.
 pub fn encode(state: &State) -> Vec<u8> {
@@ -106,7 +106,7 @@ pub fn decode(bytes: Vec<u8>) -> Option<State> {
 }
 
 /// Changes whenever the delta layout below changes.
-pub(crate) const DELTA_MAGIC: &[u8; 8] = b"LXDELTA6";
+pub(crate) const DELTA_MAGIC: &[u8; 8] = b"LXDELTA7";
 
 /// One file a commit changed, as a cached delta carries it: todos and runs
 /// in this compact form (replaying them decodes no YAML), anything else as
@@ -564,6 +564,7 @@ impl Writer {
             spend,
             reason,
             decision,
+            todo_seq,
             extra,
         } = r;
         self.str(id);
@@ -626,6 +627,7 @@ impl Writer {
                 self.json(value);
             }
         }
+        self.opt_u64(*todo_seq);
         self.extra(extra);
     }
 }
@@ -1062,7 +1064,7 @@ impl<'a> Reader<'a> {
         let agent = self.opt(Self::str)?;
         let at = self.time()?;
         let seq = self.opt(Self::u64)?;
-        self.skip_opt()?; // todo
+        let todo = self.opt(Self::str)?;
         self.opt(Self::u64)?; // epoch
         let outcome = self.outcome()?;
         self.skip_opt()?; // summary
@@ -1077,8 +1079,9 @@ impl<'a> Reader<'a> {
         let slots = self.opt(|r| u32::try_from(r.u64()?).ok())?;
         let writeback = self.opt(Self::str)?;
         let spend = self.opt(Self::str)?;
-        self.skip_opt()?; // reason
+        let reason = self.opt(Self::str)?;
         self.skip_opt()?; // decision
+        self.opt(Self::u64)?; // todo_seq
         self.skip_extra()?;
         Some(RunFacts {
             id,
@@ -1086,6 +1089,8 @@ impl<'a> Reader<'a> {
             agent,
             at,
             seq,
+            todo,
+            reason,
             outcome,
             turn,
             slots,
@@ -1121,6 +1126,7 @@ impl<'a> Reader<'a> {
             spend: self.opt_string()?,
             reason: self.opt_string()?,
             decision: self.opt(Self::json)?,
+            todo_seq: self.opt(Self::u64)?,
             extra: self.extra()?,
         })
     }

@@ -3,6 +3,7 @@
 
 mod artifacts;
 mod check;
+mod decisions;
 mod doctor_rev;
 mod domain;
 mod env;

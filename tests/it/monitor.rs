@@ -57,8 +57,11 @@ fn a_monitor_runs_when_due_and_waits_quietly_after_a_poll() {
         ),
         "{d}"
     );
-    assert_eq!(d["scheduler_hint"]["action"], "wait_until_due");
-    assert_eq!(d["scheduler_hint"]["cadence_class"], "monitor");
+    assert_eq!(
+        d["scheduler_hint"]["action"],
+        "backoff_until_material_transition"
+    );
+    assert_eq!(d["scheduler_hint"]["cadence_class"], "monitor_wait");
     assert_eq!(d["scheduler_hint"]["wake_after_seconds"], 600);
     let reason = d["reason"].as_str().unwrap();
     assert!(reason.contains(&id) && reason.contains(T_15M), "{reason}");

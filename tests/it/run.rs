@@ -20,7 +20,7 @@ eval "${FAKE_BEFORE:-:}"
 printf '%s\n' "$prompt" \
   | sed -n 's/^[0-9][0-9]*\. [^`]*`\(git loopx [^`]*\)`.*/\1/p' \
   | sed -e 's/<what changed>/did the work/' -e 's/ --artifact <commit>//' \
-        -e 's/<proof>/tests pass/' -e 's/ \[--next "<follow-up>"\]//' > .git/fake-agent-commands
+        -e 's/<proof>/tests pass/' -e 's/ \[--next "<follow-up>" | --no-follow-up\]/ --no-follow-up/' > .git/fake-agent-commands
 while IFS= read -r command; do
   echo "fake agent: $command" >&2
   eval "$command"

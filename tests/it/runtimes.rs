@@ -217,7 +217,7 @@ impl<'a> Session<'a> {
             if !command.starts_with("git loopx ") {
                 continue;
             }
-            let mut command = command.replace(" [--next \"<follow-up>\"]", "");
+            let mut command = command.replace(" [--next \"<follow-up>\" | --no-follow-up]", "");
             if command.contains("<commit>") {
                 let file = format!("work-{}.txt", self.turns);
                 std::fs::write(self.repo.join(&file), "done\n").unwrap();
@@ -261,8 +261,9 @@ impl<'a> Session<'a> {
     }
 }
 
-/// A goal of 5 agent todos and one gate scoped to `agent`: the agent's
-/// work goes on while it is open.
+/// A goal of 5 agent todos, and a sixth held by a gate that unblocks it:
+/// the agent's other work goes on while the gate is open (a gate that
+/// blocks the agent itself would hold all of its work, as in LoopX).
 fn goal_with_gate(env: &TestEnv, agent: &str) -> (PathBuf, Vec<String>) {
     let repo = env.state_repo("r");
     env.loopx(&repo, &["goal", "set", "--allowed-slots", "20"])
@@ -271,15 +272,10 @@ fn goal_with_gate(env: &TestEnv, agent: &str) -> (PathBuf, Vec<String>) {
     let todos: Vec<String> = (1..=5)
         .map(|i| env.add_todo(&repo, &format!("step {i}")))
         .collect();
+    let held = env.add_todo(&repo, "deploy to production");
     env.loopx(
         &repo,
-        &[
-            "gate",
-            "add",
-            "Ship it to production?",
-            "--blocks-agent",
-            agent,
-        ],
+        &["gate", "add", "Ship it to production?", "--unblocks", &held],
     )
     .success();
     (repo, todos)
@@ -301,7 +297,7 @@ fn drive_to_the_gate(runtime: Runtime) {
     let turns = session.run(12);
     assert_eq!(turns, 5, "one turn per todo, then the session ends");
 
-    // All agent todos are done; the gate is still open.
+    // The five agent todos are done; the gate and the todo it holds are open.
     let list = env
         .loopx(&repo, &["--json", "todo", "list"])
         .success()
@@ -310,6 +306,8 @@ fn drive_to_the_gate(runtime: Runtime) {
         let id = todo["id"].as_str().unwrap();
         if todos.iter().any(|t| t == id) {
             assert_eq!(todo["status"], "done", "{todo}");
+        } else if todo["class"] == "advancement_task" {
+            assert_eq!(todo["status"], "open", "{todo}");
         } else {
             assert_eq!(
                 (todo["class"].as_str(), todo["status"].as_str()),

@@ -52,7 +52,7 @@ fn two_agents_run_full_turns_until_throttled() {
 
     // Agents registered but none named: the automation must say who it is.
     let d = env.loopx(&repo, &["--json", "should-run"]).success().json();
-    assert_eq!(d["effective_action"], "automation_prompt_upgrade");
+    assert_eq!(d["effective_action"], "automation_prompt_upgrade_required");
     assert_eq!(d["should_run"], false);
 
     let mut spent_at = Vec::new();

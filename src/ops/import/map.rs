@@ -497,3 +497,40 @@ fn map_todo(
     todo.extra = with_origin(&lid);
     Some(todo)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A monitor exactly as LoopX 2.1.1 stored it (`todo add --task-class
+    /// continuous_monitor --cadence 15m --watch-only --expires-at …`):
+    /// `watch_only` is the string "true".
+    #[test]
+    fn a_reference_monitor_keeps_every_field() {
+        let record = serde_json::json!({
+            "archive_state": "active", "cadence": "15m", "done": false,
+            "expires_at": "2026-12-31T00:00:00Z", "next_due_at": "2026-12-04T04:07:01Z",
+            "priority": "P1", "role": "agent", "schema_version": "todo_domain_record_v0",
+            "status": "open", "task_class": "continuous_monitor", "text": "[P1] watch ci",
+            "title": "watch ci", "todo_id": "todo_b0611219d70983830cf3431a",
+            "updated_at": "2026-12-04T03:52:01Z", "watch_only": "true",
+            "consecutive_no_change": "2", "material_change_generation": 1
+        });
+        let Value::Object(t) = record else {
+            unreachable!()
+        };
+        let now = Timestamp::parse("2026-12-04T04:00:00Z").unwrap();
+        let mut skipped = Vec::new();
+        let todo = map_todo("g", &t, &[], &BTreeMap::new(), now, &mut skipped).unwrap();
+        let m = todo.monitor.expect("a monitor");
+        assert_eq!(m.cadence, "15m");
+        assert!(m.watch_only, "the string \"true\" is watch-only");
+        assert_eq!(m.expires_at, Timestamp::parse("2026-12-31T00:00:00Z"));
+        assert_eq!(m.next_due_at, Timestamp::parse("2026-12-04T04:07:01Z"));
+        assert_eq!(
+            (m.consecutive_no_change, m.material_change_generation),
+            (2, 1)
+        );
+        assert!(skipped.is_empty(), "{skipped:?}");
+    }
+}

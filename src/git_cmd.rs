@@ -6,6 +6,7 @@
 pub mod history;
 pub mod hooks;
 pub mod range;
+pub mod shared;
 pub mod signing;
 
 use std::path::Path;

@@ -335,3 +335,86 @@ mod tests {
         assert_eq!(todo.claim.as_ref().unwrap().epoch, 3);
     }
 }
+
+/// A lease as published on the remote's per-todo ref
+/// (`refs/loopx/leases/<goal>/<todo>`, see `ops::sync::shared`): the commit
+/// that ref points at carries these as trailers. The ref is the remote's
+/// compare-and-swap for one todo's epochs: a claim confirmed on the remote
+/// is one whose push moved that ref from the value the claimant saw.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Published {
+    pub goal: String,
+    pub todo: String,
+    pub agent: String,
+    pub epoch: u64,
+    pub acquired_at: Timestamp,
+    pub expires_at: Timestamp,
+}
+
+impl Published {
+    /// The lease a claim holds, published for `goal`.
+    pub fn of(goal: &str, todo: &str, claim: &Claim) -> Self {
+        Published {
+            goal: goal.to_owned(),
+            todo: todo.to_owned(),
+            agent: claim.agent.clone(),
+            epoch: claim.epoch,
+            acquired_at: claim.acquired_at,
+            expires_at: claim.expires_at,
+        }
+    }
+
+    /// The trailers of the lease's commit.
+    pub fn trailers(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("Loopx-Goal", self.goal.clone()),
+            ("Loopx-Todo", self.todo.clone()),
+            ("Loopx-Agent", self.agent.clone()),
+            ("Loopx-Epoch", self.epoch.to_string()),
+            ("Loopx-Acquired", self.acquired_at.to_string()),
+            ("Loopx-Expires", self.expires_at.to_string()),
+        ]
+    }
+
+    /// Reads a lease back from its commit's trailers; `None` when one is
+    /// missing or malformed (such a ref is not one of ours, and is ignored).
+    pub fn from_trailers(trailers: &[(String, String)]) -> Option<Self> {
+        let get = |key: &str| {
+            trailers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                .map(|(_, v)| v.as_str())
+        };
+        Some(Published {
+            goal: get("Loopx-Goal")?.to_owned(),
+            todo: get("Loopx-Todo")?.to_owned(),
+            agent: get("Loopx-Agent")?.to_owned(),
+            epoch: get("Loopx-Epoch")?.parse().ok()?,
+            acquired_at: Timestamp::parse(get("Loopx-Acquired")?)?,
+            expires_at: Timestamp::parse(get("Loopx-Expires")?)?,
+        })
+    }
+
+    /// Lays the lease over a todo whose state has not seen it yet (its
+    /// epoch is newer than any the todo has handed out): the todo then reads
+    /// as held by the lease's agent, as the remote already decided. A todo
+    /// that has seen this epoch (or a later one) knows better — a renewal,
+    /// a release or a takeover since — and is left alone. Returns whether
+    /// it changed the todo.
+    pub fn overlay(&self, todo: &mut Todo) -> bool {
+        if self.epoch <= todo.epoch() {
+            return false;
+        }
+        if let Some(c) = &todo.claim {
+            todo.last_epoch = todo.last_epoch.max(c.epoch);
+        }
+        todo.claim = Some(Claim {
+            agent: self.agent.clone(),
+            epoch: self.epoch,
+            acquired_at: self.acquired_at,
+            expires_at: self.expires_at,
+            extra: Extra::default(),
+        });
+        true
+    }
+}

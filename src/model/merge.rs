@@ -169,6 +169,24 @@ fn merge_list(b: Option<&Value>, l: Option<&Value>, r: Option<&Value>) -> Option
 struct Ctx<'a> {
     conflicts: &'a mut Vec<Conflict>,
     lost_claims: &'a mut Vec<LostClaim>,
+    claims: ClaimRule,
+}
+
+/// Which side's todo wins when both sides changed its claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ClaimRule {
+    /// The remote's, always: a local claim not yet on the remote yields.
+    Remote,
+    /// Between two published heads: the higher epoch (the later grant, as
+    /// the remote's lease ref ordered them); equal epochs, the greater
+    /// claim in canonical JSON, so the order of the heads does not matter.
+    Epoch,
+}
+
+/// The epoch a todo (as a JSON map) has handed out.
+fn epoch_in(todo: &Map<String, Value>) -> u64 {
+    let of = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
+    of(todo.get("claim").and_then(|c| c.get("epoch"))).max(of(todo.get("last_epoch")))
 }
 
 /// Field-level merge of one entity changed on both sides.
@@ -184,12 +202,16 @@ fn merge_fields(
     let is_todo = entity.starts_with("todo ");
     let changed = |k: &str, side: &Map<String, Value>| side.get(k) != b.get(k);
     if is_todo && changed("claim", l) && changed("claim", r) && l.get("claim") != r.get("claim") {
-        // A lease is never merged: the remote's todo wins whole.
+        // A lease is never merged: one side's todo wins whole.
+        let local_wins = ctx.claims == ClaimRule::Epoch
+            && (epoch_in(l), canonical(l.get("claim"))) > (epoch_in(r), canonical(r.get("claim")));
+        let (l, r) = if local_wins { (r, l) } else { (l, r) };
         ctx.lost_claims.push(LostClaim {
             todo: entity.trim_start_matches("todo ").to_owned(),
             local: l.get("claim").cloned().unwrap_or(Value::Null),
             remote: r.get("claim").cloned().unwrap_or(Value::Null),
         });
+        let changed = |k: &str, side: &Map<String, Value>| side.get(k) != b.get(k);
         let mut out = r.clone();
         for key in l.keys().chain(r.keys()) {
             if is_append_only(entity, key) {
@@ -401,11 +423,29 @@ where
 
 /// Merges `local` and `remote`, which diverged from `base` (`None`: no common history).
 pub fn merge(base: Option<&State>, local: &State, remote: &State) -> Result<Merged, String> {
+    merge_with(base, local, remote, ClaimRule::Remote)
+}
+
+/// Merges two heads that are both already published (two peers' refs on the
+/// remote): when both changed a todo's claim, the higher epoch wins, since
+/// the remote's lease ref granted it later — whichever head is passed first.
+/// A claim that lost is reported in `lost_claims` (`local`: the loser).
+pub fn merge_published(base: Option<&State>, a: &State, b: &State) -> Result<Merged, String> {
+    merge_with(base, a, b, ClaimRule::Epoch)
+}
+
+fn merge_with(
+    base: Option<&State>,
+    local: &State,
+    remote: &State,
+    claims: ClaimRule,
+) -> Result<Merged, String> {
     let mut conflicts = Vec::new();
     let mut lost_claims = Vec::new();
     let mut ctx = Ctx {
         conflicts: &mut conflicts,
         lost_claims: &mut lost_claims,
+        claims,
     };
     let meta = merge_entity(
         "loopx",

@@ -13,9 +13,11 @@ use serde::Serialize;
 
 use crate::codec;
 use crate::model::gate::{self, GateAction};
+use crate::model::lease::Published;
 use crate::model::lease::{self, ClaimAction};
+use crate::model::Timestamp;
 use crate::model::{select, Claim, Code, Refusal, State, Todo};
-use crate::ops::{local, mutate_maybe, resolve_todo, touch, Context};
+use crate::ops::{local, mutate_maybe, resolve_todo, sync, touch, Context};
 use crate::store::{cache, transaction, Message, Oid, Store, STATE_REF};
 use crate::Result;
 
@@ -36,18 +38,46 @@ fn claimed(todo: &Todo) -> Claim {
 /// commit message (none when the holder already held it: nothing to write).
 type Decision = ((ClaimAction, Todo), Option<Message>);
 
+/// What the remote's shared refs add to a claim's decision: the leases it
+/// has published (a lease newer than the state is laid over its todo), the
+/// todos this claimer just lost a lease race for, and how many peers share
+/// the remote (`todo next` spreads them over that many ready todos). Empty
+/// for a claim that is not confirmed on a remote.
+#[derive(Default)]
+pub struct Remote<'a> {
+    leases: Option<&'a sync::shared::Leases>,
+    excluded: &'a [String],
+    window: usize,
+}
+
+impl Remote<'_> {
+    fn lease(&self, goal: &str, todo: &str) -> Option<&Published> {
+        self.leases?.get(goal, todo).map(|(_, p)| p)
+    }
+
+    /// Whether the remote's lease on `todo` holds it for another agent at
+    /// `now`, before the state has heard of it.
+    fn leased_to_other(&self, goal: &str, todo: &Todo, agent: &str, now: Timestamp) -> bool {
+        self.lease(goal, &todo.id)
+            .is_some_and(|p| p.epoch > todo.epoch() && p.agent != agent && now < p.expires_at)
+    }
+}
+
 /// The claim of `todo claim ID`, decided on whatever state it is given.
 fn claim_decision<'a>(
     ctx: &'a Context,
     agent: &'a str,
     query: &'a str,
     ttl: i64,
-) -> impl FnMut(&mut State, &str) -> Result<Decision> + 'a {
-    move |state, goal| {
+) -> impl FnMut(&mut State, &str, &Remote<'_>) -> Result<Decision> + 'a {
+    move |state, goal, remote| {
         let gs = state.goals.get_mut(goal).expect("goal exists");
         let id = resolve_todo(gs, query)?;
         select::wake_successor(gs, &id);
         let todo = gs.todos.get_mut(&id).expect("resolved");
+        if let Some(lease) = remote.lease(goal, &id) {
+            lease.overlay(todo);
+        }
         gate::check_reserved(todo, Some(agent), GateAction::Claim)?;
         let action = lease::claim(todo, agent, ctx.now, ttl)?;
         if action == ClaimAction::Held {
@@ -75,18 +105,18 @@ fn next_decision<'a>(
     agent: &'a str,
     capabilities: &'a [String],
     ttl: i64,
-) -> impl FnMut(&mut State, &str) -> Result<Decision> + 'a {
-    move |state, goal| {
+) -> impl FnMut(&mut State, &str, &Remote<'_>) -> Result<Decision> + 'a {
+    move |state, goal, remote| {
         let caps = agent_capabilities(state, Some(agent), capabilities);
         let gs = state.goals.get(goal).expect("goal exists");
         let sel = select::select(gs, Some(agent), &caps, ctx.now);
-        let id = sel
-            .first()
-            .map(|c| c.id.to_owned())
-            .ok_or_else(|| nothing_ready(&sel))?;
+        let id = pick(gs, &sel, agent, goal, remote, ctx.now)?;
         let gs = state.goals.get_mut(goal).expect("goal exists");
         select::wake_successor(gs, &id);
         let todo = gs.todos.get_mut(&id).expect("selected");
+        if let Some(lease) = remote.lease(goal, &id) {
+            lease.overlay(todo);
+        }
         gate::check_reserved(todo, Some(agent), GateAction::Claim)?;
         let action = lease::claim(todo, agent, ctx.now, ttl)?;
         if action == ClaimAction::Held {
@@ -103,13 +133,79 @@ fn next_decision<'a>(
     }
 }
 
+/// The todo `todo next --claim` takes: the first the selection offers, or,
+/// among peers sharing a remote, one of the first `window` ready todos
+/// chosen by a hash of agent and todo (rendezvous hashing), so that machines
+/// asking at the same moment take different todos instead of all racing for
+/// the first. Todos the remote has leased to others, and those this claimer
+/// just lost, are passed over. An agent's own claim always comes first.
+fn pick(
+    gs: &crate::model::GoalState,
+    sel: &select::Selection<'_>,
+    agent: &str,
+    goal: &str,
+    remote: &Remote<'_>,
+    now: Timestamp,
+) -> Result<String> {
+    let pool = if sel.candidates.is_empty() {
+        &sel.successors
+    } else {
+        &sel.candidates
+    };
+    let mut leased = 0;
+    let open: Vec<&str> = pool
+        .iter()
+        .map(|c| c.id)
+        .filter(|id| !remote.excluded.iter().any(|x| x == id))
+        .filter(|id| {
+            let other = remote.leased_to_other(goal, &gs.todos[*id], agent, now);
+            leased += usize::from(other);
+            !other
+        })
+        .collect();
+    let Some(first) = open.first() else {
+        if leased > 0 || !remote.excluded.is_empty() {
+            return Err(Refusal::new(
+                Code::NothingReady,
+                format!(
+                    "nothing ready for this agent ({} leased to other agents on the remote)",
+                    leased + remote.excluded.len()
+                ),
+            )
+            .into());
+        }
+        return Err(nothing_ready(sel));
+    };
+    let own = gs.todos[*first]
+        .claim
+        .as_ref()
+        .is_some_and(|c| c.agent == agent);
+    if own || remote.window <= 1 {
+        return Ok((*first).to_owned());
+    }
+    let window = &open[..open.len().min(remote.window)];
+    let score = |id: &str| {
+        // FNV-1a over agent and todo: stable across versions and machines.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in agent.bytes().chain([0]).chain(id.bytes()) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        h
+    };
+    let best = window
+        .iter()
+        .max_by_key(|id| score(id))
+        .expect("a non-empty window");
+    Ok((*best).to_owned())
+}
+
 /// A claim committed on the local branch; its grant recorded on this host.
 fn claim_locally(
     ctx: &Context,
     agent: &str,
-    decide: impl FnMut(&mut State, &str) -> Result<Decision>,
+    mut decide: impl FnMut(&mut State, &str, &Remote<'_>) -> Result<Decision>,
 ) -> Result<ClaimReport> {
-    let done = mutate_maybe(ctx, decide)?;
+    let done = mutate_maybe(ctx, |state, goal| decide(state, goal, &Remote::default()))?;
     let (action, todo) = done.value;
     let claim = claimed(&todo);
     local::record_grant(ctx, agent, &todo.id, claim.epoch);
@@ -171,18 +267,29 @@ fn claim_synced(
     ctx: &Context,
     agent: &str,
     remote: Option<&str>,
-    mut decide: impl FnMut(&mut State, &str) -> Result<Decision>,
+    mut decide: impl FnMut(&mut State, &str, &Remote<'_>) -> Result<Decision>,
 ) -> Result<ClaimReport> {
-    use crate::ops::sync;
     let remote = sync::prepare(ctx, &sync::SyncOptions::remote(remote))?;
     let _turn = sync::sync_turn(ctx);
-    for _ in 0..sync::MAX_ROUNDS {
+    if sync::shared::enabled(ctx) {
+        return claim_shared(ctx, agent, &remote, decide);
+    }
+    let started = std::time::Instant::now();
+    let mut jitter = transaction::Jitter::new();
+    for round in 0..sync::MAX_ROUNDS {
+        if round > 0 {
+            std::thread::sleep(jitter.full(
+                round,
+                std::time::Duration::from_millis(20),
+                std::time::Duration::from_secs(1),
+            ));
+        }
         let synced = sync::sync_locked(ctx, &remote, false)?;
         let parent = synced.tip;
         let mut state = transaction::state_at(&ctx.store, &parent)?;
         let skeleton = codec::Skeleton::of(&state);
         let goal = ctx.goal(&state)?.goal.id.clone();
-        let ((action, todo), message) = decide(&mut state, &goal)?;
+        let ((action, todo), message) = decide(&mut state, &goal, &Remote::default())?;
         let claim = claimed(&todo);
         // Held on the synced tip: the remote holds this very claim already.
         let Some(message) = message else {
@@ -244,10 +351,150 @@ fn claim_synced(
     }
     Err(Refusal::new(
         Code::PushRejected,
-        format!("{remote} refused the claim in every one of {} rounds: it was not confirmed, and nothing of it is left to publish", sync::MAX_ROUNDS),
+        format!(
+            "{remote} refused the claim in every one of {} rounds over {:.1}s: it was not confirmed, and nothing of it is left to publish",
+            sync::MAX_ROUNDS,
+            started.elapsed().as_secs_f64()
+        ),
     )
-    .with_hint(format!("run `git loopx sync --remote {remote}` to see why {remote} refuses pushes, then claim again"))
+    .with_hint("other peers kept pushing loopx-state first; claim again, or sync through shared refs (`git config --unset loopx.shareRefs`), where claims on different todos do not contend")
     .into())
+}
+
+/// A claim confirmed through shared refs (`sync::shared`): fetch, merge
+/// what is new, decide on that state with the remote's leases laid over it,
+/// then push the todo's lease (a compare-and-swap of its own ref) and the
+/// claim's commit (this clone's peer ref) atomically. Only a claim on the
+/// same todo can make it lose; then it fetches again and decides again — for
+/// `todo next`, on another todo, at once and without giving up.
+fn claim_shared(
+    ctx: &Context,
+    agent: &str,
+    remote: &str,
+    mut decide: impl FnMut(&mut State, &str, &Remote<'_>) -> Result<Decision>,
+) -> Result<ClaimReport> {
+    use sync::shared::{self, Confirm, Patience};
+    let me = shared::peer_id(ctx);
+    let mut patience = Patience::new();
+    let mut excluded: Vec<String> = Vec::new();
+    loop {
+        patience.attempts += 1;
+        let fetched = shared::fetch(ctx, remote)?;
+        let parent = shared::integrate(ctx, remote, &fetched, false)?.tip;
+        let mut state = transaction::state_at(&ctx.store, &parent)?;
+        let skeleton = codec::Skeleton::of(&state);
+        let goal = ctx.goal(&state)?.goal.id.clone();
+        let window = fetched.peers.keys().filter(|p| **p != me).count() + 1;
+        let view = Remote {
+            leases: Some(&fetched.leases),
+            excluded: &excluded,
+            window,
+        };
+        let ((action, todo), message) = decide(&mut state, &goal, &view)?;
+        let claim = claimed(&todo);
+        let lease = fetched.leases.get(&goal, &todo.id);
+        let on_remote = lease.is_some_and(|(_, p)| p.agent == agent && p.epoch == claim.epoch);
+        let message = match message {
+            // The remote has this very lease already.
+            None if on_remote => {
+                local::record_grant(ctx, agent, &todo.id, claim.epoch);
+                return Ok(ClaimReport {
+                    action,
+                    todo,
+                    claim,
+                    commit: None,
+                });
+            }
+            // Held here but never confirmed (a claim made without --sync):
+            // confirm it now, or learn that someone else has it.
+            None => Message::new(
+                "todo claim",
+                format!(
+                    "todo claim {} by {agent} (epoch {}, confirmed)",
+                    todo.id, claim.epoch
+                ),
+            )
+            .trailer("Loopx-Todo", todo.id.clone()),
+            Some(message) => message,
+        };
+        let message = message
+            .trailer("Loopx-Goal", goal.clone())
+            .trailer("Loopx-Agent", agent);
+        let changes = transaction::written(Some(&skeleton), &state);
+        transaction::check_readable(&changes)?;
+        let commit = ctx.store.commit_detached_on(
+            std::slice::from_ref(&parent),
+            &changes,
+            &message,
+            ctx.now,
+        )?;
+        cache::remember_delta(&ctx.store, &commit, Some(&parent), &state, &changes);
+        let published = Published::of(&goal, &todo.id, &claim);
+        let confirmed = shared::confirm(
+            ctx,
+            remote,
+            &published,
+            lease.map(|(oid, _)| oid),
+            &commit,
+            &fetched,
+        );
+        match confirmed {
+            Ok(Confirm::Confirmed) => {}
+            Ok(Confirm::LostLease) => {
+                // Someone leased this very todo first: decide again on what
+                // the remote holds now (a `todo next` takes another one).
+                ctx.store.settle_detached(&commit);
+                excluded.push(todo.id.clone());
+                continue;
+            }
+            Err(e) if patience.attempts < sync::MAX_ROUNDS && shared::is_peer_moved(&e) => {
+                ctx.store.settle_detached(&commit);
+                patience.wait();
+                continue;
+            }
+            Err(e) => {
+                ctx.store.settle_detached(&commit);
+                return Err(starved(e, &patience));
+            }
+        }
+        let reflog = format!("loopx: {} (confirmed on {remote})", message.subject);
+        let moved = ctx
+            .store
+            .move_ref(STATE_REF, Some(&parent), &commit, &reflog, ctx.now);
+        ctx.store.settle_detached(&commit);
+        if moved? {
+            state.clean();
+            ctx.store.memo_put(commit.clone(), state);
+        } else if let Err(e) = sync::sync_locked(ctx, remote, false) {
+            tracing::warn!("the claim is on {remote}, but merging it here failed: {e}");
+        }
+        local::record_grant(ctx, agent, &todo.id, claim.epoch);
+        return Ok(ClaimReport {
+            action,
+            todo,
+            claim,
+            commit: Some(commit),
+        });
+    }
+}
+
+/// A claim's error, telling how long it tried when it tried more than once.
+fn starved(e: crate::Error, patience: &sync::shared::Patience) -> crate::Error {
+    if patience.attempts <= 1 {
+        return e;
+    }
+    match e {
+        crate::Error::Refused(mut r) => {
+            r.message = format!(
+                "{} (after {} attempts over {:.1}s)",
+                r.message,
+                patience.attempts,
+                patience.elapsed().as_secs_f64()
+            );
+            r.into()
+        }
+        other => other,
+    }
 }
 
 /// `todo next [--claim]`: what `should-run` would select for this agent.

@@ -76,8 +76,9 @@ pub struct GixStore {
     blanks: std::cell::RefCell<Option<(Blank, Blank)>>,
     /// And for its ref lock (see `store::ref_file`).
     ref_blank: std::cell::RefCell<Option<Blank>>,
-    /// The last commit this store wrote, and the pack it wrote it into.
-    last_written: std::cell::RefCell<Option<(Oid, String)>>,
+    /// The last few commits this store wrote, and the packs it wrote them
+    /// into (a claim confirmed through shared refs writes two detached ones).
+    last_written: std::cell::RefCell<Vec<(Oid, String)>>,
     /// The state of the last commit this store made (see `Store::memo_take`).
     memo: std::cell::RefCell<Option<(Oid, crate::model::State)>>,
     /// What git's config asks to be synced to disk (see `store::durable`).
@@ -641,10 +642,52 @@ impl GixStore {
         now: Timestamp,
     ) -> Result<Option<Oid>, Error> {
         let done = self
-            .settled_afresh(|| self.try_commit(Some(parent), None, changes, message, now, true))?;
+            .settled_afresh(|| self.try_commit(Some(parent), &[], changes, message, now, true))?;
         Ok(match done {
             CasResult::Committed(id) => Some(id),
             CasResult::Unchanged | CasResult::Retry => None,
+        })
+    }
+
+    /// Writes a commit of `changes` on the tree of `parents[0]` whose
+    /// parents are all of `parents` (a root commit on the empty tree when
+    /// there are none), and moves no ref, like [`GixStore::commit_detached`].
+    /// Always a commit, even when the tree did not change.
+    pub fn commit_detached_on(
+        &self,
+        parents: &[Oid],
+        changes: &[FileChange],
+        message: &Message,
+        now: Timestamp,
+    ) -> Result<Oid, Error> {
+        let (first, others) = match parents.split_first() {
+            Some((first, others)) => (Some(first), others),
+            None => (None, &[][..]),
+        };
+        let done =
+            self.settled_afresh(|| self.try_commit(first, others, changes, message, now, true))?;
+        match done {
+            CasResult::Committed(id) => Ok(id),
+            CasResult::Unchanged | CasResult::Retry => Err(git_err(
+                "writing a commit",
+                "a detached commit was not written",
+            )),
+        }
+    }
+
+    /// Writes a merge of `changes` on `expected`'s tree, whose parents are
+    /// `expected` then `others`, and moves the state ref to it only if it
+    /// still points at `expected`.
+    pub fn commit_merge(
+        &self,
+        expected: &Oid,
+        others: &[Oid],
+        changes: &[FileChange],
+        message: &Message,
+        now: Timestamp,
+    ) -> Result<CasResult, Error> {
+        self.settled_afresh(|| {
+            self.try_commit(Some(expected), others, changes, message, now, false)
         })
     }
 
@@ -659,7 +702,7 @@ impl GixStore {
     fn try_commit(
         &self,
         expected: Option<&Oid>,
-        merged: Option<&Oid>,
+        merged: &[Oid],
         changes: &[FileChange],
         message: &Message,
         now: Timestamp,
@@ -743,10 +786,10 @@ impl GixStore {
             })
             .map_err(|e| git_err("writing tree", e))?;
         let mut parents = parents;
-        if let Some(other) = merged {
+        for other in merged {
             parents.push(object_id(other)?);
         }
-        if tree == base_tree && expected.is_some() && merged.is_none() {
+        if tree == base_tree && expected.is_some() && merged.is_empty() {
             return Ok(CasResult::Unchanged);
         }
         let signature = self.signature(now);
@@ -787,7 +830,11 @@ impl GixStore {
             for (id, kind, data) in pack.iter() {
                 seen.keep(*id, kind, data);
             }
-            *self.last_written.borrow_mut() = Some((id.clone(), stem));
+            let mut last = self.last_written.borrow_mut();
+            if last.len() >= 4 {
+                last.remove(0);
+            }
+            last.push((id.clone(), stem));
         }
         let moved = moved?;
         if moved {
@@ -1002,7 +1049,8 @@ impl Store for GixStore {
         message: &Message,
         now: Timestamp,
     ) -> Result<CasResult, Error> {
-        self.settled_afresh(|| self.try_commit(expected, merged, changes, message, now, false))
+        let others: Vec<Oid> = merged.into_iter().cloned().collect();
+        self.settled_afresh(|| self.try_commit(expected, &others, changes, message, now, false))
             .map_err(|e| {
                 let parents = expected.into_iter().chain(merged);
                 parents.fold(e, |e, parent| self.diagnosed(parent, e))
@@ -1055,8 +1103,9 @@ impl Store for GixStore {
 
     fn written_pack(&self, commit: &Oid) -> Option<String> {
         let last = self.last_written.borrow();
-        last.as_ref()
-            .filter(|(c, _)| c == commit)
+        last.iter()
+            .rev()
+            .find(|(c, _)| c == commit)
             .map(|(_, stem)| stem.clone())
     }
 

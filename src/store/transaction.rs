@@ -312,6 +312,17 @@ impl Jitter {
         self.0
     }
 
+    /// "Full jitter": a wait drawn evenly from zero to `base << attempt`
+    /// (at most `cap`). Every contender draws afresh each round, so the one
+    /// that won last has no head start on the next.
+    pub fn full(&mut self, attempt: u32, base: Duration, cap: Duration) -> Duration {
+        let ceiling = (base.as_micros() << attempt.min(20))
+            .min(cap.as_micros())
+            .max(1);
+        let ceiling = u64::try_from(ceiling).unwrap_or(u64::MAX);
+        Duration::from_micros(self.next() % ceiling)
+    }
+
     /// A random wait that grows with `attempt`, up to about 40 ms.
     pub fn backoff(&mut self, attempt: u32) -> Duration {
         let cap_us = (500u64 << attempt.min(6)).min(40_000);

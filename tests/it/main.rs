@@ -10,6 +10,7 @@ mod env;
 mod evidence;
 mod faults;
 mod flags;
+mod fleet;
 mod gates;
 mod handoff;
 mod help;

@@ -278,7 +278,22 @@ fn four_clones_claim_the_same_todo_with_sync_one_wins_each_round() {
                 );
             }
         }
-        // The remote holds exactly that claim.
+        // The remote's lease on the todo names exactly that claim, and the
+        // winner's next sync puts it on loopx-state.
+        let lease = env.git(
+            &remote,
+            &[
+                "log",
+                "-1",
+                "--format=%B",
+                &format!("refs/loopx/leases/main/{t}"),
+            ],
+        );
+        assert!(
+            lease.contains(&format!("Loopx-Agent: {winner}")),
+            "round {round}: {lease}"
+        );
+        env.loopx(&dirs[winners[0]], &["sync"]).success();
         let file = env.git(
             &remote,
             &[
@@ -713,7 +728,9 @@ fn a_claim_the_remote_refused_leaves_nothing_to_publish() {
         .success()
         .json();
     let commit = json["commit"].as_str().unwrap().to_owned();
-    assert_eq!(env.git(&remote, &["rev-parse", "loopx-state"]), commit);
+    // Confirmed on the remote: this clone's peer ref holds the claim.
+    let peers = env.git(&remote, &["for-each-ref", "refs/loopx/peers/"]);
+    assert!(peers.contains(&commit), "{peers}");
     assert_eq!(env.git(a, &["rev-parse", "loopx-state"]), commit);
     let cached = env
         .loopx(a, &["--json", "todo", "show", &t])

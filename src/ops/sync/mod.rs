@@ -5,6 +5,8 @@
 //! it lands only if nobody pushed since we fetched; otherwise we fetch, merge
 //! and try again, a bounded number of times. Nothing is ever forced.
 
+pub mod shared;
+
 use std::time::Duration;
 
 use serde::Serialize;
@@ -42,6 +44,9 @@ pub struct SyncReport {
     pub rounds: u32,
     pub conflicts: Vec<Conflict>,
     pub lost_claims: Vec<LostClaim>,
+    /// The remote ref this clone publishes its branch on (shared refs only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
 }
 
 /// How a sync runs.
@@ -128,8 +133,14 @@ fn check_git() -> Result<()> {
 /// commit's message and each blob its tree adds — not only the tip's state.
 /// A credential removed in a later commit is still in the history pushed.
 pub fn check_leaks(ctx: &Context, tip: &Oid, expected: Option<&Oid>) -> Result<()> {
+    let exclude: Vec<Oid> = expected.cloned().into_iter().collect();
+    check_leaks_excluding(ctx, tip, &exclude)
+}
+
+/// [`check_leaks`] of the history of `tip` that none of `on_remote` has.
+pub fn check_leaks_excluding(ctx: &Context, tip: &Oid, on_remote: &[Oid]) -> Result<()> {
     let dir = ctx.repo_dir().to_owned();
-    let exclude: Vec<&str> = expected.map(|o| o.0.as_str()).into_iter().collect();
+    let exclude: Vec<&str> = on_remote.iter().map(|o| o.0.as_str()).collect();
     let objects = history::objects_between(&dir, &tip.0, &exclude).map_err(git_failed)?;
     let ids: Vec<String> = objects.iter().map(|(id, _)| id.clone()).collect();
     let paths: std::collections::HashMap<String, String> = objects.into_iter().collect();
@@ -199,7 +210,7 @@ fn redact_command(path: &str) -> String {
     format!("git loopx redact {scope} {id} --all-leaks")
 }
 
-fn remote_ref(remote: &str) -> String {
+pub(crate) fn remote_ref(remote: &str) -> String {
     format!("refs/remotes/{remote}/{BRANCH}")
 }
 
@@ -302,22 +313,7 @@ fn merge_commit(
     let dir = ctx.repo_dir().to_owned();
     let base = git_cmd::merge_base(&dir, &local.0, &theirs.0).map_err(git_failed)?;
     if base.is_none() && !allow_unrelated {
-        return Err(Refusal::new(
-            Code::UnrelatedHistories,
-            format!(
-                "the loopx-state of {remote} ({}) shares no history with the local loopx-state ({}): \
-                 it was made by another `init`, or replaced by a force-push; nothing was merged or pushed",
-                theirs.short(),
-                local.short()
-            ),
-        )
-        .with_hint(format!(
-            "compare them (`git log --oneline {} {}`); if {remote} is the wrong remote, pass --remote; \
-             to combine both states anyway, run `git loopx sync --allow-unrelated`",
-            local.short(),
-            theirs.short()
-        ))
-        .into());
+        return Err(unrelated(remote, local, theirs));
     }
     let base_state = match &base {
         Some(b) => Some(transaction::state_at(&ctx.store, &Oid(b.clone()))?),
@@ -380,6 +376,26 @@ fn merge_commit(
     }
 }
 
+/// The refusal of a remote state that shares no history with the local one.
+fn unrelated(remote: &str, local: &Oid, theirs: &Oid) -> Error {
+    Refusal::new(
+        Code::UnrelatedHistories,
+        format!(
+            "the loopx-state of {remote} ({}) shares no history with the local loopx-state ({}): \
+         it was made by another `init`, or replaced by a force-push; nothing was merged or pushed",
+            theirs.short(),
+            local.short()
+        ),
+    )
+    .with_hint(format!(
+    "compare them (`git log --oneline {} {}`); if {remote} is the wrong remote, pass --remote; \
+     to combine both states anyway, run `git loopx sync --allow-unrelated`",
+    local.short(),
+    theirs.short()
+        ))
+    .into()
+}
+
 /// Syncs in one clone take turns on an OS file lock (`.git/loopx/sync.lock`,
 /// released by the kernel if its holder dies): concurrent fetches into the
 /// same remote-tracking ref would fail each other ("cannot lock ref").
@@ -431,8 +447,19 @@ pub fn sync(ctx: &Context, opts: &SyncOptions) -> Result<SyncReport> {
     sync_locked(ctx, &remote, opts.allow_unrelated)
 }
 
-/// A sync by a caller that holds [`sync_turn`] and ran [`prepare`].
+/// A sync by a caller that holds [`sync_turn`] and ran [`prepare`]: through
+/// shared refs ([`shared`]), or through `loopx-state` alone when
+/// `loopx.shareRefs` is false.
 pub fn sync_locked(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result<SyncReport> {
+    if shared::enabled(ctx) {
+        shared::sync_locked(ctx, remote, allow_unrelated)
+    } else {
+        sync_branch(ctx, remote, allow_unrelated)
+    }
+}
+
+/// The single-branch protocol: every peer pushes `loopx-state` itself.
+fn sync_branch(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result<SyncReport> {
     let remote = remote.to_owned();
     let mut conflicts = Vec::new();
     let mut lost_claims = Vec::new();
@@ -451,6 +478,7 @@ pub fn sync_locked(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result
                 rounds: round,
                 conflicts,
                 lost_claims,
+                peer: None,
             };
         match (local, theirs) {
             (None, None) => return Err(StoreError::Missing.into()),

@@ -1,0 +1,684 @@
+//! Sync through shared refs: contention only where two agents want the same
+//! todo (docs/multi-machine.md, "How a fleet shares one remote").
+//!
+//! One ref on the remote is one queue: git serializes the updates of a ref,
+//! and a compare-and-swap that lost must fetch and try again. With every
+//! peer pushing `loopx-state`, every peer contends with every other for one
+//! queue. So the remote holds three kinds of ref instead:
+//!
+//! - `refs/loopx/peers/<id>`: each clone publishes its local branch on a ref
+//!   of its own, a plain fast-forward push no one else makes;
+//! - `refs/loopx/leases/<goal>/<todo>`: one per claimed todo, pointing at a
+//!   small root commit whose trailers name the holder, the epoch and the
+//!   expiry. A claim is confirmed when its push moved that ref from the
+//!   value the claimant fetched (`--force-with-lease`, git's own per-ref
+//!   compare-and-swap on the remote), in the same atomic push as the
+//!   claimant's peer ref: claims on different todos never meet;
+//! - `refs/heads/loopx-state`: the merge of all of them, which any peer may
+//!   advance (with the lease on the value it fetched). A peer that loses that
+//!   race has still published its state on its own ref; the next peer to
+//!   sync merges it in. Readers that only fetch `loopx-state` (a fresh
+//!   clone, a pull request) see it at most one merge behind.
+//!
+//! Every sync fetches all three in one `git fetch`, and merges whatever heads
+//! are new into one commit (an octopus: the local tip, then the others):
+//! first the published heads among themselves, where a todo whose claim both
+//! changed goes to the higher epoch (`merge::merge_published`), then that
+//! with the local tip, where the remote's claim wins as it always did.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use crate::git_cmd::shared::{self as transport, Update, LEASES, PEERS};
+use crate::git_cmd::{self, PushStatus};
+use crate::model::lease::Published;
+use crate::model::merge::{self, Conflict, LostClaim};
+use crate::model::{Code, Refusal, State};
+use crate::ops::Context;
+use crate::store::{
+    cache, transaction, CasResult, Error as StoreError, Message, Oid, Store, STATE_REF,
+};
+use crate::Result;
+
+use super::{check_leaks_excluding, git_failed, refused_by_policy, SyncAction, SyncReport};
+
+/// Whether this repository syncs through shared refs: yes unless
+/// `git config loopx.shareRefs false` asks for the single-branch protocol
+/// (for a remote that refuses refs outside `refs/heads/`).
+pub fn enabled(ctx: &Context) -> bool {
+    !matches!(
+        ctx.store
+            .config_string("loopx.shareRefs")
+            .map(|v| v.to_ascii_lowercase())
+            .as_deref(),
+        Some("false" | "no" | "off" | "0")
+    )
+}
+
+/// This clone's id among the remote's peers: made once, kept as a host
+/// record (so every worktree of the clone shares it). `git config
+/// loopx.peer` overrides it.
+pub fn peer_id(ctx: &Context) -> String {
+    if let Some(id) = ctx.store.config_string("loopx.peer") {
+        return id;
+    }
+    if let Some(id) = ctx
+        .store
+        .host_record("peer")
+        .and_then(|b| String::from_utf8(b).ok())
+    {
+        return id;
+    }
+    let seed = format!(
+        "{}:{}:{:?}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+        ctx.store.common_dir()
+    );
+    let id = sha1_smol::Sha1::from(seed).digest().to_string()[..12].to_owned();
+    ctx.store.set_host_record("peer", id.as_bytes());
+    id
+}
+
+/// The remote ref this clone publishes its branch on.
+pub fn peer_ref(id: &str) -> String {
+    format!("{PEERS}{id}")
+}
+
+/// The remote ref of one todo's lease.
+pub fn lease_ref(goal: &str, todo: &str) -> String {
+    format!("{LEASES}{goal}/{todo}")
+}
+
+/// The leases the remote has published, by (goal, todo): each with the
+/// commit its ref points at (the value a new claim must replace).
+#[derive(Debug, Default, Clone)]
+pub struct Leases(BTreeMap<(String, String), (Oid, Published)>);
+
+impl Leases {
+    /// The lease of one todo, if the remote has one.
+    pub fn get(&self, goal: &str, todo: &str) -> Option<&(Oid, Published)> {
+        self.0.get(&(goal.to_owned(), todo.to_owned()))
+    }
+
+    /// The leases of one goal.
+    pub fn of_goal<'a>(&'a self, goal: &'a str) -> impl Iterator<Item = &'a Published> + 'a {
+        self.0
+            .iter()
+            .filter(move |((g, _), _)| g == goal)
+            .map(|(_, (_, p))| p)
+    }
+}
+
+/// What one fetch found on the remote.
+#[derive(Debug, Default)]
+pub struct Fetched {
+    /// The remote's `loopx-state`.
+    pub state: Option<Oid>,
+    /// Every peer's published head, this clone's own included, by peer id.
+    pub peers: BTreeMap<String, Oid>,
+    pub leases: Leases,
+}
+
+impl Fetched {
+    /// The distinct heads: `loopx-state` and every peer's.
+    fn heads(&self) -> Vec<Oid> {
+        let mut heads: Vec<Oid> = self
+            .state
+            .iter()
+            .chain(self.peers.values())
+            .cloned()
+            .collect();
+        heads.sort_by(|a, b| a.0.cmp(&b.0));
+        heads.dedup();
+        heads
+    }
+}
+
+/// Fetches `loopx-state`, the peers' refs and the leases in one `git fetch`,
+/// tried again a few times after a short wait when it fails (see
+/// [`super::fetch`]).
+pub fn fetch(ctx: &Context, remote: &str) -> Result<Fetched> {
+    let dir = ctx.repo_dir().to_owned();
+    let mut jitter = transaction::Jitter::new();
+    let mut attempt = 1;
+    let has_state = loop {
+        match transport::fetch(&dir, remote) {
+            Err(git_cmd::TransportError::Failed(message)) if attempt <= super::FETCH_RETRIES => {
+                tracing::debug!("fetch from {remote} failed (attempt {attempt}): {message}");
+                std::thread::sleep(Duration::from_millis(50 << attempt) + jitter.backoff(attempt));
+                attempt += 1;
+            }
+            other => break other.map_err(git_failed)?,
+        }
+    };
+    let mut fetched = Fetched {
+        state: if has_state {
+            ctx.store.try_find_ref(&super::remote_ref(remote))?
+        } else {
+            None
+        },
+        ..Fetched::default()
+    };
+    let tracking = transport::tracking_prefix(remote);
+    let peers = format!("{tracking}peers/");
+    for (name, commit) in transport::refs_under(&dir, &peers).map_err(git_failed)? {
+        if let Some(id) = name.strip_prefix(&peers) {
+            fetched.peers.insert(id.to_owned(), Oid(commit));
+        }
+    }
+    let leases = format!("{tracking}leases/");
+    for r in transport::refs_with_trailers(&dir, &leases).map_err(git_failed)? {
+        let Some(lease) = Published::from_trailers(&r.trailers) else {
+            tracing::debug!("{} is not a lease git-loopx wrote; ignored", r.name);
+            continue;
+        };
+        let key = (lease.goal.clone(), lease.todo.clone());
+        fetched.leases.0.insert(key, (Oid(r.commit), lease));
+    }
+    Ok(fetched)
+}
+
+/// What bringing the fetched heads into the local branch did.
+pub struct Integrated {
+    pub tip: Oid,
+    pub action: SyncAction,
+    pub conflicts: Vec<Conflict>,
+    pub lost_claims: Vec<LostClaim>,
+}
+
+/// Brings every fetched head into the local branch: nothing (it has them
+/// all), a fast-forward (one head has everything), or one merge commit
+/// whose parents are the local tip and every head it lacks.
+pub fn integrate(
+    ctx: &Context,
+    remote: &str,
+    fetched: &Fetched,
+    allow_unrelated: bool,
+) -> Result<Integrated> {
+    let dir = ctx.repo_dir().to_owned();
+    let heads = fetched.heads();
+    loop {
+        let local = ctx.store.tip()?;
+        let done = |tip: Oid, action| Integrated {
+            tip,
+            action,
+            conflicts: Vec::new(),
+            lost_claims: Vec::new(),
+        };
+        let mut all: Vec<&str> = heads.iter().map(|h| h.0.as_str()).collect();
+        if let Some(l) = &local {
+            all.push(&l.0);
+        }
+        let tops: Vec<Oid> = transport::independent(&dir, &all)
+            .map_err(git_failed)?
+            .into_iter()
+            .map(Oid)
+            .collect();
+        match (&local, tops.as_slice()) {
+            (None, []) => return Err(StoreError::Missing.into()),
+            (Some(l), [only]) if only == l => return Ok(done(l.clone(), SyncAction::UpToDate)),
+            (None, [only]) => {
+                if ctx.store.create_ref(
+                    STATE_REF,
+                    only,
+                    &format!("loopx: sync adopt {remote}"),
+                    ctx.now,
+                )? {
+                    return Ok(done(only.clone(), SyncAction::Adopted));
+                }
+                continue;
+            }
+            (Some(l), [only]) => {
+                if ctx.store.move_ref(
+                    STATE_REF,
+                    Some(l),
+                    only,
+                    &format!("loopx: sync fast-forward to {remote}"),
+                    ctx.now,
+                )? {
+                    return Ok(done(only.clone(), SyncAction::FastForwarded));
+                }
+                continue;
+            }
+            _ => {}
+        }
+        if let Some(m) = merge_heads(ctx, remote, local.as_ref(), &tops, allow_unrelated)? {
+            return Ok(m);
+        }
+    }
+}
+
+/// One merge commit of `tops` (heads none of which reaches another), the
+/// local tip first when it is one of them. `None`: the local branch moved
+/// meanwhile (another agent of this clone wrote), so start again.
+fn merge_heads(
+    ctx: &Context,
+    remote: &str,
+    local: Option<&Oid>,
+    tops: &[Oid],
+    allow_unrelated: bool,
+) -> Result<Option<Integrated>> {
+    let dir = ctx.repo_dir().to_owned();
+    let local_on_top = local.filter(|l| tops.contains(l));
+    // The published heads, merged among themselves first.
+    let mut published: Vec<&Oid> = tops.iter().filter(|t| Some(*t) != local_on_top).collect();
+    // When the local tip is not a top, one of the heads has it: that head
+    // goes first, so the local branch's history stays the first parent.
+    if let (Some(l), None) = (local, local_on_top) {
+        for (i, h) in published.iter().enumerate() {
+            if git_cmd::is_ancestor(&dir, &l.0, &h.0).map_err(git_failed)? {
+                let h = published.remove(i);
+                published.insert(0, h);
+                break;
+            }
+        }
+    }
+    let mut conflicts = Vec::new();
+    let mut lost_claims = Vec::new();
+    let mut acc = transaction::state_at(&ctx.store, published[0])?;
+    for (i, head) in published.iter().enumerate().skip(1) {
+        let before: Vec<&str> = published[..i].iter().map(|h| h.0.as_str()).collect();
+        let base = base_state(ctx, remote, head, &before, allow_unrelated)?;
+        let theirs = transaction::state_at(&ctx.store, head)?;
+        let m = merge::merge_published(base.as_ref(), &acc, &theirs)
+            .map_err(|e| invalid_merge(remote, head, e))?;
+        conflicts.extend(m.conflicts);
+        lost_claims.extend(m.lost_claims);
+        acc = m.state;
+    }
+    let (first, others, ours, merged) = match local_on_top {
+        Some(l) => {
+            let ours = transaction::state_at(&ctx.store, l)?;
+            let heads: Vec<&str> = published.iter().map(|h| h.0.as_str()).collect();
+            let base = base_state(ctx, remote, l, &heads, allow_unrelated)?;
+            let m = merge::merge(base.as_ref(), &ours, &acc)
+                .map_err(|e| invalid_merge(remote, l, e))?;
+            conflicts.extend(m.conflicts);
+            lost_claims.extend(m.lost_claims);
+            let others: Vec<Oid> = published.iter().map(|h| (*h).clone()).collect();
+            (l.clone(), others, ours, m.state)
+        }
+        None => {
+            let first = published[0].clone();
+            let ours = transaction::state_at(&ctx.store, &first)?;
+            let others: Vec<Oid> = published[1..].iter().map(|h| (*h).clone()).collect();
+            (first, others, ours, acc)
+        }
+    };
+    let changes = transaction::changes(Some(&ours), &merged);
+    transaction::check_readable(&changes)?;
+    let mut message = Message::new(
+        "sync merge",
+        format!(
+            "sync: merge {} head{} of {remote} into {}",
+            tops.len() - usize::from(local_on_top.is_some()),
+            if tops.len() - usize::from(local_on_top.is_some()) == 1 {
+                ""
+            } else {
+                "s"
+            },
+            local.map_or("nothing", |l| l.short())
+        ),
+    );
+    for c in &conflicts {
+        message = message.line(format!(
+            "conflict {} {}: kept {} over {} ({})",
+            c.entity, c.field, c.kept, c.lost, c.rule
+        ));
+    }
+    for l in &lost_claims {
+        message = message.line(format!(
+            "claim on {} lost: {} over {}",
+            l.todo, l.remote, l.local
+        ));
+    }
+    let commit = if local_on_top.is_some() {
+        match ctx
+            .store
+            .commit_merge(&first, &others, &changes, &message, ctx.now)?
+        {
+            CasResult::Committed(oid) => oid,
+            CasResult::Unchanged => unreachable!("a merge commit has several parents"),
+            CasResult::Retry => return Ok(None),
+        }
+    } else {
+        let mut parents = vec![first.clone()];
+        parents.extend(others);
+        let oid = ctx
+            .store
+            .commit_detached_on(&parents, &changes, &message, ctx.now)?;
+        let moved = match local {
+            Some(l) => ctx.store.move_ref(
+                STATE_REF,
+                Some(l),
+                &oid,
+                &format!("loopx: {}", message.subject),
+                ctx.now,
+            ),
+            None => ctx.store.create_ref(
+                STATE_REF,
+                &oid,
+                &format!("loopx: {}", message.subject),
+                ctx.now,
+            ),
+        };
+        ctx.store.settle_detached(&oid);
+        if !moved? {
+            return Ok(None);
+        }
+        oid
+    };
+    let mut state = merged;
+    cache::remember_delta(&ctx.store, &commit, Some(&first), &state, &changes);
+    state.clean();
+    ctx.store.memo_put(commit.clone(), state);
+    Ok(Some(Integrated {
+        tip: commit,
+        action: SyncAction::Merged,
+        conflicts,
+        lost_claims,
+    }))
+}
+
+fn invalid_merge(remote: &str, head: &Oid, e: String) -> crate::Error {
+    Refusal::new(
+        Code::StateInvalid,
+        format!("cannot merge {} of {remote}: {e}", head.short()),
+    )
+    .into()
+}
+
+/// The state at the best common ancestor of `one` and a merge of `others`;
+/// `None` for unrelated histories when allowed, refused otherwise.
+fn base_state(
+    ctx: &Context,
+    remote: &str,
+    one: &Oid,
+    others: &[&str],
+    allow_unrelated: bool,
+) -> Result<Option<State>> {
+    let dir = ctx.repo_dir().to_owned();
+    match transport::merge_base_of(&dir, &one.0, others).map_err(git_failed)? {
+        Some(b) => Ok(Some(transaction::state_at(&ctx.store, &Oid(b))?)),
+        None if allow_unrelated => Ok(None),
+        None => Err(super::unrelated(remote, one, &Oid(others[0].to_owned()))),
+    }
+}
+
+/// Publishes `tip`: on this clone's peer ref (a fast-forward no one else
+/// makes) and, with the lease on the value fetched, on `loopx-state`.
+/// Returns whether `loopx-state` took it (another peer advanced it first
+/// otherwise: harmless, since the peer ref has it).
+fn publish(ctx: &Context, remote: &str, tip: &Oid, fetched: &Fetched, me: &str) -> Result<bool> {
+    let own = fetched.peers.get(me);
+    let peer_current = own == Some(tip);
+    let state_current = fetched.state.as_ref() == Some(tip);
+    if peer_current && state_current {
+        return Ok(true);
+    }
+    // Never publish what a reader would refuse, or a credential.
+    transaction::state_at(&ctx.store, tip)?;
+    let exclude: Vec<Oid> = fetched.heads();
+    check_leaks_excluding(ctx, tip, &exclude)?;
+    let mut updates = Vec::new();
+    if !peer_current {
+        updates.push(Update {
+            src: tip.0.clone(),
+            dst: peer_ref(me),
+            lease: None,
+        });
+    }
+    if !state_current {
+        updates.push(Update {
+            src: tip.0.clone(),
+            dst: format!("refs/heads/{}", super::BRANCH),
+            lease: Some(
+                fetched
+                    .state
+                    .as_ref()
+                    .map_or(String::new(), |o| o.0.clone()),
+            ),
+        });
+    }
+    let statuses = transport::push(ctx.repo_dir(), remote, &updates, false).map_err(git_failed)?;
+    let mut state_taken = state_current;
+    for (u, status) in updates.iter().zip(statuses) {
+        match status {
+            PushStatus::Updated | PushStatus::UpToDate => {
+                state_taken |= u.lease.is_some();
+            }
+            PushStatus::Rejected(why) if refused_by_policy(&why) => {
+                return Err(policy_refusal(remote, &u.dst, &why));
+            }
+            PushStatus::Rejected(why) if u.lease.is_none() => {
+                // Our own ref moved: another clone publishes under our id
+                // (a copied .git). The next round merges its head in.
+                tracing::debug!("push of {} to {remote} rejected: {why}", u.dst);
+                return Err(peer_moved(remote, &u.dst, &why));
+            }
+            PushStatus::Rejected(why) => {
+                tracing::debug!("{remote} has a newer loopx-state: {why}");
+            }
+        }
+    }
+    Ok(state_taken)
+}
+
+fn policy_refusal(remote: &str, dst: &str, why: &str) -> crate::Error {
+    let hint = if dst.starts_with("refs/loopx/") {
+        format!("nothing was published; {remote} refuses refs outside refs/heads/ ({dst}): ask its owner to allow refs/loopx/*, or sync through loopx-state alone with `git config loopx.shareRefs false`")
+    } else {
+        "nothing was published; the remote's policy (a hook, branch protection or permissions) refused it: ask its owner, then sync again".to_owned()
+    };
+    Refusal::new(
+        Code::PushRejected,
+        format!("{remote} refused the push of {dst}: {why}"),
+    )
+    .with_hint(hint)
+    .into()
+}
+
+/// Marker error: this clone's peer ref moved under it.
+fn peer_moved(remote: &str, dst: &str, why: &str) -> crate::Error {
+    Refusal::new(
+        Code::PushRejected,
+        format!("{remote}'s {dst} moved while this clone published it ({why})"),
+    )
+    .with_hint("another clone publishes under this clone's peer id (a copied .git?): give this one its own with `git config loopx.peer <new-id>`, then sync again")
+    .into()
+}
+
+/// How many rounds a sync tries to advance `loopx-state` when another
+/// peer keeps advancing it first. Publishing does not depend on it.
+const ADVANCE_ROUNDS: u32 = 3;
+
+/// A sync through shared refs, by a caller that holds the clone's sync turn.
+pub fn sync_locked(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result<SyncReport> {
+    let me = peer_id(ctx);
+    let mut jitter = transaction::Jitter::new();
+    let mut conflicts = Vec::new();
+    let mut lost_claims = Vec::new();
+    let mut action = SyncAction::UpToDate;
+    let mut round = 0;
+    loop {
+        round += 1;
+        let fetched = fetch(ctx, remote)?;
+        let integrated = integrate(ctx, remote, &fetched, allow_unrelated)?;
+        conflicts.extend(integrated.conflicts);
+        lost_claims.extend(integrated.lost_claims);
+        action = combine(action, integrated.action);
+        let tip = integrated.tip;
+        let pushes = fetched.peers.get(&me) != Some(&tip) || fetched.state.as_ref() != Some(&tip);
+        let advanced = match publish(ctx, remote, &tip, &fetched, &me) {
+            Ok(advanced) => advanced,
+            Err(e) if round < super::MAX_ROUNDS && is_peer_moved(&e) => continue,
+            Err(e) => return Err(e),
+        };
+        if pushes && action == SyncAction::UpToDate {
+            action = SyncAction::Pushed;
+        }
+        if advanced || round >= ADVANCE_ROUNDS {
+            let remote_tip = if advanced {
+                tip.clone()
+            } else {
+                ctx.store
+                    .try_find_ref(&super::remote_ref(remote))?
+                    .unwrap_or_else(|| tip.clone())
+            };
+            return Ok(SyncReport {
+                remote: remote.to_owned(),
+                action,
+                tip,
+                remote_tip,
+                rounds: round,
+                conflicts,
+                lost_claims,
+                peer: Some(peer_ref(&me)),
+            });
+        }
+        std::thread::sleep(jitter.full(round, Duration::from_millis(20), Duration::from_secs(1)));
+    }
+}
+
+pub fn is_peer_moved(e: &crate::Error) -> bool {
+    e.to_string()
+        .contains("moved while this clone published it")
+}
+
+/// The action of a sync of several rounds: the most telling one.
+fn combine(before: SyncAction, now: SyncAction) -> SyncAction {
+    use SyncAction::*;
+    let rank = |a: SyncAction| match a {
+        UpToDate => 0,
+        Pushed => 1,
+        FastForwarded => 2,
+        Adopted => 3,
+        Merged => 4,
+    };
+    if rank(now) > rank(before) {
+        now
+    } else {
+        before
+    }
+}
+
+/// A claim's attempt to be confirmed on the remote.
+pub enum Confirm {
+    /// The lease ref and the peer ref moved together.
+    Confirmed,
+    /// The lease ref had moved: another agent leased this todo first.
+    LostLease,
+}
+
+/// Pushes a claim: the lease commit onto the todo's lease ref with the
+/// lease on `expected` (the empty string: no lease yet), and the claim's
+/// state commit onto this clone's peer ref, atomically.
+pub fn confirm(
+    ctx: &Context,
+    remote: &str,
+    lease: &Published,
+    expected: Option<&Oid>,
+    claim_commit: &Oid,
+    fetched: &Fetched,
+) -> Result<Confirm> {
+    let me = peer_id(ctx);
+    let exclude = fetched.heads();
+    check_leaks_excluding(ctx, claim_commit, &exclude)?;
+    let mut message = Message::new(
+        "lease",
+        format!(
+            "lease {} to {} (epoch {})",
+            lease.todo, lease.agent, lease.epoch
+        ),
+    );
+    for (k, v) in lease.trailers() {
+        message = message.trailer(k, v);
+    }
+    let lease_commit = ctx.store.commit_detached_on(&[], &[], &message, ctx.now)?;
+    let updates = [
+        Update {
+            src: lease_commit.0.clone(),
+            dst: lease_ref(&lease.goal, &lease.todo),
+            lease: Some(expected.map_or(String::new(), |o| o.0.clone())),
+        },
+        Update {
+            src: claim_commit.0.clone(),
+            dst: peer_ref(&me),
+            lease: None,
+        },
+    ];
+    let pushed = transport::push(ctx.repo_dir(), remote, &updates, true);
+    ctx.store.settle_detached(&lease_commit);
+    let statuses = pushed.map_err(git_failed)?;
+    if statuses
+        .iter()
+        .all(|s| matches!(s, PushStatus::Updated | PushStatus::UpToDate))
+    {
+        return Ok(Confirm::Confirmed);
+    }
+    for (u, status) in updates.iter().zip(&statuses) {
+        if let PushStatus::Rejected(why) = status {
+            if refused_by_policy(why) {
+                return Err(policy_refusal(remote, &u.dst, why));
+            }
+        }
+    }
+    match &statuses[0] {
+        PushStatus::Rejected(why) if !why.contains("atomic") => {
+            tracing::debug!("lease {} lost: {why}", updates[0].dst);
+            Ok(Confirm::LostLease)
+        }
+        // The lease held but the peer ref did not: a copied clone.
+        _ => Err(peer_moved(
+            remote,
+            &updates[1].dst,
+            match &statuses[1] {
+                PushStatus::Rejected(why) => why,
+                _ => "rejected",
+            },
+        )),
+    }
+}
+
+/// The waits between attempts whose failure was not a lost lease, and the
+/// error of a claimer that ran out of them.
+pub struct Patience {
+    started: Instant,
+    jitter: transaction::Jitter,
+    pub attempts: u32,
+}
+
+impl Patience {
+    pub fn new() -> Self {
+        Patience {
+            started: Instant::now(),
+            jitter: transaction::Jitter::new(),
+            attempts: 0,
+        }
+    }
+
+    /// How long since the claim began.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Sleeps a full-jitter exponential backoff (up to 2 s) before the next
+    /// attempt.
+    pub fn wait(&mut self) {
+        let d = self.jitter.full(
+            self.attempts.min(16),
+            Duration::from_millis(25),
+            Duration::from_secs(2),
+        );
+        std::thread::sleep(d);
+    }
+}
+
+impl Default for Patience {
+    fn default() -> Self {
+        Self::new()
+    }
+}

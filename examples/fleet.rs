@@ -149,8 +149,17 @@ fn opts() -> Opts {
             "--latency-ms" => o.latency_ms = number(),
             "--timeout-s" => o.timeout = Duration::from_secs(number().max(1)),
             "--seed" => o.seed = number(),
-            "--bin" => o.bin = Some(PathBuf::from(value())),
-            "--compare" => o.compare = Some(PathBuf::from(value())),
+            // Absolute: the binary runs in the clones.
+            "--bin" | "--compare" => {
+                let given = value();
+                let bin = std::fs::canonicalize(&given)
+                    .unwrap_or_else(|e| fail(format!("{} {given}: {e}", args[i])));
+                if args[i] == "--bin" {
+                    o.bin = Some(bin);
+                } else {
+                    o.compare = Some(bin);
+                }
+            }
             "--mode" => {
                 o.mode = match value().as_str() {
                     "claims" => Mode::Claims,

@@ -28,8 +28,12 @@
 //!
 //! The remote serialises updates per ref: each takes `--push-ms` of service,
 //! updates of one ref queue first-come first-served, different refs proceed
-//! in parallel, and a CAS is decided at service time (a refused update costs
-//! its service time too: the pack is received before the ref is compared).
+//! in parallel, and a CAS is decided at service time (an update refused there
+//! costs its service time too). A push whose expected value the remote's
+//! advertisement already contradicts is refused before anything is queued, as
+//! git's `--force-with-lease` does on the client (`--no-stale-check` queues
+//! it anyway; `--one-queue` serialises every ref of the repository on one
+//! queue, as some hosted forges do).
 //! Every fetch or push costs one `--rtt-ms` round trip plus `--ref-ms` per
 //! ref advertised (a push advertises every ref: receive-pack has no
 //! protocol-v2 filter). On a machine, a merge costs `--merge-ms` (plus
@@ -68,6 +72,13 @@ usage: cargo run --release --example fleet_sim -- [options]
   --seed N            seed of the random choices (default 1)
   --design D          single, single-fair, leases, both (single and leases)
                       or all (default both)
+  --no-stale-check    queue every push, even one the advertisement shows is
+                      stale (git refuses those before sending anything)
+  --lock-timeout-ms MS  a push waiting longer than this for a ref's lock is
+                      refused without service (git: core.filesRefLockTimeout,
+                      100 ms); default: updates wait in line however long
+  --one-queue         the remote serialises all ref updates of the repository
+                      on one queue (as some hosted forges do), not per ref
   --sweep             the leases design at 1, 10, 50, 100, 200, 500 clones";
 
 /// A local commit (claim or done) on a clone.
@@ -131,6 +142,10 @@ struct Params {
     merge_head_us: u64,
     work_us: u64,
     advance_us: u64,
+    stale_check: bool,
+    one_queue: bool,
+    /// A push that would wait longer than this for a ref's lock is refused.
+    lock_timeout_us: Option<u64>,
     seed: u64,
 }
 
@@ -313,6 +328,7 @@ struct Report {
     lock_util_mean: f64,
     lock_parts: [u64; 6],
     refs_at_end: usize,
+    one_queue: bool,
     violations: Vec<String>,
 }
 
@@ -607,17 +623,44 @@ impl Sim {
         self.wake(now + self.p.rtt_us / 2 + ad, a, Step::PushArrive);
     }
 
-    /// Queues one update of ref `r`; returns when its service ends.
+    /// The queue that serialises updates of ref `r`.
+    fn queue(&self, r: usize) -> usize {
+        if self.p.one_queue {
+            STATE_REF
+        } else {
+            r
+        }
+    }
+
+    /// Queues one update of ref `r` from `now`; returns when its service ends.
     fn serve(&mut self, now: u64, r: usize, ok: bool, value: u64) -> u64 {
-        let q = &mut self.refs[r];
+        let qi = self.queue(r);
+        let q = &mut self.refs[qi];
         let finish = now.max(q.free_at) + self.p.push_us;
         q.free_at = finish;
         q.busy += self.p.push_us;
-        if ok {
-            q.tail = value;
-            self.at(finish, Ev::Apply(r, value));
-        }
+        self.update(finish, r, ok, value);
         finish
+    }
+
+    fn update(&mut self, at: u64, r: usize, ok: bool, value: u64) {
+        if ok {
+            self.refs[r].tail = value;
+            self.at(at, Ev::Apply(r, value));
+        }
+    }
+
+    /// git's `--force-with-lease` check on the advertisement: a ref already
+    /// past the expected value is refused before anything is queued.
+    fn stale(&self, r: usize, expected: u64) -> bool {
+        self.p.stale_check && self.refs[r].visible != expected
+    }
+
+    /// Whether a push arriving `now` gives up waiting for ref `r`'s lock.
+    fn lock_timed_out(&self, now: u64, r: usize) -> bool {
+        self.p
+            .lock_timeout_us
+            .is_some_and(|limit| self.refs[self.queue(r)].free_at > now + limit)
     }
 
     fn serve_push(&mut self, now: u64, a: usize) {
@@ -629,7 +672,13 @@ impl Sim {
             ..
         } = self.agents[a];
         let peer = 1 + machine;
+        // When a push that timed out on a ref lock hears so.
+        let gave_up = now + self.p.lock_timeout_us.unwrap_or(0);
         let (ok, done_at) = match push {
+            Push::SyncState | Push::ClaimState if self.stale(STATE_REF, expected) => (false, now),
+            Push::SyncState | Push::ClaimState if self.lock_timed_out(now, STATE_REF) => {
+                (false, gave_up)
+            }
             Push::SyncState | Push::ClaimState => {
                 let ok = self.refs[STATE_REF].tail == expected;
                 let v = self.refs[STATE_REF].tail + 1;
@@ -644,16 +693,23 @@ impl Sim {
                 }
                 (ok, finish)
             }
+            Push::ClaimLease if self.stale(1 + self.p.machines + todo, 0) => (false, now),
+            Push::ClaimLease if self.lock_timed_out(now, 1 + self.p.machines + todo) => {
+                (false, gave_up)
+            }
             Push::ClaimLease => {
                 let lease = 1 + self.p.machines + todo;
                 let ok = self.refs[lease].tail == 0;
                 // Atomic: both ref locks are taken before either is compared.
-                let start = now
-                    .max(self.refs[lease].free_at)
-                    .max(self.refs[peer].free_at);
+                let (lq, pq) = (self.queue(lease), self.queue(peer));
+                let start = now.max(self.refs[lq].free_at).max(self.refs[pq].free_at);
                 let head = self.refs[peer].tail + 1;
-                self.serve(start, lease, ok, 1);
-                let finish = self.serve(start, peer, ok, head);
+                let finish = self.serve(start, lease, ok, 1);
+                if lq == pq {
+                    self.update(finish, peer, ok, head);
+                } else {
+                    self.serve(start, peer, ok, head);
+                }
                 if ok {
                     self.grant(a, todo);
                 }
@@ -666,9 +722,16 @@ impl Sim {
                     return self.reply(now, a, true, peer_done);
                 }
                 self.r.advances += 1;
-                let advanced = self.refs[STATE_REF].tail == expected;
-                let v = self.refs[STATE_REF].tail + 1;
-                let state_done = self.serve(now, STATE_REF, advanced, v);
+                let mut advanced = self.refs[STATE_REF].tail == expected;
+                let state_done = if self.stale(STATE_REF, expected) {
+                    now
+                } else if self.lock_timed_out(now, STATE_REF) {
+                    advanced = false;
+                    gave_up
+                } else {
+                    let v = self.refs[STATE_REF].tail + 1;
+                    self.serve(now, STATE_REF, advanced, v)
+                };
                 if !advanced {
                     self.r.advance_rejected += 1;
                 }
@@ -838,6 +901,7 @@ impl Sim {
         r.per_agent = self.agents.iter().map(|a| a.claims).collect();
         r.agents_gave_up = self.agents.iter().filter(|a| a.gave_up > 0).count();
         r.refs_at_end = self.advertised(false);
+        r.one_queue = self.p.one_queue;
         r.latencies.sort_unstable();
         r
     }
@@ -939,6 +1003,7 @@ fn print_table(p: &Params, designs: &[Design], reports: &[Report]) {
         p.advance_us as f64 / 1e3,
         p.seed
     );
+    println!("remote: {}", remote(p));
     let names: Vec<&str> = designs.iter().map(|d| d.name()).collect();
     let ratio = designs.len() > 1;
     print!("{:<30}", "");
@@ -965,6 +1030,26 @@ fn print_table(p: &Params, designs: &[Design], reports: &[Report]) {
     }
 }
 
+fn remote(p: &Params) -> String {
+    let timeout = match p.lock_timeout_us {
+        Some(us) => format!("ref lock timeout {} ms", us as f64 / 1e3),
+        None => "no ref lock timeout".to_owned(),
+    };
+    format!(
+        "{}, {}, {timeout}",
+        if p.one_queue {
+            "one queue for every ref"
+        } else {
+            "a queue per ref"
+        },
+        if p.stale_check {
+            "stale pushes refused on the advertisement"
+        } else {
+            "stale pushes queued"
+        }
+    )
+}
+
 /// The resource that runs out first, from the utilisation figures.
 fn bottleneck(r: &Report) -> String {
     let total: u64 = r.lock_parts.iter().sum::<u64>().max(1);
@@ -981,8 +1066,13 @@ fn bottleneck(r: &Report) -> String {
         r.lock_util_max * 100.0
     );
     if r.state_util >= SATURATED {
+        let queue = if r.one_queue {
+            "repository's"
+        } else {
+            "loopx-state ref's"
+        };
         format!(
-            "the loopx-state ref's push queue ({:.0}% busy); then {lock_line}",
+            "the {queue} push queue ({:.0}% busy); then {lock_line}",
             r.state_util * 100.0
         )
     } else if r.lease_util >= SATURATED {
@@ -1009,6 +1099,7 @@ fn sweep(base: &Params) -> bool {
         base.agents,
         base.advance_us as f64 / 1e3
     );
+    println!("remote: {}", remote(base));
     println!(
         "{:>8} {:>7} {:>7} {:>9} {:>9} {:>10} {:>8} {:>8} {:>8}  saturates first",
         "machines", "agents", "todos", "wall s", "todos/s", "p95 ms", "refs", "state q", "lock"
@@ -1071,6 +1162,9 @@ fn parse() -> (Params, Vec<Design>, bool) {
         merge_head_us: 500,
         work_us: 1_000_000,
         advance_us: 0,
+        stale_check: true,
+        one_queue: false,
+        lock_timeout_us: None,
         seed: 1,
     };
     let mut designs = vec![Design::Single, Design::Leases];
@@ -1102,6 +1196,7 @@ fn parse() -> (Params, Vec<Design>, bool) {
             "--merge-head-ms" => p.merge_head_us = ms(1e3),
             "--work-ms" => p.work_us = ms(1e3),
             "--advance-ms" => p.advance_us = ms(1e3),
+            "--lock-timeout-ms" => p.lock_timeout_us = Some(ms(1e3)),
             "--seed" => {
                 p.seed = value()
                     .parse()
@@ -1117,8 +1212,12 @@ fn parse() -> (Params, Vec<Design>, bool) {
                     other => fail(format!("--design {other:?} is not one of the designs")),
                 }
             }
-            "--sweep" => {
-                sweep = true;
+            "--sweep" | "--no-stale-check" | "--one-queue" => {
+                match name {
+                    "--sweep" => sweep = true,
+                    "--no-stale-check" => p.stale_check = false,
+                    _ => p.one_queue = true,
+                }
                 i += 1;
                 continue;
             }

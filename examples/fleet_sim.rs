@@ -41,8 +41,11 @@
 //! and every fetch-to-last-push sequence holds the clone's sync lock
 //! (`.git/loopx/sync.lock`), backoff waits included, as the code does.
 //!
-//! Limits: todos have no dependencies, priorities are their order, work takes
-//! exactly `--work-ms`, nothing fails or expires, the network has no
+//! Limits: updates of one ref wait in line however long unless
+//! `--lock-timeout-ms` is given (git's own ref lock gives up after
+//! `core.filesRefLockTimeout`, 100 ms), a push is one round trip (git's is
+//! nearer two), todos have no dependencies, priorities are their order, work
+//! takes exactly `--work-ms`, nothing fails or expires, the network has no
 //! bandwidth limit and no variance, the remote has no CPU limit beyond the
 //! per-ref queues, pack sizes and history length cost nothing, and lease refs
 //! are never pruned. The figures compare protocols; they do not predict a

@@ -349,6 +349,38 @@ pub struct Published {
     pub epoch: u64,
     pub acquired_at: Timestamp,
     pub expires_at: Timestamp,
+    /// What became of the lease, as the last sync that saw it end published.
+    pub status: LeaseStatus,
+}
+
+/// The life of a published lease: a claim confirms it `held`; a sync that
+/// finds its end in the merged state (the holder released it, handed it
+/// off, or the todo was done) publishes that, so peers that have not merged
+/// the holder's state yet still see the todo free, or finished.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeaseStatus {
+    Held,
+    Released,
+    Done,
+}
+
+impl LeaseStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            LeaseStatus::Held => "held",
+            LeaseStatus::Released => "released",
+            LeaseStatus::Done => "done",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "held" => LeaseStatus::Held,
+            "released" => LeaseStatus::Released,
+            "done" => LeaseStatus::Done,
+            _ => return None,
+        })
+    }
 }
 
 impl Published {
@@ -361,7 +393,29 @@ impl Published {
             epoch: claim.epoch,
             acquired_at: claim.acquired_at,
             expires_at: claim.expires_at,
+            status: LeaseStatus::Held,
         }
+    }
+
+    /// The update a sync publishes for this lease, from a state that has
+    /// seen its epoch: `None` when the ref already says what the state does.
+    pub fn ended_in(&self, todo: &Todo) -> Option<Published> {
+        if self.status != LeaseStatus::Held || todo.epoch() != self.epoch {
+            return None;
+        }
+        let mut next = self.clone();
+        if todo.status == crate::model::TodoStatus::Done {
+            next.status = LeaseStatus::Done;
+        } else {
+            match &todo.claim {
+                None => next.status = LeaseStatus::Released,
+                Some(c) if c.epoch == self.epoch && c.agent == self.agent => {
+                    next.expires_at = c.expires_at;
+                }
+                Some(_) => return None,
+            }
+        }
+        (next != *self).then_some(next)
     }
 
     /// The trailers of the lease's commit.
@@ -373,6 +427,7 @@ impl Published {
             ("Loopx-Epoch", self.epoch.to_string()),
             ("Loopx-Acquired", self.acquired_at.to_string()),
             ("Loopx-Expires", self.expires_at.to_string()),
+            ("Loopx-Lease", self.status.name().to_owned()),
         ]
     }
 
@@ -392,12 +447,17 @@ impl Published {
             epoch: get("Loopx-Epoch")?.parse().ok()?,
             acquired_at: Timestamp::parse(get("Loopx-Acquired")?)?,
             expires_at: Timestamp::parse(get("Loopx-Expires")?)?,
+            status: match get("Loopx-Lease") {
+                Some(text) => LeaseStatus::parse(text)?,
+                None => LeaseStatus::Held,
+            },
         })
     }
 
     /// Lays the lease over a todo whose state has not seen it yet (its
     /// epoch is newer than any the todo has handed out): the todo then reads
-    /// as held by the lease's agent, as the remote already decided. A todo
+    /// as the remote already decided — held by the lease's agent, released,
+    /// or done. A todo
     /// that has seen this epoch (or a later one) knows better — a renewal,
     /// a release or a takeover since — and is left alone. Returns whether
     /// it changed the todo.
@@ -405,16 +465,28 @@ impl Published {
         if self.epoch <= todo.epoch() {
             return false;
         }
-        if let Some(c) = &todo.claim {
-            todo.last_epoch = todo.last_epoch.max(c.epoch);
-        }
-        todo.claim = Some(Claim {
+        todo.last_epoch = self.epoch;
+        todo.claim = (self.status == LeaseStatus::Held).then(|| Claim {
             agent: self.agent.clone(),
             epoch: self.epoch,
             acquired_at: self.acquired_at,
             expires_at: self.expires_at,
             extra: Extra::default(),
         });
+        if self.status == LeaseStatus::Done {
+            todo.status = crate::model::TodoStatus::Done;
+        }
         true
+    }
+
+    /// Whether this lease, newer than the state of `todo`, keeps `agent`
+    /// from taking it at `now`: the todo is done, or another agent holds it.
+    pub fn keeps_from(&self, todo: &Todo, agent: &str, now: Timestamp) -> bool {
+        self.epoch > todo.epoch()
+            && match self.status {
+                LeaseStatus::Done => true,
+                LeaseStatus::Released => false,
+                LeaseStatus::Held => self.agent != agent && now < self.expires_at,
+            }
     }
 }

@@ -55,11 +55,11 @@ impl Remote<'_> {
         self.leases?.get(goal, todo).map(|(_, p)| p)
     }
 
-    /// Whether the remote's lease on `todo` holds it for another agent at
-    /// `now`, before the state has heard of it.
-    fn leased_to_other(&self, goal: &str, todo: &Todo, agent: &str, now: Timestamp) -> bool {
+    /// Whether the remote's lease on `todo`, newer than the state, keeps
+    /// `agent` from it at `now` (done, or held by another agent).
+    fn keeps_from(&self, goal: &str, todo: &Todo, agent: &str, now: Timestamp) -> bool {
         self.lease(goal, &todo.id)
-            .is_some_and(|p| p.epoch > todo.epoch() && p.agent != agent && now < p.expires_at)
+            .is_some_and(|p| p.keeps_from(todo, agent, now))
     }
 }
 
@@ -158,7 +158,7 @@ fn pick(
         .map(|c| c.id)
         .filter(|id| !remote.excluded.iter().any(|x| x == id))
         .filter(|id| {
-            let other = remote.leased_to_other(goal, &gs.todos[*id], agent, now);
+            let other = remote.keeps_from(goal, &gs.todos[*id], agent, now);
             leased += usize::from(other);
             !other
         })
@@ -168,7 +168,7 @@ fn pick(
             return Err(Refusal::new(
                 Code::NothingReady,
                 format!(
-                    "nothing ready for this agent ({} leased to other agents on the remote)",
+                    "nothing ready for this agent ({} leased to other agents or done on the remote)",
                     leased + remote.excluded.len()
                 ),
             )
@@ -377,20 +377,40 @@ fn claim_shared(
     let me = shared::peer_id(ctx);
     let mut patience = Patience::new();
     let mut excluded: Vec<String> = Vec::new();
+    // The claim is decided on the local tip with the remote's leases laid
+    // over it; merging the peers' heads waits for the next sync. Only when
+    // that decision refuses (a todo this clone has not heard of, nothing
+    // ready here) is everything merged first and the claim decided again.
+    let mut merge_first = false;
     loop {
         patience.attempts += 1;
         let fetched = shared::fetch(ctx, remote)?;
-        let parent = shared::integrate(ctx, remote, &fetched, false)?.tip;
+        let parent = match ctx.store.tip()? {
+            Some(tip) if !merge_first => tip,
+            _ => {
+                merge_first = true;
+                shared::integrate(ctx, remote, &fetched, false)?.tip
+            }
+        };
         let mut state = transaction::state_at(&ctx.store, &parent)?;
         let skeleton = codec::Skeleton::of(&state);
-        let goal = ctx.goal(&state)?.goal.id.clone();
         let window = fetched.peers.keys().filter(|p| **p != me).count() + 1;
         let view = Remote {
             leases: Some(&fetched.leases),
             excluded: &excluded,
             window,
         };
-        let ((action, todo), message) = decide(&mut state, &goal, &view)?;
+        let decided = ctx
+            .goal(&state)
+            .map(|gs| gs.goal.id.clone())
+            .and_then(|goal| Ok((decide(&mut state, &goal, &view)?, goal)));
+        let (((action, todo), message), goal) = match decided {
+            Err(_) if !merge_first => {
+                merge_first = true;
+                continue;
+            }
+            other => other?,
+        };
         let claim = claimed(&todo);
         let lease = fetched.leases.get(&goal, &todo.id);
         let on_remote = lease.is_some_and(|(_, p)| p.agent == agent && p.epoch == claim.epoch);

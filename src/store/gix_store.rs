@@ -831,7 +831,7 @@ impl GixStore {
                 seen.keep(*id, kind, data);
             }
             let mut last = self.last_written.borrow_mut();
-            if last.len() >= 4 {
+            if last.len() >= 64 {
                 last.remove(0);
             }
             last.push((id.clone(), stem));

@@ -347,3 +347,89 @@ fn a_remote_refusing_shared_refs_names_the_setting() {
         "{json}"
     );
 }
+
+/// A sync publishes how a lease ended: once the holder's `todo done` (or
+/// release) is synced, a peer that has not merged its state yet still sees
+/// the todo done (or free) through the lease ref alone.
+#[test]
+fn a_synced_end_of_a_lease_is_seen_by_peers_before_they_merge() {
+    let env = TestEnv::new();
+    let (remote, dirs) = clones(&env, 2);
+    let (a, b) = (&dirs[0], &dirs[1]);
+    let done = env.add_todo(a, "finished here");
+    let freed = env.add_todo(a, "given back");
+    env.loopx(a, &["sync"]).success();
+    env.loopx(b, &["sync"]).success();
+    for t in [&done, &freed] {
+        env.loopx(a, &["--agent", "x", "todo", "claim", t, "--sync"])
+            .success();
+    }
+    env.loopx(
+        a,
+        &[
+            "--agent",
+            "x",
+            "todo",
+            "done",
+            &done,
+            "--evidence",
+            "shipped",
+        ],
+    )
+    .success();
+    env.loopx(a, &["--agent", "x", "todo", "release", &freed])
+        .success();
+    env.loopx(a, &["sync"]).success();
+    let lease = |t: &str| {
+        env.git(
+            &remote,
+            &[
+                "log",
+                "-1",
+                "--format=%B",
+                &format!("refs/loopx/leases/main/{t}"),
+            ],
+        )
+    };
+    assert!(
+        lease(&done).contains("Loopx-Lease: done"),
+        "{}",
+        lease(&done)
+    );
+    assert!(
+        lease(&freed).contains("Loopx-Lease: released"),
+        "{}",
+        lease(&freed)
+    );
+    // b has not merged a's state: its branch still shows both todos open.
+    let show = env
+        .loopx(b, &["--json", "todo", "show", &done])
+        .success()
+        .json();
+    assert_eq!(show["todo"]["status"], "open", "{show}");
+    let json = env
+        .loopx(
+            b,
+            &["--json", "--agent", "y", "todo", "claim", &done, "--sync"],
+        )
+        .failure(2)
+        .json();
+    assert!(
+        json["error"]["message"].as_str().unwrap().contains("done"),
+        "{json}"
+    );
+    let json = env
+        .loopx(
+            b,
+            &[
+                "--json", "--agent", "y", "todo", "next", "--claim", "--sync",
+            ],
+        )
+        .success()
+        .json();
+    assert_eq!(json["todo"]["id"], freed.as_str(), "{json}");
+    assert_eq!(
+        json["claim"]["epoch"], 2,
+        "a fresh epoch after the release: {json}"
+    );
+}

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use crate::git_cmd::shared::{self as transport, Update, LEASES, PEERS};
 use crate::git_cmd::{self, PushStatus};
-use crate::model::lease::Published;
+use crate::model::lease::{LeaseStatus, Published};
 use crate::model::merge::{self, Conflict, LostClaim};
 use crate::model::{Code, Refusal, State};
 use crate::ops::Context;
@@ -408,6 +408,55 @@ fn base_state(
     }
 }
 
+/// The lease refs whose end (or renewal) `state` knows and the remote does
+/// not yet say: each a lease commit, pushed with the lease on the value
+/// fetched, so a newer claim is never overwritten.
+fn lease_updates(ctx: &Context, state: &State, leases: &Leases) -> Result<Vec<Update>> {
+    let mut updates = Vec::new();
+    for (oid, lease) in leases.0.values() {
+        let Some(todo) = state
+            .goals
+            .get(&lease.goal)
+            .and_then(|gs| gs.todos.get(&lease.todo))
+        else {
+            continue;
+        };
+        let Some(next) = lease.ended_in(todo) else {
+            continue;
+        };
+        let commit = lease_commit(ctx, &next)?;
+        updates.push(Update {
+            src: commit.0,
+            dst: lease_ref(&next.goal, &next.todo),
+            lease: Some(oid.0.clone()),
+        });
+    }
+    Ok(updates)
+}
+
+/// Writes the small root commit a lease ref points at: the empty tree, the
+/// lease in its trailers.
+fn lease_commit(ctx: &Context, lease: &Published) -> Result<Oid> {
+    let what = match lease.status {
+        LeaseStatus::Held => "to",
+        LeaseStatus::Released => "released by",
+        LeaseStatus::Done => "done by",
+    };
+    let mut message = Message::new(
+        "lease",
+        format!(
+            "lease {} {what} {} (epoch {})",
+            lease.todo, lease.agent, lease.epoch
+        ),
+    );
+    for (k, v) in lease.trailers() {
+        message = message.trailer(k, v);
+    }
+    // Kept (see `GixStore::commit_detached`) until the caller settles it
+    // after the push.
+    Ok(ctx.store.commit_detached_on(&[], &[], &message, ctx.now)?)
+}
+
 /// Publishes `tip`: on this clone's peer ref (a fast-forward no one else
 /// makes) and, with the lease on the value fetched, on `loopx-state`.
 /// Returns whether `loopx-state` took it (another peer advanced it first
@@ -416,14 +465,14 @@ fn publish(ctx: &Context, remote: &str, tip: &Oid, fetched: &Fetched, me: &str) 
     let own = fetched.peers.get(me);
     let peer_current = own == Some(tip);
     let state_current = fetched.state.as_ref() == Some(tip);
-    if peer_current && state_current {
+    // Never publish what a reader would refuse, or a credential.
+    let state = transaction::state_at(&ctx.store, tip)?;
+    let mut updates = lease_updates(ctx, &state, &fetched.leases)?;
+    if peer_current && state_current && updates.is_empty() {
         return Ok(true);
     }
-    // Never publish what a reader would refuse, or a credential.
-    transaction::state_at(&ctx.store, tip)?;
     let exclude: Vec<Oid> = fetched.heads();
     check_leaks_excluding(ctx, tip, &exclude)?;
-    let mut updates = Vec::new();
     if !peer_current {
         updates.push(Update {
             src: tip.0.clone(),
@@ -443,12 +492,21 @@ fn publish(ctx: &Context, remote: &str, tip: &Oid, fetched: &Fetched, me: &str) 
             ),
         });
     }
-    let statuses = transport::push(ctx.repo_dir(), remote, &updates, false).map_err(git_failed)?;
+    let pushed = transport::push(ctx.repo_dir(), remote, &updates, false);
+    for u in updates.iter().filter(|u| u.dst.starts_with(LEASES)) {
+        ctx.store.settle_detached(&Oid(u.src.clone()));
+    }
+    let statuses = pushed.map_err(git_failed)?;
     let mut state_taken = state_current;
     for (u, status) in updates.iter().zip(statuses) {
+        let is_lease = u.dst.starts_with(LEASES);
         match status {
             PushStatus::Updated | PushStatus::UpToDate => {
-                state_taken |= u.lease.is_some();
+                state_taken |= u.lease.is_some() && !is_lease;
+            }
+            // A lease that moved meanwhile (a new claim): nothing to say.
+            PushStatus::Rejected(why) if is_lease && !refused_by_policy(&why) => {
+                tracing::debug!("{} moved before its end was published: {why}", u.dst);
             }
             PushStatus::Rejected(why) if refused_by_policy(&why) => {
                 return Err(policy_refusal(remote, &u.dst, &why));
@@ -587,17 +645,7 @@ pub fn confirm(
     let me = peer_id(ctx);
     let exclude = fetched.heads();
     check_leaks_excluding(ctx, claim_commit, &exclude)?;
-    let mut message = Message::new(
-        "lease",
-        format!(
-            "lease {} to {} (epoch {})",
-            lease.todo, lease.agent, lease.epoch
-        ),
-    );
-    for (k, v) in lease.trailers() {
-        message = message.trailer(k, v);
-    }
-    let lease_commit = ctx.store.commit_detached_on(&[], &[], &message, ctx.now)?;
+    let lease_commit = lease_commit(ctx, lease)?;
     let updates = [
         Update {
             src: lease_commit.0.clone(),

@@ -69,6 +69,39 @@ pub fn fetch(dir: &Path, remote: &str) -> Result<bool, TransportError> {
     }
 }
 
+/// Fetches only the remote's lease refs matching `pattern` (`<goal>/<todo>`
+/// or `<goal>/*`) into [`tracking_prefix`]. Returns `false` when an exact
+/// lease does not exist on the remote (nobody claimed that todo through it).
+pub fn fetch_leases(dir: &Path, remote: &str, pattern: &str) -> Result<bool, TransportError> {
+    let refspec = format!(
+        "+{LEASES}{pattern}:{}leases/{pattern}",
+        tracking_prefix(remote)
+    );
+    let out = network(
+        dir,
+        &[
+            "fetch",
+            "--porcelain",
+            "--no-write-fetch-head",
+            "--no-tags",
+            remote,
+            &refspec,
+        ],
+        "fetch",
+        remote,
+    )?;
+    if out.success {
+        Ok(true)
+    } else if out.stderr.contains("couldn't find remote ref") {
+        Ok(false)
+    } else {
+        Err(TransportError::Failed(format!(
+            "git fetch {remote} failed: {}",
+            out.stderr.trim()
+        )))
+    }
+}
+
 fn strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }

@@ -233,7 +233,13 @@ pub fn claim_sync(
 ) -> Result<ClaimReport> {
     let agent = ctx.require_agent()?.to_owned();
     let ttl = lease::check_ttl(ttl)?;
-    claim_synced(ctx, &agent, remote, claim_decision(ctx, &agent, query, ttl))
+    claim_synced(
+        ctx,
+        &agent,
+        remote,
+        Some(query),
+        claim_decision(ctx, &agent, query, ttl),
+    )
 }
 
 /// `todo next --claim --sync`: the next todo's claim, confirmed on the remote.
@@ -249,6 +255,7 @@ pub fn next_sync(
         ctx,
         &agent,
         remote,
+        None,
         next_decision(ctx, &agent, capabilities, ttl),
     )
 }
@@ -267,12 +274,13 @@ fn claim_synced(
     ctx: &Context,
     agent: &str,
     remote: Option<&str>,
+    one: Option<&str>,
     mut decide: impl FnMut(&mut State, &str, &Remote<'_>) -> Result<Decision>,
 ) -> Result<ClaimReport> {
     let remote = sync::prepare(ctx, &sync::SyncOptions::remote(remote))?;
     let _turn = sync::sync_turn(ctx);
     if sync::shared::enabled(ctx) {
-        return claim_shared(ctx, agent, &remote, decide);
+        return claim_shared(ctx, agent, &remote, one, decide);
     }
     let started = std::time::Instant::now();
     let mut jitter = transaction::Jitter::new();
@@ -361,50 +369,63 @@ fn claim_synced(
     .into())
 }
 
-/// A claim confirmed through shared refs (`sync::shared`): fetch, merge
-/// what is new, decide on that state with the remote's leases laid over it,
-/// then push the todo's lease (a compare-and-swap of its own ref) and the
-/// claim's commit (this clone's peer ref) atomically. Only a claim on the
-/// same todo can make it lose; then it fetches again and decides again — for
-/// `todo next`, on another todo, at once and without giving up.
+/// A claim confirmed through shared refs (`sync::shared`): decided on the
+/// local tip with the remote's leases laid over it (only the lease of the
+/// todo named, or of the goal's todos for `todo next`, is fetched), then
+/// confirmed by pushing the todo's lease — a compare-and-swap of that ref
+/// alone. Only a claim on the same todo can make it lose; then it fetches
+/// again and decides again — for `todo next`, on another todo, at once and
+/// without giving up. The peers' states are merged first only when the
+/// decision on the local tip refuses (a todo this clone has not heard of,
+/// nothing ready here): then it decides again on everything.
 fn claim_shared(
     ctx: &Context,
     agent: &str,
     remote: &str,
+    one: Option<&str>,
     mut decide: impl FnMut(&mut State, &str, &Remote<'_>) -> Result<Decision>,
 ) -> Result<ClaimReport> {
     use sync::shared::{self, Confirm, Patience};
-    let me = shared::peer_id(ctx);
     let mut patience = Patience::new();
     let mut excluded: Vec<String> = Vec::new();
-    // The claim is decided on the local tip with the remote's leases laid
-    // over it; merging the peers' heads waits for the next sync. Only when
-    // that decision refuses (a todo this clone has not heard of, nothing
-    // ready here) is everything merged first and the claim decided again.
+    let window = shared::known_peers(ctx, remote);
     let mut merge_first = false;
     loop {
         patience.attempts += 1;
-        let fetched = shared::fetch(ctx, remote)?;
+        let mut all = None;
         let parent = match ctx.store.tip()? {
             Some(tip) if !merge_first => tip,
             _ => {
                 merge_first = true;
-                shared::integrate(ctx, remote, &fetched, false)?.tip
+                let fetched = shared::fetch(ctx, remote)?;
+                let tip = shared::integrate(ctx, remote, &fetched, false)?.tip;
+                all = Some(fetched.leases);
+                tip
             }
         };
         let mut state = transaction::state_at(&ctx.store, &parent)?;
         let skeleton = codec::Skeleton::of(&state);
-        let window = fetched.peers.keys().filter(|p| **p != me).count() + 1;
+        let target = ctx.goal(&state).and_then(|gs| {
+            let id = one.map(|q| resolve_todo(gs, q)).transpose()?;
+            Ok((gs.goal.id.clone(), id))
+        });
+        let (goal, id) = match target {
+            Err(_) if !merge_first => {
+                merge_first = true;
+                continue;
+            }
+            other => other?,
+        };
+        let leases = match all {
+            Some(leases) => leases,
+            None => shared::fetch_leases(ctx, remote, &goal, id.as_deref())?,
+        };
         let view = Remote {
-            leases: Some(&fetched.leases),
+            leases: Some(&leases),
             excluded: &excluded,
             window,
         };
-        let decided = ctx
-            .goal(&state)
-            .map(|gs| gs.goal.id.clone())
-            .and_then(|goal| Ok((decide(&mut state, &goal, &view)?, goal)));
-        let (((action, todo), message), goal) = match decided {
+        let ((action, todo), message) = match decide(&mut state, &goal, &view) {
             Err(_) if !merge_first => {
                 merge_first = true;
                 continue;
@@ -412,8 +433,10 @@ fn claim_shared(
             other => other?,
         };
         let claim = claimed(&todo);
-        let lease = fetched.leases.get(&goal, &todo.id);
-        let on_remote = lease.is_some_and(|(_, p)| p.agent == agent && p.epoch == claim.epoch);
+        let lease = leases.get(&goal, &todo.id);
+        let on_remote = lease.is_some_and(|(_, p)| {
+            p.agent == agent && p.epoch == claim.epoch && p.expires_at >= claim.expires_at
+        });
         let message = match message {
             // The remote has this very lease already.
             None if on_remote => {
@@ -425,8 +448,9 @@ fn claim_shared(
                     commit: None,
                 });
             }
-            // Held here but never confirmed (a claim made without --sync):
-            // confirm it now, or learn that someone else has it.
+            // Held here but not confirmed as it stands (a claim made
+            // without --sync, a renewal): confirm it now, or learn that
+            // someone else has the todo.
             None => Message::new(
                 "todo claim",
                 format!(
@@ -442,52 +466,22 @@ fn claim_shared(
             .trailer("Loopx-Agent", agent);
         let changes = transaction::written(Some(&skeleton), &state);
         transaction::check_readable(&changes)?;
-        let commit = ctx.store.commit_detached_on(
-            std::slice::from_ref(&parent),
-            &changes,
-            &message,
-            ctx.now,
-        )?;
-        cache::remember_delta(&ctx.store, &commit, Some(&parent), &state, &changes);
+        transaction::refuse_new_leaks(&ctx.store, Some(&parent), &changes, &message)?;
         let published = Published::of(&goal, &todo.id, &claim);
-        let confirmed = shared::confirm(
-            ctx,
-            remote,
-            &published,
-            lease.map(|(oid, _)| oid),
-            &commit,
-            &fetched,
-        );
-        match confirmed {
+        match shared::confirm(ctx, remote, &published, lease.map(|(oid, _)| oid)) {
             Ok(Confirm::Confirmed) => {}
             Ok(Confirm::LostLease) => {
                 // Someone leased this very todo first: decide again on what
                 // the remote holds now (a `todo next` takes another one).
-                ctx.store.settle_detached(&commit);
-                excluded.push(todo.id.clone());
+                if one.is_none() {
+                    excluded.push(todo.id.clone());
+                }
                 continue;
             }
-            Err(e) if patience.attempts < sync::MAX_ROUNDS && shared::is_peer_moved(&e) => {
-                ctx.store.settle_detached(&commit);
-                patience.wait();
-                continue;
-            }
-            Err(e) => {
-                ctx.store.settle_detached(&commit);
-                return Err(starved(e, &patience));
-            }
+            Err(e) => return Err(starved(e, &patience)),
         }
-        let reflog = format!("loopx: {} (confirmed on {remote})", message.subject);
-        let moved = ctx
-            .store
-            .move_ref(STATE_REF, Some(&parent), &commit, &reflog, ctx.now);
-        ctx.store.settle_detached(&commit);
-        if moved? {
-            state.clean();
-            ctx.store.memo_put(commit.clone(), state);
-        } else if let Err(e) = sync::sync_locked(ctx, remote, false) {
-            tracing::warn!("the claim is on {remote}, but merging it here failed: {e}");
-        }
+        // On the remote: now the local branch records it.
+        let commit = commit_confirmed(ctx, remote, &parent, state, &changes, &message)?;
         local::record_grant(ctx, agent, &todo.id, claim.epoch);
         return Ok(ClaimReport {
             action,
@@ -496,6 +490,50 @@ fn claim_shared(
             commit: Some(commit),
         });
     }
+}
+
+/// Records a confirmed claim on the local branch: a commit on `parent`,
+/// which the branch moves to if it is still there, else merges (another
+/// agent of this clone wrote meanwhile). The lease on the remote is what
+/// counts; the next sync publishes this commit.
+fn commit_confirmed(
+    ctx: &Context,
+    remote: &str,
+    parent: &Oid,
+    mut state: State,
+    changes: &[crate::store::FileChange],
+    message: &Message,
+) -> Result<Oid> {
+    let commit =
+        ctx.store
+            .commit_detached_on(std::slice::from_ref(parent), changes, message, ctx.now)?;
+    cache::remember_delta(&ctx.store, &commit, Some(parent), &state, changes);
+    let reflog = format!("loopx: {} (confirmed on {remote})", message.subject);
+    let moved = ctx
+        .store
+        .move_ref(STATE_REF, Some(parent), &commit, &reflog, ctx.now);
+    let merged = match moved {
+        Ok(true) => {
+            state.clean();
+            ctx.store.memo_put(commit.clone(), state);
+            Ok(())
+        }
+        Ok(false) => {
+            let claim = sync::shared::Fetched {
+                peers: [("(this claim)".to_owned(), commit.clone())].into(),
+                ..Default::default()
+            };
+            sync::shared::integrate(ctx, remote, &claim, false).map(drop)
+        }
+        Err(e) => Err(e.into()),
+    };
+    ctx.store.settle_detached(&commit);
+    if let Err(e) = merged {
+        tracing::warn!(
+            "the claim is on {remote}, but merging it here failed: {e}; the next sync merges it"
+        );
+    }
+    Ok(commit)
 }
 
 /// A claim's error, telling how long it tried when it tried more than once.

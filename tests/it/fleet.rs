@@ -242,7 +242,17 @@ fn an_expired_lease_is_taken_over_and_the_old_holder_is_fenced() {
         .success()
         .json();
     assert_eq!(json["claim"]["epoch"], 2, "{json}");
-    // x renews locally (it thinks it still holds epoch 1), then syncs.
+    // x, which has not merged b's state, asks again: the lease ref refuses.
+    let json = env
+        .loopx_at(
+            a,
+            "2026-01-01T10:31:00Z",
+            &["--json", "--agent", "x", "todo", "claim", &t, "--sync"],
+        )
+        .failure(1)
+        .json();
+    assert_eq!(json["error"]["code"], "claim_conflict", "{json}");
+    // x writes on what it still believes (a note), then both sync.
     env.loopx_at(
         a,
         "2026-01-01T10:31:00Z",
@@ -257,6 +267,7 @@ fn an_expired_lease_is_taken_over_and_the_old_holder_is_fenced() {
         ],
     )
     .success();
+    env.loopx_at(b, "2026-01-01T10:32:00Z", &["sync"]).success();
     env.loopx_at(a, "2026-01-01T10:32:00Z", &["sync"]).success();
     let show = env
         .loopx(a, &["--json", "todo", "show", &t])

@@ -728,9 +728,17 @@ fn a_claim_the_remote_refused_leaves_nothing_to_publish() {
         .success()
         .json();
     let commit = json["commit"].as_str().unwrap().to_owned();
-    // Confirmed on the remote: this clone's peer ref holds the claim.
-    let peers = env.git(&remote, &["for-each-ref", "refs/loopx/peers/"]);
-    assert!(peers.contains(&commit), "{peers}");
+    // Confirmed on the remote: the todo's lease ref names the holder.
+    let lease = env.git(
+        &remote,
+        &[
+            "log",
+            "-1",
+            "--format=%B",
+            &format!("refs/loopx/leases/main/{t}"),
+        ],
+    );
+    assert!(lease.contains("Loopx-Agent: x"), "{lease}");
     assert_eq!(env.git(a, &["rev-parse", "loopx-state"]), commit);
     let cached = env
         .loopx(a, &["--json", "todo", "show", &t])

@@ -461,10 +461,17 @@ fn lease_commit(ctx: &Context, lease: &Published) -> Result<Oid> {
 /// makes) and, with the lease on the value fetched, on `loopx-state`.
 /// Returns whether `loopx-state` took it (another peer advanced it first
 /// otherwise: harmless, since the peer ref has it).
-fn publish(ctx: &Context, remote: &str, tip: &Oid, fetched: &Fetched, me: &str) -> Result<bool> {
+fn publish(
+    ctx: &Context,
+    remote: &str,
+    tip: &Oid,
+    fetched: &Fetched,
+    me: &str,
+    advance: bool,
+) -> Result<bool> {
     let own = fetched.peers.get(me);
     let peer_current = own == Some(tip);
-    let state_current = fetched.state.as_ref() == Some(tip);
+    let state_current = !advance || fetched.state.as_ref() == Some(tip);
     // Never publish what a reader would refuse, or a credential.
     let state = transaction::state_at(&ctx.store, tip)?;
     let mut updates = lease_updates(ctx, &state, &fetched.leases)?;
@@ -551,7 +558,31 @@ fn peer_moved(remote: &str, dst: &str, why: &str) -> crate::Error {
 
 /// How many rounds a sync tries to advance `loopx-state` when another
 /// peer keeps advancing it first. Publishing does not depend on it.
-const ADVANCE_ROUNDS: u32 = 3;
+const ADVANCE_ROUNDS: u32 = 2;
+
+/// Up to this many peers, every sync advances `loopx-state`. Past it, a
+/// sync leaves it to others while it moved less than
+/// [`ADVANCE_SPACING`] × peers ago: one ref's pushes are serialized, and
+/// a thousand machines each advancing it at every sync would queue on it
+/// (docs/fleet-sim-results.md) although their states are already published.
+const ADVANCE_ALWAYS_UP_TO: usize = 8;
+const ADVANCE_SPACING_MS: i64 = 100;
+
+/// Whether this sync should try to advance the remote's `loopx-state`.
+fn advance_due(ctx: &Context, fetched: &Fetched) -> Result<bool> {
+    let Some(state) = &fetched.state else {
+        return Ok(true);
+    };
+    let peers = fetched.peers.len();
+    if peers <= ADVANCE_ALWAYS_UP_TO {
+        return Ok(true);
+    }
+    let Some(last) = ctx.store.first_parent_log(state, 1)?.into_iter().next() else {
+        return Ok(true);
+    };
+    let age_ms = (ctx.now.unix() - last.time.unix()) * 1000;
+    Ok(age_ms >= ADVANCE_SPACING_MS * i64::try_from(peers).unwrap_or(i64::MAX))
+}
 
 /// A sync through shared refs, by a caller that holds the clone's sync turn.
 pub fn sync_locked(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result<SyncReport> {
@@ -570,7 +601,8 @@ pub fn sync_locked(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result
         action = combine(action, integrated.action);
         let tip = integrated.tip;
         let pushes = fetched.peers.get(&me) != Some(&tip) || fetched.state.as_ref() != Some(&tip);
-        let advanced = match publish(ctx, remote, &tip, &fetched, &me) {
+        let advance = advance_due(ctx, &fetched)?;
+        let advanced = match publish(ctx, remote, &tip, &fetched, &me, advance) {
             Ok(advanced) => advanced,
             Err(e) if round < super::MAX_ROUNDS && is_peer_moved(&e) => continue,
             Err(e) => return Err(e),
@@ -578,8 +610,8 @@ pub fn sync_locked(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result
         if pushes && action == SyncAction::UpToDate {
             action = SyncAction::Pushed;
         }
-        if advanced || round >= ADVANCE_ROUNDS {
-            let remote_tip = if advanced {
+        if advanced || !advance || round >= ADVANCE_ROUNDS {
+            let remote_tip = if advance && advanced {
                 tip.clone()
             } else {
                 ctx.store
@@ -625,70 +657,97 @@ fn combine(before: SyncAction, now: SyncAction) -> SyncAction {
 
 /// A claim's attempt to be confirmed on the remote.
 pub enum Confirm {
-    /// The lease ref and the peer ref moved together.
+    /// The lease ref moved from the value fetched to the claim's lease.
     Confirmed,
     /// The lease ref had moved: another agent leased this todo first.
     LostLease,
 }
 
-/// Pushes a claim: the lease commit onto the todo's lease ref with the
-/// lease on `expected` (the empty string: no lease yet), and the claim's
-/// state commit onto this clone's peer ref, atomically.
+/// Pushes a claim's lease onto the todo's lease ref, with the lease on
+/// `expected` (none: the ref must not exist yet) — one small root commit,
+/// the remote's compare-and-swap for this todo alone. The claim's state
+/// commit is not pushed: it is on the local branch, and the next sync
+/// publishes it on this clone's peer ref; until then the lease ref tells
+/// every peer who holds the todo.
 pub fn confirm(
     ctx: &Context,
     remote: &str,
     lease: &Published,
     expected: Option<&Oid>,
-    claim_commit: &Oid,
-    fetched: &Fetched,
 ) -> Result<Confirm> {
-    let me = peer_id(ctx);
-    let exclude = fetched.heads();
-    check_leaks_excluding(ctx, claim_commit, &exclude)?;
     let lease_commit = lease_commit(ctx, lease)?;
-    let updates = [
-        Update {
-            src: lease_commit.0.clone(),
-            dst: lease_ref(&lease.goal, &lease.todo),
-            lease: Some(expected.map_or(String::new(), |o| o.0.clone())),
-        },
-        Update {
-            src: claim_commit.0.clone(),
-            dst: peer_ref(&me),
-            lease: None,
-        },
-    ];
-    let pushed = transport::push(ctx.repo_dir(), remote, &updates, true);
+    let update = Update {
+        src: lease_commit.0.clone(),
+        dst: lease_ref(&lease.goal, &lease.todo),
+        lease: Some(expected.map_or(String::new(), |o| o.0.clone())),
+    };
+    let pushed = transport::push(ctx.repo_dir(), remote, std::slice::from_ref(&update), false);
     ctx.store.settle_detached(&lease_commit);
-    let statuses = pushed.map_err(git_failed)?;
-    if statuses
-        .iter()
-        .all(|s| matches!(s, PushStatus::Updated | PushStatus::UpToDate))
-    {
-        return Ok(Confirm::Confirmed);
+    match pushed.map_err(git_failed)?.remove(0) {
+        PushStatus::Updated | PushStatus::UpToDate => Ok(Confirm::Confirmed),
+        PushStatus::Rejected(why) if refused_by_policy(&why) => {
+            Err(policy_refusal(remote, &update.dst, &why))
+        }
+        PushStatus::Rejected(why) => {
+            tracing::debug!("lease {} lost: {why}", update.dst);
+            Ok(Confirm::LostLease)
+        }
     }
-    for (u, status) in updates.iter().zip(&statuses) {
-        if let PushStatus::Rejected(why) = status {
-            if refused_by_policy(why) {
-                return Err(policy_refusal(remote, &u.dst, why));
+}
+
+/// Fetches the remote's leases of `goal` — of one todo, or all of them —
+/// and nothing else: what a claim needs to decide (a lease fetch carries a
+/// root commit or two, where the peers' heads carry their states).
+pub fn fetch_leases(ctx: &Context, remote: &str, goal: &str, todo: Option<&str>) -> Result<Leases> {
+    let dir = ctx.repo_dir().to_owned();
+    let pattern = match todo {
+        Some(t) => format!("{goal}/{t}"),
+        None => format!("{goal}/*"),
+    };
+    let mut jitter = transaction::Jitter::new();
+    let mut attempt = 1;
+    let found = loop {
+        match transport::fetch_leases(&dir, remote, &pattern) {
+            Err(git_cmd::TransportError::Failed(message)) if attempt <= super::FETCH_RETRIES => {
+                tracing::debug!(
+                    "fetch of leases from {remote} failed (attempt {attempt}): {message}"
+                );
+                std::thread::sleep(Duration::from_millis(50 << attempt) + jitter.backoff(attempt));
+                attempt += 1;
+            }
+            other => break other.map_err(git_failed)?,
+        }
+    };
+    if !found {
+        return Ok(Leases::default());
+    }
+    let prefix = format!("{}leases/{pattern}", transport::tracking_prefix(remote));
+    let prefix = prefix.trim_end_matches('*');
+    let mut leases = Leases::default();
+    for r in transport::refs_with_trailers(&dir, prefix).map_err(git_failed)? {
+        if let Some(lease) = Published::from_trailers(&r.trailers) {
+            if lease.goal == goal && todo.is_none_or(|t| lease.todo == t) {
+                let key = (lease.goal.clone(), lease.todo.clone());
+                leases.0.insert(key, (Oid(r.commit), lease));
             }
         }
     }
-    match &statuses[0] {
-        PushStatus::Rejected(why) if !why.contains("atomic") => {
-            tracing::debug!("lease {} lost: {why}", updates[0].dst);
-            Ok(Confirm::LostLease)
-        }
-        // The lease held but the peer ref did not: a copied clone.
-        _ => Err(peer_moved(
-            remote,
-            &updates[1].dst,
-            match &statuses[1] {
-                PushStatus::Rejected(why) => why,
-                _ => "rejected",
-            },
-        )),
-    }
+    Ok(leases)
+}
+
+/// How many peers this clone saw on the remote at its last sync (itself
+/// included): `todo next --claim --sync` spreads over that many todos.
+pub fn known_peers(ctx: &Context, remote: &str) -> usize {
+    let me = peer_ref(&peer_id(ctx));
+    let prefix = format!("{}peers/", transport::tracking_prefix(remote));
+    let others = transport::refs_under(ctx.repo_dir(), &prefix)
+        .map(|refs| {
+            refs.iter()
+                .filter(|(name, _)| !name.ends_with(me.trim_start_matches(PEERS)))
+                .count()
+        })
+        .unwrap_or(0);
+    others + 1
 }
 
 /// The waits between attempts whose failure was not a lost lease, and the

@@ -337,11 +337,17 @@ fn network(
     }
     drop(tx);
     let start = Instant::now();
+    // Polled from 1 ms up to 20 ms: most network steps end within tens of
+    // milliseconds, and a fixed 20 ms wait would add ~10 ms to each.
+    let mut pause = Duration::from_millis(1);
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
             Ok(None) if start.elapsed() >= limit => break None,
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(20));
+            }
             Err(e) => {
                 return Err(TransportError::Failed(format!(
                     "waiting for git {step}: {e}"

@@ -18,6 +18,7 @@ mod hooks_install;
 mod hostile;
 mod import;
 mod kernel;
+mod layout;
 mod leaks;
 mod monitor;
 mod order;

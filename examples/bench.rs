@@ -10,7 +10,8 @@
 //! LOOPX_REF_PATH), it also times the same governed turn in both.
 //!
 //! Options: `--sizes 100,1000` `--reps 25` `--quick` (small sizes, few reps);
-//! `--only sizes|contention|merge|turn` runs one part;
+//! `--only sizes|contention|merge|runs|turn` runs one part (`runs`: a
+//! writeback on an empty day against one after 20,000 runs that day);
 //! `--setup DIR N` only builds a repository of N todos under DIR and prints its path.
 
 #[path = "support/binary.rs"]
@@ -20,7 +21,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use loopx::model::{ids, Extra, Priority, Role, State, Timestamp, Todo, TodoClass};
+use loopx::model::{
+    ids, Extra, Outcome, Priority, Role, Run, RunKind, State, Timestamp, Todo, TodoClass,
+};
 use loopx::store::{transact, GixStore, Message, Write};
 
 const NOW: &str = "2026-12-02T10:00:00Z";
@@ -31,7 +34,7 @@ usage: cargo run --release --example bench -- [options]
   --sizes 100,1000,10000   state sizes to measure (todos)
   --reps N                 repetitions per figure (default 25)
   --quick                  small sizes, few repetitions
-  --only PART              one part: sizes | contention | merge | turn
+  --only PART              one part: sizes | contention | merge | runs | turn
   --setup DIR N            only build a repository of N todos under DIR, print its path
 
 With LOOPX_REF_BIN and LOOPX_REF_PATH set (scripts/install-reference.sh),
@@ -42,7 +45,9 @@ struct Opts {
     reps: usize,
     contention: (usize, usize),
     divergent: usize,
-    /// Run only this part: `sizes`, `contention`, `merge` or `turn`.
+    /// Runs in one day for the `runs` part.
+    runs_in_a_day: usize,
+    /// Run only this part: `sizes`, `contention`, `merge`, `runs` or `turn`.
     only: Option<String>,
 }
 
@@ -53,6 +58,7 @@ fn opts() -> Opts {
         reps: 25,
         contention: (8, 100),
         divergent: 500,
+        runs_in_a_day: 20_000,
         only: None,
     };
     let mut i = 0;
@@ -78,6 +84,7 @@ fn opts() -> Opts {
                 o.reps = 7;
                 o.contention = (4, 10);
                 o.divergent = 50;
+                o.runs_in_a_day = 2_000;
             }
             "--help" | "-h" => {
                 println!("{USAGE}");
@@ -185,6 +192,28 @@ fn todo_id(i: usize) -> String {
 /// the measurements, and on ext4 a burst of deletions slows every file
 /// creation for minutes after (the allocator skips recently freed inodes).
 fn build(env: &Env, name: &str, n: usize) -> PathBuf {
+    build_with_runs(env, name, n, 0, RunLayout::Sharded, now())
+}
+
+/// Where [`build_with_runs`] puts its runs.
+#[derive(Clone, Copy, PartialEq)]
+enum RunLayout {
+    /// Where git-loopx writes them: `runs/<day>/<xx>/<id>.yaml`.
+    Sharded,
+    /// Where versions before the shard level wrote them: `runs/<day>/<id>.yaml`.
+    Unsharded,
+}
+
+/// [`build`], with `runs` writeback records made `at` (one per todo in
+/// turn) in the same `git fast-import` commit.
+fn build_with_runs(
+    env: &Env,
+    name: &str,
+    n: usize,
+    runs: usize,
+    layout: RunLayout,
+    at: Timestamp,
+) -> PathBuf {
     use std::io::Write as _;
     let dir = env.root.path().join(name);
     std::fs::create_dir_all(&dir).unwrap();
@@ -192,7 +221,7 @@ fn build(env: &Env, name: &str, n: usize) -> PathBuf {
     env.git(&dir, &["commit", "-q", "--allow-empty", "-m", "base"]);
     env.loopx_ok(&dir, &["init", "--objective", "bench"]);
     let mut stream = Vec::new();
-    let message = format!("bench: {n} todos");
+    let message = format!("bench: {n} todos, {runs} runs");
     write!(
         stream,
         "commit refs/heads/loopx-state\ncommitter bench <bench@example.com> {} +0000\ndata {}\n{message}\nfrom refs/heads/loopx-state^0\n",
@@ -213,6 +242,27 @@ fn build(env: &Env, name: &str, n: usize) -> PathBuf {
         );
         let bytes = loopx::codec::encode(&todo);
         let path = loopx::codec::todo_path(&todo);
+        write!(stream, "M 100644 inline {path}\ndata {}\n", bytes.len()).unwrap();
+        stream.extend_from_slice(&bytes);
+        stream.push(b'\n');
+    }
+    for i in 0..runs {
+        let mut run = Run::new(
+            ids::derive_id("run_", &["bench", &i.to_string()]),
+            RunKind::Writeback,
+            "main",
+            Some("bench"),
+            at,
+        );
+        run.seq = Some(i as u64 + 1);
+        run.todo = Some(todo_id(i % n));
+        run.outcome = Some(Outcome::OutcomeProgress);
+        run.summary = Some(format!("bench writeback {i}"));
+        let bytes = loopx::codec::encode(&run);
+        let path = match layout {
+            RunLayout::Sharded => loopx::codec::run_path(&run),
+            RunLayout::Unsharded => loopx::codec::unsharded_run_path(&run),
+        };
         write!(stream, "M 100644 inline {path}\ndata {}\n", bytes.len()).unwrap();
         stream.extend_from_slice(&bytes);
         stream.push(b'\n');
@@ -645,6 +695,115 @@ fn divergent_merge(env: &Env, o: &Opts, t: &mut Table) {
     );
 }
 
+/// A writeback on a day with no runs yet against one after `runs` runs the
+/// same day: both states hold as many runs (the empty day's are the day
+/// before), so only the day's own count differs; in-process and as a `git
+/// loopx writeback` process, 1,000 todos each. Also, for scale: the same
+/// writeback with no runs at all (what the state's size costs, whatever the
+/// day), and after the day's runs in the unsharded layout of older versions
+/// (whose day tree every writeback of that day still rewrites).
+fn runs_in_a_day(env: &Env, o: &Opts, t: &mut Table) {
+    const TODOS: usize = 1_000;
+    let runs = o.runs_in_a_day;
+    let yesterday = Timestamp::from_unix(now().unix() - 86_400);
+    let cases = [
+        (
+            "runs-empty",
+            runs,
+            RunLayout::Sharded,
+            yesterday,
+            format!("empty day ({runs} runs the day before)"),
+        ),
+        (
+            "runs-full",
+            runs,
+            RunLayout::Sharded,
+            now(),
+            format!("after {runs} runs that day"),
+        ),
+        (
+            "runs-flat",
+            runs,
+            RunLayout::Unsharded,
+            now(),
+            format!("after {runs} unsharded runs that day"),
+        ),
+        (
+            "runs-none",
+            0,
+            RunLayout::Sharded,
+            now(),
+            "no runs at all".to_owned(),
+        ),
+    ];
+    let mut figures = Vec::new();
+    for (name, n_runs, layout, at, label) in cases {
+        let dir = build_with_runs(env, name, TODOS, n_runs, layout, at);
+        let ctx = loopx::ops::Context::open(&dir, now(), Some("bench".into()), None).unwrap();
+        let inproc = time(o.reps, |i| {
+            loopx::ops::mutate(&ctx, |s: &mut State, goal: &str| {
+                let mut run = Run::new(
+                    ids::derive_id("run_", &[name, "in-process", &i.to_string()]),
+                    RunKind::Writeback,
+                    goal,
+                    Some("bench"),
+                    now(),
+                );
+                run.todo = Some(todo_id(i % TODOS));
+                run.outcome = Some(Outcome::OutcomeProgress);
+                run.summary = Some(format!("in-process {i}"));
+                loopx::ops::append_run(s, goal, &mut run);
+                Ok((
+                    (),
+                    Message::new("writeback", format!("bench writeback {i}")),
+                ))
+            })
+            .unwrap();
+        });
+        let process = time(o.reps, |i| {
+            let todo = todo_id(i % TODOS);
+            env.loopx_ok(
+                &dir,
+                &[
+                    "--agent",
+                    "bench",
+                    "writeback",
+                    "--todo",
+                    &todo,
+                    "--outcome",
+                    "outcome_progress",
+                    "--summary",
+                    "bench",
+                ],
+            );
+        });
+        figures.push((label, inproc, process));
+    }
+    let base = figures[0].clone();
+    let vs = |s: Stats, b: Stats| {
+        format!(
+            "{:.2}x the empty day",
+            s.p50.as_secs_f64() / b.p50.as_secs_f64()
+        )
+    };
+    for (label, inproc, _) in &figures {
+        t.row(
+            "",
+            &format!("writeback in-process, {label}"),
+            *inproc,
+            vs(*inproc, base.1),
+        );
+    }
+    for (label, _, process) in &figures {
+        t.row(
+            "",
+            &format!("writeback process, {label}"),
+            *process,
+            vs(*process, base.2),
+        );
+    }
+}
+
 fn reference_turn(env: &Env, o: &Opts, t: &mut Table) {
     let (Ok(ref_bin), Ok(ref_path)) = (
         std::env::var("LOOPX_REF_BIN"),
@@ -795,6 +954,9 @@ fn main() {
     }
     if run("merge") {
         divergent_merge(&env, &o, &mut t);
+    }
+    if run("runs") {
+        runs_in_a_day(&env, &o, &mut t);
     }
     if run("turn") {
         reference_turn(&env, &o, &mut t);

@@ -88,13 +88,27 @@ where
                     d.todos.push((path.to_owned(), todo));
                 }
             }
-            Slot::Run { goal, day, id } => {
+            Slot::Run {
+                goal,
+                day,
+                shard,
+                id,
+            } => {
                 if let Some(run) = out.decode::<Run>(bytes) {
                     out.expect("id", &run.id, id);
                     if !ids::is_valid_run_id(id) {
                         out.problem(
                             "id",
                             format!("`{id}` is not a run id (run_ and 12 hex digits)"),
+                        );
+                    } else if let Some(shard) = shard.filter(|&s| s != ids::shard(id)) {
+                        out.problem(
+                            "id",
+                            format!(
+                                "`{id}` belongs in shard `{}`, not `{shard}` (goals/{goal}/runs/{day}/{}/{id}.yaml)",
+                                ids::shard(id),
+                                ids::shard(id)
+                            ),
                         );
                     }
                     out.expect("goal", &run.goal, goal);

@@ -105,7 +105,25 @@ pub fn todo_path(todo: &Todo) -> String {
     )
 }
 
+/// Where a run is written: `goals/<goal>/runs/<day>/<xx>/<id>.yaml`, `<xx>`
+/// its id's shard as for todos, so a writeback rewrites a shard's small
+/// tree, not the whole day's.
 pub fn run_path(run: &Run) -> String {
+    format!(
+        "goals/{}/runs/{}/{}/{}.yaml",
+        run.goal,
+        run.at.day(),
+        ids::shard(&run.id),
+        run.id
+    )
+}
+
+/// Where versions before the shard level wrote a run:
+/// `goals/<goal>/runs/<day>/<id>.yaml`. Such files are read as ever and
+/// never written again: every write of a run at [`run_path`] also removes
+/// this path (a no-op unless the run lived there), so a rewritten run moves
+/// instead of being stored twice.
+pub fn unsharded_run_path(run: &Run) -> String {
     format!("goals/{}/runs/{}/{}.yaml", run.goal, run.at.day(), run.id)
 }
 
@@ -181,9 +199,13 @@ pub fn written_files(before: Option<&Skeleton>, new: &State) -> Vec<FileEdit> {
                 )),
             }
         }
-        // Runs are append-only: a written run is (re)stored where its day says.
+        // Runs are append-only: a written run is (re)stored where its day
+        // and shard say, and its unsharded path is removed first (see
+        // `unsharded_run_path`; first, so that a cached delta replayed in
+        // order removes nothing but the old place).
         for id in gs.runs.dirty() {
             if let Some(run) = gs.runs.get(id) {
+                out.push((unsharded_run_path(run), None));
                 out.push((run_path(run), Some(encode(run))));
             }
         }
@@ -310,25 +332,47 @@ pub type FileEdit = (String, Option<Vec<u8>>);
 
 /// The files that differ between `old` and `new`: only changed entities are
 /// encoded, so a write costs what it changes, not what the state holds.
+/// A run rewritten or removed here (a merge taking the other side's) also
+/// loses its unsharded path, as in [`written_files`].
 pub fn changed_files(old: Option<&State>, new: &State) -> Vec<FileEdit> {
     let mut out = Vec::new();
+    /// Where an entity is written, and where else an older layout may hold it.
+    struct Place<T> {
+        path: fn(&T) -> String,
+        older: Option<fn(&T) -> String>,
+    }
+    impl<T> Clone for Place<T> {
+        fn clone(&self) -> Self {
+            *self
+        }
+    }
+    impl<T> Copy for Place<T> {}
     fn entity<T: Serialize + PartialEq>(
         out: &mut Vec<FileEdit>,
         old: Option<&T>,
         new: Option<&T>,
-        path: impl Fn(&T) -> String,
+        place: Place<T>,
     ) {
+        let path = place.path;
         match (old, new) {
             (Some(a), Some(b)) if a == b => {}
-            (Some(a), Some(b)) => {
-                let (pa, pb) = (path(a), path(b));
-                if pa != pb {
-                    out.push((pa, None));
+            (Some(a), b) => {
+                if let Some(older) = place.older {
+                    out.push((older(a), None));
                 }
-                out.push((pb, Some(encode(b))));
+                let pa = path(a);
+                match b {
+                    Some(b) => {
+                        let pb = path(b);
+                        if pa != pb {
+                            out.push((pa, None));
+                        }
+                        out.push((pb, Some(encode(b))));
+                    }
+                    None => out.push((pa, None)),
+                }
             }
             (None, Some(b)) => out.push((path(b), Some(encode(b)))),
-            (Some(a), None) => out.push((path(a), None)),
             (None, None) => {}
         }
     }
@@ -336,36 +380,53 @@ pub fn changed_files(old: Option<&State>, new: &State) -> Vec<FileEdit> {
         out: &mut Vec<FileEdit>,
         old: Option<&dyn Entities<T>>,
         new: &dyn Entities<T>,
-        path: impl Fn(&T) -> String + Copy,
+        place: Place<T>,
     ) {
         for id in new.entity_keys() {
-            entity(out, old.and_then(|o| o.entity(id)), new.entity(id), path);
+            entity(out, old.and_then(|o| o.entity(id)), new.entity(id), place);
         }
         for id in old.into_iter().flat_map(|o| o.entity_keys()) {
             if new.entity(id).is_none() {
-                entity(out, old.and_then(|o| o.entity(id)), None, path);
+                entity(out, old.and_then(|o| o.entity(id)), None, place);
             }
         }
     }
-    entity(&mut out, old.map(|o| &o.meta), Some(&new.meta), |_| {
-        META_PATH.to_owned()
-    });
-    map(&mut out, old.map(|o| &o.agents as _), &new.agents, |a| {
-        agent_path(&a.id)
-    });
+    fn only<T>(path: fn(&T) -> String) -> Place<T> {
+        Place { path, older: None }
+    }
+    let todos = only(todo_path);
+    let runs = Place {
+        path: run_path,
+        older: Some(unsharded_run_path),
+    };
+    entity(
+        &mut out,
+        old.map(|o| &o.meta),
+        Some(&new.meta),
+        only(|_| META_PATH.to_owned()),
+    );
+    map(
+        &mut out,
+        old.map(|o| &o.agents as _),
+        &new.agents,
+        only(|a| agent_path(&a.id)),
+    );
     for (gid, gs) in &new.goals {
         let og = old.and_then(|o| o.goals.get(gid));
-        entity(&mut out, og.map(|g| &g.goal), Some(&gs.goal), |g| {
-            goal_path(&g.id)
-        });
-        map(&mut out, og.map(|g| &g.todos as _), &gs.todos, todo_path);
-        map(&mut out, og.map(|g| &g.runs as _), &gs.runs, run_path);
+        entity(
+            &mut out,
+            og.map(|g| &g.goal),
+            Some(&gs.goal),
+            only(|g| goal_path(&g.id)),
+        );
+        map(&mut out, og.map(|g| &g.todos as _), &gs.todos, todos);
+        map(&mut out, og.map(|g| &g.runs as _), &gs.runs, runs);
     }
     for (gid, og) in old.map(|o| &o.goals).into_iter().flatten() {
         if !new.goals.contains_key(gid) {
             out.push((goal_path(gid), None));
-            map(&mut out, Some(&og.todos), &Tracked::new(), todo_path);
-            map(&mut out, Some(&og.runs), &Tracked::new(), run_path);
+            map(&mut out, Some(&og.todos), &Tracked::new(), todos);
+            map(&mut out, Some(&og.runs), &Tracked::new(), runs);
         }
     }
     out
@@ -404,9 +465,12 @@ enum Slot<'a> {
         shard: &'a str,
         id: &'a str,
     },
+    /// `shard` is `None` for a run in the unsharded layout of older
+    /// versions (`runs/<day>/<id>.yaml`), still read.
     Run {
         goal: &'a str,
         day: &'a str,
+        shard: Option<&'a str>,
         id: &'a str,
     },
     Foreign,
@@ -427,9 +491,16 @@ fn classify(path: &str) -> Result<Slot<'_>, Error> {
             shard,
             id: &file[..file.len() - 5],
         },
+        ["goals", goal, "runs", day, shard, file] if yaml(file).is_some() => Slot::Run {
+            goal,
+            day,
+            shard: Some(shard),
+            id: &file[..file.len() - 5],
+        },
         ["goals", goal, "runs", day, file] if yaml(file).is_some() => Slot::Run {
             goal,
             day,
+            shard: None,
             id: &file[..file.len() - 5],
         },
         ["agents", ..] | ["goals", ..] => {
@@ -527,13 +598,24 @@ where
                 expect_field(path, "goal", &todo.goal, goal)?;
                 todos.push((path, todo));
             }
-            Slot::Run { goal, day, id } => {
+            Slot::Run {
+                goal,
+                day,
+                shard,
+                id,
+            } => {
                 let Some(Parsed::Run(run)) = parsed.take().transpose()? else {
                     unreachable!("a run's file parses as a run");
                 };
                 expect_id(path, &run.id, id)?;
                 if !ids::is_valid_run_id(id) {
                     return Err(err(path, format!("`{id}` is not a run id")));
+                }
+                if let Some(shard) = shard.filter(|&s| s != ids::shard(id)) {
+                    return Err(err(
+                        path,
+                        format!("`{id}` is not a run id of shard `{shard}`"),
+                    ));
                 }
                 expect_field(path, "goal", &run.goal, goal)?;
                 expect_field(path, "at", &run.at.day(), day)?;
@@ -548,24 +630,38 @@ where
             .ok_or_else(|| err(path, format!("goal `{}` has no goal.yaml", todo.goal)))?;
         gs.todos.insert(todo.id.clone(), todo);
     }
+    let mut run_paths: Vec<&str> = Vec::with_capacity(runs.len());
     for (path, run) in runs {
+        let path: &str = path;
         let gs = state
             .goals
             .get_mut(&run.goal)
             .ok_or_else(|| err(path, format!("goal `{}` has no goal.yaml", run.goal)))?;
-        if gs.runs.insert(run.id.clone(), run).is_some() {
-            return Err(err(path, "duplicate run id"));
+        run_paths.push(path);
+        if let Some(first) = gs.runs.insert(run.id.clone(), run) {
+            // The same run in both layouts (or under two days) is refused:
+            // which of the two holds it would be a guess.
+            let file = format!("/{}.yaml", first.id);
+            let other = run_paths
+                .iter()
+                .find(|&&p| p != path && p.ends_with(&file))
+                .map_or("another file", |p| p);
+            return Err(err(
+                path,
+                format!("duplicate run id `{}`: also stored at {other}", first.id),
+            ));
         }
     }
     state.check().map_err(|(entity, message)| {
-        let path = path_of_entity(&state, &entity).unwrap_or_else(|| entity.clone());
+        let path = path_of_entity(&state, &entity, &run_paths).unwrap_or_else(|| entity.clone());
         err(&path, message)
     })?;
     state.clean();
     Ok(state)
 }
 
-fn path_of_entity(state: &State, entity: &str) -> Option<String> {
+/// The file `entity` (as `State::check` names it) was read from.
+fn path_of_entity(state: &State, entity: &str, run_paths: &[&str]) -> Option<String> {
     let (kind, id) = entity.split_once(' ').unwrap_or((entity, ""));
     match kind {
         "loopx" => Some(META_PATH.to_owned()),
@@ -576,11 +672,18 @@ fn path_of_entity(state: &State, entity: &str) -> Option<String> {
             .values()
             .find_map(|gs| gs.todos.get(id))
             .map(todo_path),
-        "run" => state
-            .goals
-            .values()
-            .find_map(|gs| gs.runs.get(id))
-            .map(run_path),
+        // A run's file may be in either layout: the one it was read from.
+        "run" => run_paths
+            .iter()
+            .find(|p| p.ends_with(&format!("/{id}.yaml")))
+            .map(|p| (*p).to_owned())
+            .or_else(|| {
+                state
+                    .goals
+                    .values()
+                    .find_map(|gs| gs.runs.get(id))
+                    .map(run_path)
+            }),
         _ => None,
     }
 }
@@ -697,6 +800,91 @@ mod tests {
             assert!(decode::<Goal>("goals/main/goal.yaml", at_limit.as_bytes()).is_err());
         }
         eprintln!("hostile nesting decoded in {:?}", started.elapsed());
+    }
+
+    /// A state with one run, and its files in the layout before the shard
+    /// level (the run at `runs/<day>/<id>.yaml`).
+    fn with_unsharded_run() -> (State, Run, BTreeMap<String, Vec<u8>>) {
+        let now = Timestamp::from_unix(1_800_000_000);
+        let mut state = State::with_goal(Goal::new("main", "o", now), now);
+        let run = Run::new(
+            "run_ab0123456789".into(),
+            crate::model::RunKind::Turn,
+            "main",
+            Some("a1"),
+            now,
+        );
+        let gs = state.goals.get_mut("main").unwrap();
+        gs.runs.insert(run.id.clone(), run.clone());
+        state.clean();
+        let mut files = encode_state(&state);
+        let bytes = files.remove(&run_path(&run)).unwrap();
+        files.insert(unsharded_run_path(&run), bytes);
+        (state, run, files)
+    }
+
+    fn read(files: &BTreeMap<String, Vec<u8>>) -> Result<State, Error> {
+        decode_state(files.iter().map(|(p, b)| (p.as_str(), b.as_slice())))
+    }
+
+    #[test]
+    fn runs_are_sharded_and_the_unsharded_layout_still_reads() {
+        let (state, run, files) = with_unsharded_run();
+        assert_eq!(
+            run_path(&run),
+            format!("goals/main/runs/{}/ab/run_ab0123456789.yaml", run.at.day())
+        );
+        assert_eq!(read(&encode_state(&state)).unwrap(), state);
+        assert_eq!(read(&files).unwrap(), state);
+        // In the wrong shard: refused, naming the file.
+        let mut wrong = encode_state(&state);
+        let bytes = wrong.remove(&run_path(&run)).unwrap();
+        let path = run_path(&run).replace("/ab/", "/cd/");
+        wrong.insert(path.clone(), bytes);
+        let e = read(&wrong).unwrap_err();
+        assert_eq!(e.path, path);
+        assert!(e.message.contains("shard `cd`"), "{e}");
+    }
+
+    #[test]
+    fn a_run_in_both_layouts_is_a_duplicate_naming_both_files() {
+        let (_, run, mut files) = with_unsharded_run();
+        let bytes = files[&unsharded_run_path(&run)].clone();
+        files.insert(run_path(&run), bytes);
+        let e = read(&files).unwrap_err();
+        assert_eq!(e.path, unsharded_run_path(&run));
+        assert!(e.message.contains("duplicate run id"), "{e}");
+        assert!(e.message.contains(&run_path(&run)), "{e}");
+    }
+
+    /// Applies edits in order, as the store and a replayed delta do.
+    fn apply(files: &mut BTreeMap<String, Vec<u8>>, edits: Vec<FileEdit>) {
+        for (path, bytes) in edits {
+            match bytes {
+                Some(b) => files.insert(path, b),
+                None => files.remove(&path),
+            };
+        }
+    }
+
+    #[test]
+    fn a_rewritten_unsharded_run_moves_and_is_never_stored_twice() {
+        let (state, run, mut files) = with_unsharded_run();
+        // A write through the transaction (the run marked written).
+        let mut new = read(&files).unwrap();
+        let gs = new.goals.get_mut("main").unwrap();
+        gs.runs.get_mut(&run.id).unwrap().summary = Some("redone".into());
+        let edits = written_files(Some(&Skeleton::of(&state)), &new);
+        assert_eq!(edits[0], (unsharded_run_path(&run), None), "{edits:?}");
+        let mut written = files.clone();
+        apply(&mut written, edits);
+        assert_eq!(read(&written).unwrap(), new);
+        assert!(written.contains_key(&run_path(&run)));
+        assert!(!written.contains_key(&unsharded_run_path(&run)));
+        // The same change as a merge makes it (one state against another).
+        let old = read(&files).unwrap();
+        apply(&mut files, changed_files(Some(&old), &new));
+        assert_eq!(files, written);
     }
 
     #[test]

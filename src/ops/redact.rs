@@ -75,8 +75,10 @@ fn git_failed(message: String) -> Error {
     StoreError::Git(message).into()
 }
 
-/// The file of the todo or run `id` (a unique prefix) among `paths`.
-fn entity_path(scope: Scope, id: &str, paths: &[String]) -> Result<Option<String>> {
+/// The files of the todo or run `id` (a unique prefix) among `paths`: one
+/// entity, at one path or (a run kept in the unsharded layout by some
+/// commits and moved by others) at several.
+fn entity_paths(scope: Scope, id: &str, paths: &[String]) -> Result<Vec<String>> {
     let dir = if scope == Scope::Todo {
         "/todos/"
     } else {
@@ -88,15 +90,15 @@ fn entity_path(scope: Scope, id: &str, paths: &[String]) -> Result<Option<String
         .filter(|p| p.rsplit('/').next().is_some_and(|f| f.starts_with(id)))
         .collect();
     found.dedup();
-    match found.as_slice() {
-        [] => Ok(None),
-        [one] => Ok(Some((*one).clone())),
-        _ => Err(
+    let file = |p: &str| p.rsplit('/').next().map(str::to_owned);
+    if found.windows(2).any(|w| file(w[0]) != file(w[1])) {
+        return Err(
             Refusal::new(Code::AmbiguousId, format!("{id} names more than one file"))
                 .with_hint("give more characters of the id")
                 .into(),
-        ),
+        );
     }
+    Ok(found.into_iter().cloned().collect())
 }
 
 /// `redact <scope> [ID] (--text S… | --all-leaks)`.
@@ -125,16 +127,15 @@ pub fn redact(
             let mut all: Vec<String> = at_tip.into_iter().map(|(_, p)| p).collect();
             all.extend(changed);
             all.sort();
-            match entity_path(scope, id, &all)? {
-                Some(p) => vec![p],
-                None => {
-                    return Err(Refusal::new(
-                        Code::TodoNotFound,
-                        format!("no file for {id} at the tip or in unpushed history"),
-                    )
-                    .into())
-                }
+            let found = entity_paths(scope, id, &all)?;
+            if found.is_empty() {
+                return Err(Refusal::new(
+                    Code::TodoNotFound,
+                    format!("no file for {id} at the tip or in unpushed history"),
+                )
+                .into());
             }
+            found
         }
     };
     let commits = history::read_objects(&dir, &unpushed).map_err(git_failed)?;

@@ -16,6 +16,13 @@ pub const STALE_LOCK_AGE: Duration = Duration::from_secs(5);
 /// A temporary file of ours younger than this is left alone, whoever made it.
 const LEFTOVER_AGE: Duration = Duration::from_secs(60);
 
+/// git's own temporary pack files (`tmp_pack_*`, `tmp_idx_*`, `tmp_rev_*`
+/// in `objects/pack`), which a fetch or `index-pack` stopped mid-way
+/// leaves behind (sync kills one on its timeout), younger than this are
+/// left alone: a running fetch may be writing one, and their names carry
+/// no pid.
+const GIT_LEFTOVER_AGE: Duration = Duration::from_secs(3600);
+
 /// A lock file on one of our refs, and its age.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RefLock {
@@ -63,7 +70,8 @@ pub fn remove_stale_locks(common_dir: &Path) -> io::Result<Vec<RefLock>> {
 /// (`tmp_loopx_<pid>_<n>`), the ref's old file (`tmp_loopx_old_ref_<pid>`)
 /// and half-written cache files (`<key>.<pid>.tmp`), once they are older
 /// than a minute and their process is gone (where the OS says; elsewhere
-/// after an hour). Returns how many it removed.
+/// after an hour); and git's temporary pack files a stopped fetch left,
+/// once they are older than an hour. Returns how many it removed.
 pub fn remove_leftovers(dirs: &[PathBuf]) -> usize {
     let mut removed = 0;
     for dir in dirs {
@@ -72,18 +80,21 @@ pub fn remove_leftovers(dirs: &[PathBuf]) -> usize {
         };
         for entry in entries.flatten() {
             let name = entry.file_name();
-            let Some(pid) = name.to_str().and_then(leftover_pid) else {
+            let name = name.to_str().unwrap_or_default();
+            let pid = leftover_pid(name);
+            if pid.is_none() && !is_git_leftover(name) {
                 continue;
-            };
+            }
             let age = entry
                 .metadata()
                 .and_then(|m| m.modified())
                 .ok()
                 .and_then(|m| m.elapsed().ok())
                 .unwrap_or_default();
-            let gone = match process_alive(pid) {
-                Some(alive) => !alive && age >= LEFTOVER_AGE,
-                None => age >= LEFTOVER_AGE * 60,
+            let gone = match pid.map(process_alive) {
+                Some(Some(alive)) => !alive && age >= LEFTOVER_AGE,
+                Some(None) => age >= LEFTOVER_AGE * 60,
+                None => age >= GIT_LEFTOVER_AGE,
             };
             if gone && std::fs::remove_file(entry.path()).is_ok() {
                 removed += 1;
@@ -105,6 +116,15 @@ fn leftover_pid(name: &str) -> Option<u32> {
     name.starts_with("state-")
         .then(|| pid.parse().ok())
         .flatten()
+}
+
+/// Whether `name` is one of the temporary files git's `fetch`,
+/// `index-pack` and `pack-objects` write into `objects/pack` before they
+/// name a pack.
+fn is_git_leftover(name: &str) -> bool {
+    ["tmp_pack_", "tmp_idx_", "tmp_rev_"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
 }
 
 /// Whether process `pid` is alive, where the OS can tell.
@@ -220,6 +240,37 @@ mod tests {
             process_alive(1).is_some(),
             "a live one stays"
         );
+    }
+
+    /// A fetch killed on sync's timeout leaves git's `tmp_pack_*` (and
+    /// `tmp_idx_*`) in `objects/pack`; an old one goes, a young one (a fetch
+    /// may be writing it) and a named pack stay.
+    #[test]
+    fn git_temporary_packs_go_once_an_hour_old() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = std::time::SystemTime::now();
+        let dated = |name: &str, age: Duration| {
+            let path = dir.path().join(name);
+            let file = std::fs::File::create(&path).unwrap();
+            file.set_modified(now - age).unwrap();
+            path
+        };
+        let hours = |n: u64| Duration::from_secs(3600 * n);
+        let stale = [
+            dated("tmp_pack_Ab12Cd", hours(2)),
+            dated("tmp_idx_Ab12Cd", hours(2)),
+            dated("tmp_rev_Ab12Cd", hours(30)),
+        ];
+        let kept = [
+            dated("tmp_pack_young", Duration::from_secs(20 * 60)),
+            dated("tmp_idx_young", Duration::from_secs(20 * 60)),
+            dated("pack-0123.pack", hours(2)),
+            dated("pack-0123.idx", hours(2)),
+            dated("pack-0123.keep", hours(2)),
+        ];
+        assert_eq!(remove_leftovers(&[dir.path().to_owned()]), stale.len());
+        assert!(stale.iter().all(|p| !p.exists()));
+        assert!(kept.iter().all(|p| p.exists()));
     }
 
     #[test]

@@ -19,6 +19,7 @@ mod hooks_install;
 mod hostile;
 mod import;
 mod kernel;
+mod layout;
 mod leaks;
 mod monitor;
 mod order;

@@ -5,28 +5,32 @@ use std::path::Path;
 
 use crate::env::{Redactor, TestEnv};
 
-/// The state commits' short ids, the todo shards (from random ids), then
+/// The state commits' short ids, the todo and run shards (from random ids), then
 /// ids and full commit ids, made stable.
 fn stable(r: &mut Redactor, text: &str, commits: &[(&str, &str)]) -> String {
     let mut text = text.to_owned();
     for (commit, name) in commits {
         text = text.replace(commit, name).replace(&commit[..10], name);
     }
-    // goals/main/todos/<xx>/…: the shard is the id's first two hex digits.
-    let mut out = String::new();
-    let mut rest = text.as_str();
-    while let Some(i) = rest.find("/todos/") {
-        let (head, tail) = rest.split_at(i + "/todos/".len());
-        out.push_str(head);
-        if tail.len() > 3 && tail.as_bytes()[2] == b'/' {
-            out.push_str("xx");
-            rest = &tail[2..];
-        } else {
-            rest = tail;
+    // goals/main/todos/<xx>/… and goals/main/runs/<day>/<xx>/…: the shard
+    // is the id's first two hex digits.
+    for dir in ["/todos/", "/runs/2026-12-02/"] {
+        let mut out = String::new();
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find(dir) {
+            let (head, tail) = rest.split_at(i + dir.len());
+            out.push_str(head);
+            if tail.len() > 3 && tail.as_bytes()[2] == b'/' {
+                out.push_str("xx");
+                rest = &tail[2..];
+            } else {
+                rest = tail;
+            }
         }
+        out.push_str(rest);
+        text = out;
     }
-    out.push_str(rest);
-    r.redact(&out)
+    r.redact(&text)
 }
 
 /// The patch part of a text or Markdown output, one chunk per file, sorted

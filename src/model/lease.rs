@@ -297,6 +297,59 @@ mod tests {
     }
 
     #[test]
+    fn a_published_lease_round_trips_through_its_trailers() {
+        let mut w = todo();
+        claim(&mut w, "a", t(0), 600).unwrap();
+        let p = Published::of("g", &w.id, w.claim.as_ref().unwrap());
+        let trailers: Vec<(String, String)> = p
+            .trailers()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        assert_eq!(Published::from_trailers(&trailers), Some(p.clone()));
+        let broken: Vec<(String, String)> = trailers
+            .iter()
+            .filter(|(k, _)| k != "Loopx-Epoch")
+            .cloned()
+            .collect();
+        assert_eq!(Published::from_trailers(&broken), None);
+    }
+
+    /// A lease newer than the state is laid over the todo; one the state
+    /// has seen is not, and its end is what the state says.
+    #[test]
+    fn a_lease_overlays_only_a_state_that_has_not_seen_it() {
+        let mut held = todo();
+        claim(&mut held, "a", t(0), 600).unwrap();
+        let lease = Published::of("g", &held.id, held.claim.as_ref().unwrap());
+        let mut stale = todo();
+        assert!(lease.keeps_from(&stale, "b", t(10)));
+        assert!(!lease.keeps_from(&stale, "a", t(10)), "its own lease");
+        assert!(!lease.keeps_from(&stale, "b", t(700)), "expired");
+        assert!(lease.overlay(&mut stale));
+        assert_eq!(stale.claim.as_ref().unwrap().agent, "a");
+        let err = claim(&mut stale, "b", t(10), 600).unwrap_err();
+        assert_eq!(err.code, Code::ClaimConflict);
+        // The state knows this epoch: nothing laid over, and its end shows.
+        assert!(!lease.overlay(&mut held));
+        assert_eq!(lease.ended_in(&held), None, "still held as published");
+        let mut released = held.clone();
+        released.last_epoch = 1;
+        released.claim = None;
+        let end = lease.ended_in(&released).unwrap();
+        assert_eq!(end.status, LeaseStatus::Released);
+        let mut done = held.clone();
+        done.status = crate::model::TodoStatus::Done;
+        assert_eq!(lease.ended_in(&done).unwrap().status, LeaseStatus::Done);
+        // A done lease keeps every agent from a stale todo.
+        let mut stale = todo();
+        let finished = lease.ended_in(&done).unwrap();
+        assert!(finished.keeps_from(&stale, "a", t(10)));
+        finished.overlay(&mut stale);
+        assert!(claim(&mut stale, "b", t(10), 600).is_err());
+    }
+
+    #[test]
     fn the_holder_extends_only_past_half_the_ttl() {
         let mut todo = todo();
         assert_eq!(claim(&mut todo, "a", t(0), 600), Ok(ClaimAction::Acquired));

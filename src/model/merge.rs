@@ -522,6 +522,59 @@ mod tests {
     use super::*;
     use crate::model::{Goal, Priority, Role, Timestamp, Todo, TodoClass};
 
+    /// Two published heads both changed a todo's claim (an expired lease
+    /// taken over): the higher epoch wins whichever head is passed first,
+    /// and the loser is reported.
+    #[test]
+    fn published_heads_keep_the_higher_epoch_in_either_order() {
+        let now = Timestamp::from_unix(1_800_000_000);
+        let mut base = State::with_goal(Goal::new("g", "o", now), now);
+        let id = "todo_0123456789ab".to_owned();
+        let mut todo = Todo::new(
+            id.clone(),
+            "g",
+            "t",
+            Role::Agent,
+            TodoClass::Blocker,
+            Priority::P1,
+            None,
+            now,
+        );
+        todo.last_epoch = 1;
+        base.goals
+            .get_mut("g")
+            .unwrap()
+            .todos
+            .insert(id.clone(), todo);
+        let claimed = |state: &State, agent: &str, epoch: u64, rev: u64| {
+            let mut s = state.clone();
+            let t = s.goals.get_mut("g").unwrap().todos.get_mut(&id).unwrap();
+            t.claim = Some(crate::model::Claim {
+                agent: agent.into(),
+                epoch,
+                acquired_at: now,
+                expires_at: Timestamp::from_unix(1_800_000_600),
+                extra: Default::default(),
+            });
+            t.rev = rev;
+            s
+        };
+        // The older holder's head has the higher rev: the epoch still decides.
+        let old = claimed(&base, "x", 2, 9);
+        let new = claimed(&base, "y", 3, 2);
+        for (a, b) in [(&old, &new), (&new, &old)] {
+            let m = merge_published(Some(&base), a, b).expect("merges");
+            let claim = m.state.goals["g"].todos[&id].claim.clone().unwrap();
+            assert_eq!((claim.agent.as_str(), claim.epoch), ("y", 3));
+            assert_eq!(m.lost_claims.len(), 1);
+            assert_eq!(m.lost_claims[0].local["agent"], "x");
+        }
+        // Between the local branch and the remote, the remote wins as before.
+        let m = merge(Some(&base), &new, &old).expect("merges");
+        let claim = m.state.goals["g"].todos[&id].claim.clone().unwrap();
+        assert_eq!(claim.agent, "x");
+    }
+
     /// Found by the fuzz test: a todo changed on both sides whose `rev` is
     /// `u64::MAX` (a hand-made or hostile commit) overflowed the merged
     /// `rev` (a panic in a debug build, 0 in a release one).

@@ -556,8 +556,9 @@ fn peer_moved(remote: &str, dst: &str, why: &str) -> crate::Error {
     .into()
 }
 
-/// How many rounds a sync tries to advance `loopx-state` when another
-/// peer keeps advancing it first. Publishing does not depend on it.
+/// How many rounds a sync among a few peers tries to advance `loopx-state`
+/// when another peer advanced it first (past [`ADVANCE_ALWAYS_UP_TO`]
+/// peers: one). Publishing does not depend on it.
 const ADVANCE_ROUNDS: u32 = 2;
 
 /// Up to this many peers, every sync advances `loopx-state`. Past it, a
@@ -610,7 +611,14 @@ pub fn sync_locked(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result
         if pushes && action == SyncAction::UpToDate {
             action = SyncAction::Pushed;
         }
-        if advanced || !advance || round >= ADVANCE_ROUNDS {
+        // Past a few peers a refused advance is not tried again: another
+        // round would fetch and merge again only to race the same queue.
+        let rounds = if fetched.peers.len() <= ADVANCE_ALWAYS_UP_TO {
+            ADVANCE_ROUNDS
+        } else {
+            1
+        };
+        if advanced || !advance || round >= rounds {
             let remote_tip = if advance && advanced {
                 tip.clone()
             } else {

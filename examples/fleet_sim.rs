@@ -6,22 +6,39 @@
 //! `--agents` agents, draining `--todos` ready todos through one remote, under
 //! two protocols:
 //!
-//! - `single`, today's: one ref `loopx-state`. A claim is `todo next --claim
-//!   --sync`: a sync (fetch, fast-forward or merge, push the merged tip with a
-//!   CAS on the fetched tip, up to 12 rounds with the code's jittered backoff)
-//!   then the claim commit on the synced tip, pushed with a CAS; a refused
-//!   claim push starts a new round at once (as `ops::lease::claim_synced`),
-//!   and after 12 the agent gives up and tries again after a pause. After the
-//!   work: `todo done` (a local commit) and `sync`.
-//! - `leases`, the new one: `loopx-state`, one `peers/<machine>` ref written
-//!   only by that machine, one `leases/<todo>` ref per claimed todo. A claim
-//!   fetches every ref, merges the new peer heads into one commit, picks by
-//!   rendezvous hashing among the first W ready todos (W = agents in the
-//!   fleet) and pushes {lease ref created with a CAS on "absent", the peer
-//!   ref} atomically; a lost lease refetches the lease refs only and picks
-//!   again, with no backoff and no give-up. A sync after `done` pushes the
-//!   peer ref and tries once to advance `loopx-state` (a refusal is counted,
-//!   not retried); `--advance-ms N` lets a clone try at most once in N ms.
+//! - `single`, the single-branch protocol (`loopx.shareRefs false`): one ref
+//!   `loopx-state`. A claim is `todo next --claim --sync`: a sync (fetch,
+//!   fast-forward or merge, push the merged tip with a CAS on the fetched
+//!   tip, up to 12 rounds with the code's jittered backoff) then the claim
+//!   commit on the synced tip, pushed with a CAS; a refused claim push starts
+//!   a new round at once (as `ops::lease::claim_synced`), and after 12 the
+//!   agent gives up and tries again after a pause. After the work: `todo
+//!   done` (a local commit) and `sync`.
+//! - `leases`, as built (`ops::sync::shared`, `ops::lease::claim_shared`):
+//!   `loopx-state`, one `peers/<machine>` ref written only by that machine,
+//!   one `leases/<todo>` ref per claimed todo. A claim (`todo next --claim
+//!   --sync`) fetches the goal's lease refs only (protocol v2's ref-prefix:
+//!   the advertisement lists lease refs alone, no peer head is fetched and
+//!   nothing is merged), decides on the clone's local branch with those
+//!   leases laid over it, picking by rendezvous hashing among the first W
+//!   ready todos (W = the machines the clone saw at its last full fetch),
+//!   then pushes the todo's lease ref alone, created with a CAS on "absent"
+//!   (one small root commit), and records the claim as a local commit. A lost
+//!   lease refetches the lease refs and picks again, at once, with no backoff
+//!   and no give-up. Only when nothing is ready on that view does a claim
+//!   fetch everything and merge first (here: once, at the very end). `todo
+//!   done` is a local commit; the `sync` after it fetches everything
+//!   (`loopx-state`, every peer ref, every lease ref), merges the new peer
+//!   heads into one merge commit, and pushes in one non-atomic push the
+//!   clone's peer ref, a `done` update of each lease whose end the merged
+//!   state knows (CAS on the fetched value) and, when an advance is due,
+//!   `loopx-state` (CAS on the fetched value). An advance is due at every
+//!   sync up to `--advance-always-up-to` peers (8), past that only once the
+//!   remote's `loopx-state` commit is `--advance-spacing-ms` (100) × peers
+//!   old. A refused advance is tried once more (a new fetch, merge and push
+//!   after a full-jitter wait below 40 ms) up to 8 peers, never past that.
+//!   By default every machine has synced once before the run (its peer ref
+//!   exists and it knows every peer); `--cold-start` starts with none.
 //! - `single-fair` (`--design all` shows it): `single` with full-jitter
 //!   exponential backoff, `rand(0 .. min(2 s, 10 ms × 2^round))`, on every
 //!   refused push, and no give-up.
@@ -48,8 +65,15 @@
 //! takes exactly `--work-ms`, nothing fails or expires, the network has no
 //! bandwidth limit and no variance, the remote has no CPU limit beyond the
 //! per-ref queues, pack sizes and history length cost nothing, and lease refs
-//! are never pruned. The figures compare protocols; they do not predict a
-//! particular server.
+//! are never pruned (nor does the code prune them). Of the built lease protocol the model leaves out: lease
+//! expiry, renewal and release (every lease ends `done`), `todo claim ID`
+//! (one lease ref fetched) since agents only take `todo next`, failed fetches
+//! and their retries, a peer ref moved by another clone, fast-forwards (any
+//! new peer head costs a merge commit), the leak check, and what a clone
+//! learns second-hand (it knows a peer's `done` from that peer's own head
+//! only); the age of `loopx-state` is measured from the start of the command
+//! that advanced it, as its commit time is. The figures compare protocols;
+//! they do not predict a particular server.
 //!
 //! Checks: no todo granted to two agents, every todo worked on once and its
 //! `done` on the remote; the verdict is printed and a violation exits 1.
@@ -70,8 +94,12 @@ usage: cargo run --release --example fleet_sim -- [options]
   --merge-ms MS       a merge commit on a clone (default 5)
   --merge-head-ms MS  each peer head merged past the first (default 0.5)
   --work-ms MS        the work between claim and done (default 1000)
-  --advance-ms MS     leases: a clone tries to advance loopx-state at most
-                      once in this long (default 0: at every sync)
+  --advance-always-up-to N  leases: every sync advances loopx-state up to
+                      this many peers (default 8)
+  --advance-spacing-ms MS  leases: past that, a sync advances it only when
+                      its commit is this × peers old (default 100)
+  --cold-start        leases: no machine has synced before the run (no peer
+                      refs; a claim's window is 1 until the clone's first sync)
   --seed N            seed of the random choices (default 1)
   --design D          single, single-fair, leases, both (single and leases)
                       or all (default both)
@@ -110,6 +138,15 @@ const SWEEP_MACHINES: [usize; 6] = [1, 10, 50, 100, 200, 500];
 const SWEEP_TODOS_PER_AGENT: usize = 5;
 /// Index of `loopx-state` among the refs; peers follow, then leases.
 const STATE_REF: usize = 0;
+/// A lease ref's values: absent, held, done.
+const LEASE_ABSENT: u64 = 0;
+const LEASE_HELD: u64 = 1;
+const LEASE_DONE: u64 = 2;
+/// `ops::sync::shared::ADVANCE_ROUNDS`: rounds a sync among a few peers
+/// tries to advance `loopx-state`, waiting `Jitter::full(round, 20 ms, 1 s)`.
+const ADVANCE_ROUNDS: u32 = 2;
+const ADVANCE_RETRY_BASE_US: u64 = 20_000;
+const ADVANCE_RETRY_CAP_US: u64 = 1_000_000;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Design {
@@ -144,7 +181,9 @@ struct Params {
     merge_us: u64,
     merge_head_us: u64,
     work_us: u64,
-    advance_us: u64,
+    advance_always_up_to: usize,
+    advance_spacing_us: u64,
+    cold_start: bool,
     stale_check: bool,
     one_queue: bool,
     /// A push that would wait longer than this for a ref's lock is refused.
@@ -187,6 +226,8 @@ enum Step {
     FetchDone,
     PushArrive,
     PushReply,
+    /// leases: the claim, confirmed, is committed on the local branch.
+    Confirmed,
     WorkDone,
     DoneCommitted,
 }
@@ -212,9 +253,10 @@ enum Push {
     SyncState,
     /// single: the claim commit, CAS on `loopx-state`.
     ClaimState,
-    /// leases: {lease ref CAS absent, peer ref}, atomic.
+    /// leases: the todo's lease ref alone, CAS on "absent".
     ClaimLease,
-    /// leases: the peer ref, and one try at `loopx-state`.
+    /// leases: the peer ref, the lease ends the merged state knows (CAS on
+    /// "held"), and `loopx-state` when an advance is due; not atomic.
     SyncPeer,
 }
 
@@ -261,11 +303,28 @@ struct Agent {
     view_time: u64,
     view_state: u64,
     new_heads: usize,
+    /// The commit time of the `loopx-state` the fetch saw (`None`: long ago).
+    view_stamp: Option<u64>,
     lease_only: bool,
+    /// leases: nothing was ready on the leases alone; fetch everything.
+    merge_first: bool,
     lost: Vec<usize>,
+    /// When the agent's current command started (its commits' time).
+    cmd_start: u64,
+    /// leases: peer refs the sync's fetch saw, and the lease ends it knows of
+    /// from other machines' heads.
+    view_peers: usize,
+    foreign_ends: Vec<usize>,
+    /// leases: the lease ends the sync's push carries.
+    lease_ends: Vec<usize>,
     advance: bool,
+    advanced: bool,
     ok: bool,
     new_version: u64,
+    /// leases: what the sync's push carries, and the peer-ref version it set.
+    push_peer: bool,
+    push_state: bool,
+    peer_head: u64,
     land_at: u64,
     claims: u32,
     gave_up: u32,
@@ -283,8 +342,11 @@ struct Machine {
     pending_done: Vec<usize>,
     /// The peer heads merged so far (leases).
     seen: Vec<u64>,
-    /// When this clone last tried to advance `loopx-state` (leases).
-    last_advance: Option<u64>,
+    /// leases: the machines this clone saw at its last full fetch (itself
+    /// included): the window `todo next --claim` spreads over.
+    window: usize,
+    /// leases: the `loopx-state` version the local tip is, if any.
+    state_at_tip: Option<u64>,
 }
 
 /// Smallest todo index not yet taken, as of each key (version or time).
@@ -320,6 +382,11 @@ struct Report {
     advances: usize,
     advance_rejected: usize,
     merges: usize,
+    full_fetches: usize,
+    lease_fetches: usize,
+    merged_first: usize,
+    lease_ends: usize,
+    lease_ends_rejected: usize,
     per_agent: Vec<u32>,
     latencies: Vec<u64>,
     give_ups: usize,
@@ -349,6 +416,13 @@ struct Sim {
     taken: Vec<u64>,
     floor: Floor,
     leases_visible: usize,
+    peers_visible: usize,
+    /// When each `loopx-state` version was committed (`None`: long ago).
+    state_stamp: Vec<Option<u64>>,
+    /// leases: the machine and peer-ref version whose push carried each
+    /// todo's `done`, and the todos so carried whose lease may still say held.
+    done_in: Vec<Option<(usize, u64)>>,
+    unleased_done: Vec<usize>,
     holder: Vec<Option<usize>>,
     done_count: Vec<u32>,
     landed: Vec<bool>,
@@ -358,12 +432,21 @@ struct Sim {
 impl Sim {
     fn new(p: &Params, design: Design) -> Sim {
         let agents = p.machines * p.agents;
+        // Warm: every machine synced once before the run, so its peer ref
+        // is on the remote and every clone has seen every peer.
+        let warm = design == Design::Leases && !p.cold_start;
+        let head = u64::from(warm);
+        let mut refs = vec![RefQueue::default(); 1 + p.machines + p.todos];
+        for q in &mut refs[1..=p.machines] {
+            q.tail = head;
+            q.visible = head;
+        }
         let mut sim = Sim {
             p: p.clone(),
             design,
             seq: 0,
             heap: BinaryHeap::new(),
-            refs: vec![RefQueue::default(); 1 + p.machines + p.todos],
+            refs,
             agents: (0..agents)
                 .map(|a| Agent {
                     machine: a / p.agents,
@@ -372,7 +455,8 @@ impl Sim {
                 .collect(),
             machines: (0..p.machines)
                 .map(|_| Machine {
-                    seen: vec![0; p.machines],
+                    seen: vec![head; p.machines],
+                    window: if warm { p.machines } else { 1 },
                     ..Machine::default()
                 })
                 .collect(),
@@ -382,6 +466,10 @@ impl Sim {
                 next: 0,
             },
             leases_visible: 0,
+            peers_visible: if warm { p.machines } else { 0 },
+            state_stamp: vec![None],
+            done_in: vec![None; p.todos],
+            unleased_done: Vec::new(),
             holder: vec![None; p.todos],
             done_count: vec![0; p.todos],
             landed: vec![false; p.todos],
@@ -425,21 +513,28 @@ impl Sim {
         self.refs[r].visible = v;
         let lease_base = 1 + self.p.machines;
         if r >= lease_base {
-            self.leases_visible += 1;
-            self.taken[r - lease_base] = t;
-            self.floor.advance(t, &self.taken);
+            if v == LEASE_HELD {
+                self.leases_visible += 1;
+                self.taken[r - lease_base] = t;
+                self.floor.advance(t, &self.taken);
+            }
+        } else if r != STATE_REF && v == 1 {
+            self.peers_visible += 1;
         }
     }
 
     fn step(&mut self, now: u64, a: usize, step: Step) {
         match step {
             Step::Claim => {
+                let leases = self.design == Design::Leases;
                 let ag = &mut self.agents[a];
                 ag.op = Op::Claim;
                 ag.outer = 1;
                 ag.inner = 1;
-                ag.lease_only = false;
+                ag.lease_only = leases;
+                ag.merge_first = false;
                 ag.lost.clear();
+                ag.cmd_start = now;
                 ag.started.get_or_insert(now);
                 self.acquire(now, a);
             }
@@ -448,6 +543,7 @@ impl Sim {
                 ag.op = Op::Sync;
                 ag.inner = 1;
                 ag.lease_only = false;
+                ag.cmd_start = now;
                 self.acquire(now, a);
             }
             Step::Fetch => {
@@ -459,6 +555,10 @@ impl Sim {
             Step::FetchDone => self.fetch_done(now, a),
             Step::PushArrive => self.serve_push(now, a),
             Step::PushReply => self.push_reply(now, a),
+            Step::Confirmed => {
+                self.release(now, a);
+                self.start_work(now, a);
+            }
             Step::WorkDone => {
                 let todo = self.agents[a].todo;
                 self.done_count[todo] += 1;
@@ -468,6 +568,7 @@ impl Sim {
                 let m = &mut self.machines[self.agents[a].machine];
                 m.pending_done.push(self.agents[a].todo);
                 m.unpushed = true;
+                m.state_at_tip = None;
                 self.wake(now, a, Step::Sync);
             }
         }
@@ -495,11 +596,22 @@ impl Sim {
         }
     }
 
-    /// Refs a full fetch or a push advertises.
+    /// A confirmed claim: the agent works on its todo.
+    fn start_work(&mut self, now: u64, a: usize) {
+        let ag = &mut self.agents[a];
+        ag.claims += 1;
+        self.r.claims += 1;
+        let started = ag.started.take().unwrap_or(now);
+        self.r.latencies.push(now - started);
+        self.wake(now + self.p.work_us, a, Step::WorkDone);
+    }
+
+    /// Refs a full fetch or a push advertises; `lease_only`: a fetch of the
+    /// lease refs alone (protocol v2's ref-prefix).
     fn advertised(&self, lease_only: bool) -> usize {
         match (self.design, lease_only) {
             (Design::Single | Design::SingleFair, _) => 1,
-            (Design::Leases, false) => 1 + self.p.machines + self.leases_visible,
+            (Design::Leases, false) => 1 + self.peers_visible + self.leases_visible,
             (Design::Leases, true) => self.leases_visible,
         }
     }
@@ -513,22 +625,51 @@ impl Sim {
     /// At the remote: what the fetch sees.
     fn fetch_read(&mut self, now: u64, a: usize) {
         let lease_only = self.agents[a].lease_only;
+        if lease_only {
+            self.r.lease_fetches += 1;
+        } else {
+            self.r.full_fetches += 1;
+        }
         let ad = self.advertise_us(lease_only);
         let mut new_heads = 0;
+        let mut foreign = Vec::new();
         let me = self.agents[a].machine;
         if self.design == Design::Leases && !lease_only {
+            let mut others = 0;
             for peer in 0..self.p.machines {
                 let head = self.refs[1 + peer].visible;
-                if peer != me && head > self.machines[me].seen[peer] {
+                if peer == me {
+                    continue;
+                }
+                others += usize::from(head > 0);
+                if head > self.machines[me].seen[peer] {
                     self.machines[me].seen[peer] = head;
                     new_heads += 1;
                 }
             }
+            self.machines[me].window = others + 1;
+            // Dones this clone now knows from a peer's head whose lease
+            // still says held: its sync publishes their end too.
+            let lease_base = 1 + self.p.machines;
+            let refs = &self.refs;
+            self.unleased_done
+                .retain(|&t| refs[lease_base + t].visible == LEASE_HELD);
+            for &t in &self.unleased_done {
+                if let Some((owner, version)) = self.done_in[t] {
+                    if owner != me && self.machines[me].seen[owner] >= version {
+                        foreign.push(t);
+                    }
+                }
+            }
         }
+        let state = self.refs[STATE_REF].visible;
         let ag = &mut self.agents[a];
         ag.view_time = now;
-        ag.view_state = self.refs[STATE_REF].visible;
+        ag.view_state = state;
+        ag.view_stamp = self.state_stamp.get(state as usize).copied().flatten();
+        ag.view_peers = self.peers_visible;
         ag.new_heads = new_heads;
+        ag.foreign_ends = foreign;
         let back = self.p.rtt_us - self.p.rtt_us / 2;
         self.wake(now + back + ad, a, Step::FetchDone);
     }
@@ -558,15 +699,16 @@ impl Sim {
             }
             Design::Leases => {
                 let heads = self.agents[a].new_heads;
-                if heads > 0 {
+                if !self.agents[a].lease_only && heads > 0 {
                     self.r.merges += 1;
                     local += self.p.merge_us + self.p.merge_head_us * (heads as u64 - 1);
-                    self.machines[me].unpushed = true;
+                    let m = &mut self.machines[me];
+                    m.unpushed = true;
+                    m.state_at_tip = None;
                 }
                 self.held(Part::Merge, local);
                 if self.agents[a].op == Op::Sync {
-                    let state = self.agents[a].view_state;
-                    return self.send_push(now + local, a, Push::SyncPeer, state);
+                    return self.sync_push(now + local, a);
                 }
                 self.claim_step(now + local, a);
             }
@@ -583,43 +725,88 @@ impl Sim {
             Design::Leases => self.rendezvous(a),
         };
         let Some(todo) = pick else {
+            if self.design == Design::Leases && !self.agents[a].merge_first {
+                // Nothing ready on the local branch with the leases laid
+                // over it: fetch everything, merge, and decide again.
+                let ag = &mut self.agents[a];
+                ag.merge_first = true;
+                ag.lease_only = false;
+                self.r.merged_first += 1;
+                return self.wake(now, a, Step::Fetch);
+            }
             // Every todo is taken in the state it fetched: nothing left to do.
             return self.release(now, a);
         };
         self.agents[a].todo = todo;
+        // single: the claim commit; leases: the lease's root commit.
         self.held(Part::Commit, LOCAL_COMMIT_US);
         let (kind, expected) = match self.design {
             Design::Single | Design::SingleFair => {
                 (Push::ClaimState, self.machines[self.agents[a].machine].base)
             }
-            Design::Leases => (Push::ClaimLease, 0),
+            Design::Leases => (Push::ClaimLease, LEASE_ABSENT),
         };
         self.send_push(now + LOCAL_COMMIT_US, a, kind, expected);
     }
 
-    /// The best-scoring todo for `a` among the first W ready ones it saw.
+    /// The best-scoring todo for `a` among the first W ready ones it saw,
+    /// W being the machines its clone saw at its last full fetch.
     fn rendezvous(&self, a: usize) -> Option<usize> {
         let ag = &self.agents[a];
-        let window = self.agents.len();
+        let window = self.machines[ag.machine].window.max(1);
         (self.floor.at(ag.view_time)..self.p.todos)
             .filter(|&t| self.taken[t] > ag.view_time && !ag.lost.contains(&t))
             .take(window)
             .max_by_key(|&t| score(self.p.seed, a, t))
     }
 
+    /// leases: what a sync pushes after its merge, if anything.
+    fn sync_push(&mut self, now: u64, a: usize) {
+        let me = self.agents[a].machine;
+        let Agent {
+            view_state,
+            view_stamp,
+            view_peers,
+            cmd_start,
+            ..
+        } = self.agents[a];
+        let due = view_peers <= self.p.advance_always_up_to
+            || view_stamp.is_none_or(|t| {
+                cmd_start.saturating_sub(t) >= self.p.advance_spacing_us * view_peers as u64
+            });
+        let m = &self.machines[me];
+        let lease_base = 1 + self.p.machines;
+        let mut ends: Vec<usize> = m
+            .pending_done
+            .iter()
+            .copied()
+            .filter(|&t| self.refs[lease_base + t].visible == LEASE_HELD)
+            .collect();
+        for &t in &self.agents[a].foreign_ends {
+            if !ends.contains(&t) {
+                ends.push(t);
+            }
+        }
+        let push_state = due && m.state_at_tip != Some(view_state);
+        let push_peer = m.unpushed;
+        if !push_peer && !push_state && ends.is_empty() {
+            return self.end_sync(now, a);
+        }
+        let ag = &mut self.agents[a];
+        ag.advance = due;
+        ag.push_state = push_state;
+        ag.push_peer = push_peer;
+        ag.lease_ends = ends;
+        self.send_push(now, a, Push::SyncPeer, view_state);
+    }
+
     fn send_push(&mut self, now: u64, a: usize, kind: Push, expected: u64) {
+        // receive-pack advertises every ref: no protocol-v2 filter for a push.
         let ad = self.advertise_us(false);
         let m = self.agents[a].machine;
-        let last = self.machines[m].last_advance;
-        let advance = kind == Push::SyncPeer
-            && last.is_none_or(|t| now.saturating_sub(t) >= self.p.advance_us);
-        if advance {
-            self.machines[m].last_advance = Some(now);
-        }
         let ag = &mut self.agents[a];
         ag.push = kind;
         ag.expected = expected;
-        ag.advance = advance;
         ag.pushed_done = self.machines[m].pending_done.len();
         self.r.pushes += 1;
         self.held(Part::RoundTrip, self.p.rtt_us);
@@ -666,6 +853,19 @@ impl Sim {
             .is_some_and(|limit| self.refs[self.queue(r)].free_at > now + limit)
     }
 
+    /// One compare-and-swap of ref `r` from `expected` to `value`: whether it
+    /// took, and when the pusher hears so.
+    fn cas(&mut self, now: u64, r: usize, expected: u64, value: u64) -> (bool, u64) {
+        if self.stale(r, expected) {
+            return (false, now);
+        }
+        if self.lock_timed_out(now, r) {
+            return (false, now + self.p.lock_timeout_us.unwrap_or(0));
+        }
+        let ok = self.refs[r].tail == expected;
+        (ok, self.serve(now, r, ok, value))
+    }
+
     fn serve_push(&mut self, now: u64, a: usize) {
         let Agent {
             push,
@@ -675,17 +875,11 @@ impl Sim {
             ..
         } = self.agents[a];
         let peer = 1 + machine;
-        // When a push that timed out on a ref lock hears so.
-        let gave_up = now + self.p.lock_timeout_us.unwrap_or(0);
+        let lease_base = 1 + self.p.machines;
         let (ok, done_at) = match push {
-            Push::SyncState | Push::ClaimState if self.stale(STATE_REF, expected) => (false, now),
-            Push::SyncState | Push::ClaimState if self.lock_timed_out(now, STATE_REF) => {
-                (false, gave_up)
-            }
             Push::SyncState | Push::ClaimState => {
-                let ok = self.refs[STATE_REF].tail == expected;
                 let v = self.refs[STATE_REF].tail + 1;
-                let finish = self.serve(now, STATE_REF, ok, v);
+                let (ok, finish) = self.cas(now, STATE_REF, expected, v);
                 if ok {
                     self.agents[a].new_version = v;
                     if push == Push::ClaimState {
@@ -696,49 +890,53 @@ impl Sim {
                 }
                 (ok, finish)
             }
-            Push::ClaimLease if self.stale(1 + self.p.machines + todo, 0) => (false, now),
-            Push::ClaimLease if self.lock_timed_out(now, 1 + self.p.machines + todo) => {
-                (false, gave_up)
-            }
             Push::ClaimLease => {
-                let lease = 1 + self.p.machines + todo;
-                let ok = self.refs[lease].tail == 0;
-                // Atomic: both ref locks are taken before either is compared.
-                let (lq, pq) = (self.queue(lease), self.queue(peer));
-                let start = now.max(self.refs[lq].free_at).max(self.refs[pq].free_at);
-                let head = self.refs[peer].tail + 1;
-                let finish = self.serve(start, lease, ok, 1);
-                if lq == pq {
-                    self.update(finish, peer, ok, head);
-                } else {
-                    self.serve(start, peer, ok, head);
-                }
+                let (ok, finish) = self.cas(now, lease_base + todo, LEASE_ABSENT, LEASE_HELD);
                 if ok {
                     self.grant(a, todo);
                 }
                 (ok, finish)
             }
             Push::SyncPeer => {
-                let head = self.refs[peer].tail + 1;
-                let peer_done = self.serve(now, peer, true, head);
-                if !self.agents[a].advance {
-                    return self.reply(now, a, true, peer_done);
+                // Not atomic: each ref is updated, or refused, on its own.
+                let mut done_at = now;
+                let ends = std::mem::take(&mut self.agents[a].lease_ends);
+                for &t in &ends {
+                    self.r.lease_ends += 1;
+                    let (ok, finish) = self.cas(now, lease_base + t, LEASE_HELD, LEASE_DONE);
+                    if !ok {
+                        self.r.lease_ends_rejected += 1;
+                    }
+                    done_at = done_at.max(finish);
                 }
-                self.r.advances += 1;
-                let mut advanced = self.refs[STATE_REF].tail == expected;
-                let state_done = if self.stale(STATE_REF, expected) {
-                    now
-                } else if self.lock_timed_out(now, STATE_REF) {
-                    advanced = false;
-                    gave_up
-                } else {
+                let mut peer_ok = true;
+                if self.agents[a].push_peer {
+                    if self.lock_timed_out(now, peer) {
+                        peer_ok = false;
+                        done_at = done_at.max(now + self.p.lock_timeout_us.unwrap_or(0));
+                    } else {
+                        let head = self.refs[peer].tail + 1;
+                        self.agents[a].peer_head = head;
+                        done_at = done_at.max(self.serve(now, peer, true, head));
+                    }
+                }
+                let mut advanced = !self.agents[a].push_state;
+                if self.agents[a].push_state {
+                    self.r.advances += 1;
                     let v = self.refs[STATE_REF].tail + 1;
-                    self.serve(now, STATE_REF, advanced, v)
-                };
-                if !advanced {
-                    self.r.advance_rejected += 1;
+                    let (ok, finish) = self.cas(now, STATE_REF, expected, v);
+                    if ok {
+                        debug_assert_eq!(self.state_stamp.len() as u64, v);
+                        self.state_stamp.push(Some(self.agents[a].cmd_start));
+                        self.agents[a].new_version = v;
+                    } else {
+                        self.r.advance_rejected += 1;
+                    }
+                    advanced = ok;
+                    done_at = done_at.max(finish);
                 }
-                (true, peer_done.max(state_done))
+                self.agents[a].advanced = advanced;
+                (peer_ok, done_at)
             }
         };
         self.reply(now, a, ok, done_at);
@@ -771,8 +969,11 @@ impl Sim {
             machine,
             pushed_done,
             land_at,
+            peer_head,
             ..
         } = self.agents[a];
+        let leases = self.design == Design::Leases;
+        let lease_base = 1 + self.p.machines;
         let m = &mut self.machines[machine];
         for todo in m.pending_done.drain(..pushed_done) {
             if std::mem::replace(&mut self.landed[todo], true) {
@@ -780,6 +981,12 @@ impl Sim {
             }
             self.r.drained += 1;
             self.r.wall_us = self.r.wall_us.max(land_at);
+            if leases {
+                self.done_in[todo] = Some((machine, peer_head));
+                if self.refs[lease_base + todo].tail != LEASE_DONE {
+                    self.unleased_done.push(todo);
+                }
+            }
         }
         m.unpushed = !m.pending_done.is_empty();
     }
@@ -814,18 +1021,19 @@ impl Sim {
                 self.held(Part::Backoff, wait);
                 self.wake(now + wait, a, Step::Fetch);
             }
-            (Push::ClaimState, true) | (Push::ClaimLease, true) => {
-                if push == Push::ClaimState {
-                    self.machines[machine].base = self.agents[a].new_version;
-                }
+            (Push::ClaimState, true) => {
+                self.machines[machine].base = self.agents[a].new_version;
                 self.landed(a);
                 self.release(now, a);
-                let ag = &mut self.agents[a];
-                ag.claims += 1;
-                self.r.claims += 1;
-                let started = ag.started.take().unwrap_or(now);
-                self.r.latencies.push(now - started);
-                self.wake(now + self.p.work_us, a, Step::WorkDone);
+                self.start_work(now, a);
+            }
+            (Push::ClaimLease, true) => {
+                // Confirmed: now the local branch records the claim.
+                let m = &mut self.machines[machine];
+                m.unpushed = true;
+                m.state_at_tip = None;
+                self.held(Part::Commit, LOCAL_COMMIT_US);
+                self.wake(now + LOCAL_COMMIT_US, a, Step::Confirmed);
             }
             (Push::ClaimState, false) => {
                 let ag = &mut self.agents[a];
@@ -841,16 +1049,54 @@ impl Sim {
                 self.wake(now, a, Step::Fetch);
             }
             (Push::ClaimLease, false) => {
+                // Lost the lease: fetch the leases again and pick another.
                 let ag = &mut self.agents[a];
                 ag.lost.push(ag.todo);
-                ag.lease_only = true;
+                ag.lease_only = !ag.merge_first;
                 self.wake(now, a, Step::Fetch);
             }
-            (Push::SyncPeer, _) => {
-                self.landed(a);
-                self.end_sync(now, a);
-            }
+            (Push::SyncPeer, peer_ok) => self.synced(now, a, peer_ok),
         }
+    }
+
+    /// leases: a sync's push answered; another round, or the end.
+    fn synced(&mut self, now: u64, a: usize, peer_ok: bool) {
+        let Agent {
+            machine,
+            push_peer,
+            push_state,
+            advance,
+            advanced,
+            new_version,
+            view_peers,
+            inner,
+            ..
+        } = self.agents[a];
+        if peer_ok && push_peer {
+            self.landed(a);
+        }
+        let m = &mut self.machines[machine];
+        if push_state && advanced && !m.unpushed {
+            m.state_at_tip = Some(new_version);
+        }
+        if !peer_ok && inner < MAX_ROUNDS {
+            // The peer ref was refused (its lock timed out): a new round.
+            self.agents[a].inner += 1;
+            return self.wake(now, a, Step::Fetch);
+        }
+        if advance
+            && !advanced
+            && view_peers <= self.p.advance_always_up_to
+            && inner < ADVANCE_ROUNDS
+        {
+            // `Jitter::full(round, 20 ms, 1 s)`, then fetch, merge, push again.
+            self.agents[a].inner += 1;
+            let ceiling = (ADVANCE_RETRY_BASE_US << inner).min(ADVANCE_RETRY_CAP_US);
+            let wait = self.rng.below(ceiling);
+            self.held(Part::Backoff, wait);
+            return self.wake(now + wait, a, Step::Fetch);
+        }
+        self.end_sync(now, a);
     }
 
     /// single-fair: `rand(0 .. min(cap, base × 2^round))`, never giving up.
@@ -936,6 +1182,11 @@ const ROWS: &[(&str, Figure, Format, bool)] = &[
     ("pushes attempted", |r, _| r.pushes as f64, int, true),
     ("pushes rejected", |r, _| r.rejected as f64, int, true),
     ("  % rejected", |r, _| r.rejected as f64 / r.pushes.max(1) as f64, pct, false),
+    ("fetches: everything", |r, _| r.full_fetches as f64, int, true),
+    ("fetches: lease refs only", |r, _| r.lease_fetches as f64, int, false),
+    ("claims that merged first", |r, _| r.merged_first as f64, int, false),
+    ("lease ends pushed", |r, _| r.lease_ends as f64, int, false),
+    ("lease ends rejected", |r, _| r.lease_ends_rejected as f64, int, false),
     ("loopx-state advances tried", |r, _| r.advances as f64, int, false),
     ("loopx-state advance rejected", |r, _| r.advance_rejected as f64, int, false),
     ("merge commits per todo", |r, _| r.merges as f64 / r.drained.max(1) as f64, two, true),
@@ -993,7 +1244,7 @@ fn pct(v: f64) -> String {
 
 fn print_table(p: &Params, designs: &[Design], reports: &[Report]) {
     println!(
-        "{} machines × {} agents, {} todos, rtt {} ms, push {} ms, {} ms/ref, merge {} ms (+{} ms/head), work {} ms, advance every {} ms, seed {}",
+        "{} machines × {} agents, {} todos, rtt {} ms, push {} ms, {} ms/ref, merge {} ms (+{} ms/head), work {} ms, seed {}",
         p.machines,
         p.agents,
         p.todos,
@@ -1003,10 +1254,12 @@ fn print_table(p: &Params, designs: &[Design], reports: &[Report]) {
         p.merge_us as f64 / 1e3,
         p.merge_head_us as f64 / 1e3,
         p.work_us as f64 / 1e3,
-        p.advance_us as f64 / 1e3,
         p.seed
     );
     println!("remote: {}", remote(p));
+    if designs.contains(&Design::Leases) {
+        println!("leases: {}", advance_rule(p));
+    }
     let names: Vec<&str> = designs.iter().map(|d| d.name()).collect();
     let ratio = designs.len() > 1;
     print!("{:<30}", "");
@@ -1031,6 +1284,20 @@ fn print_table(p: &Params, designs: &[Design], reports: &[Report]) {
     for (name, r) in names.iter().zip(reports) {
         println!("{name}: saturates first: {}", bottleneck(r));
     }
+}
+
+/// When a lease sync advances `loopx-state`, and how the fleet starts.
+fn advance_rule(p: &Params) -> String {
+    format!(
+        "loopx-state advanced at every sync up to {} peers, past that once its commit is {} ms × peers old; {}",
+        p.advance_always_up_to,
+        p.advance_spacing_us as f64 / 1e3,
+        if p.cold_start {
+            "cold start (no machine has synced)"
+        } else {
+            "every machine synced once before"
+        }
+    )
 }
 
 fn remote(p: &Params) -> String {
@@ -1098,11 +1365,11 @@ fn bottleneck(r: &Report) -> String {
 
 fn sweep(base: &Params) -> bool {
     println!(
-        "leases design, {} agents per machine, {SWEEP_TODOS_PER_AGENT} todos per agent, loopx-state advanced every {} ms",
+        "leases design, {} agents per machine, {SWEEP_TODOS_PER_AGENT} todos per agent",
         base.agents,
-        base.advance_us as f64 / 1e3
     );
     println!("remote: {}", remote(base));
+    println!("leases: {}", advance_rule(base));
     println!(
         "{:>8} {:>7} {:>7} {:>9} {:>9} {:>10} {:>8} {:>8} {:>8}  saturates first",
         "machines", "agents", "todos", "wall s", "todos/s", "p95 ms", "refs", "state q", "lock"
@@ -1164,7 +1431,9 @@ fn parse() -> (Params, Vec<Design>, bool) {
         merge_us: 5_000,
         merge_head_us: 500,
         work_us: 1_000_000,
-        advance_us: 0,
+        advance_always_up_to: 8,
+        advance_spacing_us: 100_000,
+        cold_start: false,
         stale_check: true,
         one_queue: false,
         lock_timeout_us: None,
@@ -1198,7 +1467,12 @@ fn parse() -> (Params, Vec<Design>, bool) {
             "--merge-ms" => p.merge_us = ms(1e3),
             "--merge-head-ms" => p.merge_head_us = ms(1e3),
             "--work-ms" => p.work_us = ms(1e3),
-            "--advance-ms" => p.advance_us = ms(1e3),
+            "--advance-always-up-to" => {
+                p.advance_always_up_to = value()
+                    .parse()
+                    .unwrap_or_else(|_| fail(format!("{name} needs a number")))
+            }
+            "--advance-spacing-ms" => p.advance_spacing_us = ms(1e3),
             "--lock-timeout-ms" => p.lock_timeout_us = Some(ms(1e3)),
             "--seed" => {
                 p.seed = value()
@@ -1215,10 +1489,11 @@ fn parse() -> (Params, Vec<Design>, bool) {
                     other => fail(format!("--design {other:?} is not one of the designs")),
                 }
             }
-            "--sweep" | "--no-stale-check" | "--one-queue" => {
+            "--sweep" | "--no-stale-check" | "--one-queue" | "--cold-start" => {
                 match name {
                     "--sweep" => sweep = true,
                     "--no-stale-check" => p.stale_check = false,
+                    "--cold-start" => p.cold_start = true,
                     _ => p.one_queue = true,
                 }
                 i += 1;

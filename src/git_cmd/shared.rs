@@ -36,6 +36,10 @@ pub fn fetch(dir: &Path, remote: &str) -> Result<bool, TransportError> {
             "--porcelain",
             "--no-write-fetch-head",
             "--no-tags",
+            // Our store rolls up packs itself (`GixStore::repack_due`), off
+            // the command's path; git's own check after every fetch would
+            // cost a `git maintenance` process per sync.
+            "--no-auto-maintenance",
             "--prune",
             remote,
         ];
@@ -84,6 +88,7 @@ pub fn fetch_leases(dir: &Path, remote: &str, pattern: &str) -> Result<bool, Tra
             "--porcelain",
             "--no-write-fetch-head",
             "--no-tags",
+            "--no-auto-maintenance",
             remote,
             &refspec,
         ],

@@ -390,6 +390,7 @@ fn claim_shared(
     let mut excluded: Vec<String> = Vec::new();
     let window = shared::known_peers(ctx, remote);
     let mut merge_first = false;
+    let mut fetch_leases = false;
     loop {
         patience.attempts += 1;
         let mut all = None;
@@ -416,9 +417,12 @@ fn claim_shared(
             }
             other => other?,
         };
+        // The leases as last fetched, at first: most claims land on them,
+        // and a push refused because one moved sends us to fetch them.
         let leases = match all {
             Some(leases) => leases,
-            None => shared::fetch_leases(ctx, remote, &goal, id.as_deref())?,
+            None if fetch_leases => shared::fetch_leases(ctx, remote, &goal, id.as_deref())?,
+            None => shared::known_leases(ctx, remote, &goal, id.as_deref())?,
         };
         let view = Remote {
             leases: Some(&leases),
@@ -471,11 +475,13 @@ fn claim_shared(
         match shared::confirm(ctx, remote, &published, lease.map(|(oid, _)| oid)) {
             Ok(Confirm::Confirmed) => {}
             Ok(Confirm::LostLease) => {
-                // Someone leased this very todo first: decide again on what
-                // the remote holds now (a `todo next` takes another one).
-                if one.is_none() {
+                // The lease moved since we last fetched it: someone leased
+                // this very todo, or our copy was old. Fetch the leases and
+                // decide again (a `todo next` takes another todo first).
+                if one.is_none() && fetch_leases {
                     excluded.push(todo.id.clone());
                 }
+                fetch_leases = true;
                 continue;
             }
             Err(e) => return Err(starved(e, &patience)),

@@ -729,6 +729,18 @@ pub fn fetch_leases(ctx: &Context, remote: &str, goal: &str, todo: Option<&str>)
     if !found {
         return Ok(Leases::default());
     }
+    known_leases(ctx, remote, goal, todo)
+}
+
+/// The leases of `goal` (of one todo, or all) as this clone last fetched
+/// them, without asking the remote: a claim pushes with the lease on these
+/// values, and fetches only when the remote says they moved.
+pub fn known_leases(ctx: &Context, remote: &str, goal: &str, todo: Option<&str>) -> Result<Leases> {
+    let dir = ctx.repo_dir().to_owned();
+    let pattern = match todo {
+        Some(t) => format!("{goal}/{t}"),
+        None => format!("{goal}/*"),
+    };
     let prefix = format!("{}leases/{pattern}", transport::tracking_prefix(remote));
     let prefix = prefix.trim_end_matches('*');
     let mut leases = Leases::default();

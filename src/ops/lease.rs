@@ -370,14 +370,15 @@ fn claim_synced(
 }
 
 /// A claim confirmed through shared refs (`sync::shared`): decided on the
-/// local tip with the remote's leases laid over it (only the lease of the
-/// todo named, or of the goal's todos for `todo next`, is fetched), then
-/// confirmed by pushing the todo's lease — a compare-and-swap of that ref
-/// alone. Only a claim on the same todo can make it lose; then it fetches
-/// again and decides again — for `todo next`, on another todo, at once and
-/// without giving up. The peers' states are merged first only when the
-/// decision on the local tip refuses (a todo this clone has not heard of,
-/// nothing ready here): then it decides again on everything.
+/// local tip with the remote's leases laid over it — as last fetched, at
+/// first — then confirmed by pushing the todo's lease with the lease on the
+/// value known, a compare-and-swap of that ref alone. A refused push means
+/// the lease moved: the leases (of the todo named, or of the goal for
+/// `todo next`) are fetched and the claim decided again — for `todo next`,
+/// on another todo if someone leased this one, at once and without giving
+/// up. The peers' states are merged first only when a decision refuses (a
+/// todo this clone has not heard of, nothing ready here): then it decides
+/// again on everything.
 fn claim_shared(
     ctx: &Context,
     agent: &str,

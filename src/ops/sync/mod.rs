@@ -115,7 +115,41 @@ fn seconds(d: Duration) -> String {
     }
 }
 
-fn check_git() -> Result<()> {
+/// Checks that the `git` on PATH is new enough for sync. The answer is kept
+/// as a host record keyed by the program's path, size and modification
+/// time, so a sync or `--sync` claim does not start `git --version` each
+/// time; a different or replaced git is asked again.
+fn check_git(ctx: &Context) -> Result<()> {
+    let key = git_program_key().map(|k| format!("git-ok\0{k}"));
+    if let Some(key) = &key {
+        if ctx.store.host_record(key).is_some() {
+            return Ok(());
+        }
+    }
+    check_git_version()?;
+    if let Some(key) = &key {
+        ctx.store.set_host_record(key, b"1");
+    }
+    Ok(())
+}
+
+/// `<path> <size> <mtime>` of the first `git` on PATH.
+fn git_program_key() -> Option<String> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).find_map(|dir| {
+        let file = dir.join("git");
+        let meta = std::fs::metadata(&file).ok().filter(|m| m.is_file())?;
+        let mtime = meta
+            .modified()
+            .ok()?
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_nanos();
+        Some(format!("{} {} {mtime}", file.display(), meta.len()))
+    })
+}
+
+fn check_git_version() -> Result<()> {
     match git_cmd::version() {
         Some(v) if v >= git_cmd::MIN_VERSION => Ok(()),
         Some(v) => Err(git_failed(format!(
@@ -420,7 +454,7 @@ pub fn sync_turn(ctx: &Context) -> Option<std::fs::File> {
 /// What every sync checks before it talks to the remote; sets the network
 /// limit and returns the remote's name.
 pub fn prepare(ctx: &Context, opts: &SyncOptions) -> Result<String> {
-    check_git()?;
+    check_git(ctx)?;
     ctx.store.check_not_checked_out()?;
     let timeout = match opts.timeout {
         Some(t) => t,

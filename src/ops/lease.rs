@@ -199,6 +199,25 @@ fn pick(
     Ok((*best).to_owned())
 }
 
+/// The report of a claim the remote (or this clone) granted, with its grant
+/// recorded on this host, so the agent's later writes find their epoch.
+fn granted(
+    ctx: &Context,
+    agent: &str,
+    action: ClaimAction,
+    todo: Todo,
+    commit: Option<Oid>,
+) -> ClaimReport {
+    let claim = claimed(&todo);
+    local::record_grant(ctx, agent, &todo.id, claim.epoch);
+    ClaimReport {
+        action,
+        todo,
+        claim,
+        commit,
+    }
+}
+
 /// A claim committed on the local branch; its grant recorded on this host.
 fn claim_locally(
     ctx: &Context,
@@ -207,14 +226,7 @@ fn claim_locally(
 ) -> Result<ClaimReport> {
     let done = mutate_maybe(ctx, |state, goal| decide(state, goal, &Remote::default()))?;
     let (action, todo) = done.value;
-    let claim = claimed(&todo);
-    local::record_grant(ctx, agent, &todo.id, claim.epoch);
-    Ok(ClaimReport {
-        action,
-        todo,
-        claim,
-        commit: done.commit,
-    })
+    Ok(granted(ctx, agent, action, todo, done.commit))
 }
 
 /// `todo claim ID [--ttl]`.
@@ -298,16 +310,9 @@ fn claim_synced(
         let skeleton = codec::Skeleton::of(&state);
         let goal = ctx.goal(&state)?.goal.id.clone();
         let ((action, todo), message) = decide(&mut state, &goal, &Remote::default())?;
-        let claim = claimed(&todo);
         // Held on the synced tip: the remote holds this very claim already.
         let Some(message) = message else {
-            local::record_grant(ctx, agent, &todo.id, claim.epoch);
-            return Ok(ClaimReport {
-                action,
-                todo,
-                claim,
-                commit: None,
-            });
+            return Ok(granted(ctx, agent, action, todo, None));
         };
         let message = message
             .trailer("Loopx-Goal", goal)
@@ -319,13 +324,7 @@ fn claim_synced(
             .commit_detached(&parent, &changes, &message, ctx.now)?
         else {
             // Nothing to change: the remote holds this very claim already.
-            local::record_grant(ctx, agent, &todo.id, claim.epoch);
-            return Ok(ClaimReport {
-                action,
-                todo,
-                claim,
-                commit: None,
-            });
+            return Ok(granted(ctx, agent, action, todo, None));
         };
         // Cached like any write (the push's leak check reads it next); an
         // entry for a commit that never lands on a ref is harmless.
@@ -349,13 +348,7 @@ fn claim_synced(
             // A local write landed meanwhile; the next sync merges the claim in.
             tracing::warn!("the claim is on {remote}, but merging it here failed: {e}");
         }
-        local::record_grant(ctx, agent, &todo.id, claim.epoch);
-        return Ok(ClaimReport {
-            action,
-            todo,
-            claim,
-            commit: Some(commit),
-        });
+        return Ok(granted(ctx, agent, action, todo, Some(commit)));
     }
     Err(Refusal::new(
         Code::PushRejected,
@@ -445,13 +438,7 @@ fn claim_shared(
         let message = match message {
             // The remote has this very lease already.
             None if on_remote => {
-                local::record_grant(ctx, agent, &todo.id, claim.epoch);
-                return Ok(ClaimReport {
-                    action,
-                    todo,
-                    claim,
-                    commit: None,
-                });
+                return Ok(granted(ctx, agent, action, todo, None));
             }
             // Held here but not confirmed as it stands (a claim made
             // without --sync, a renewal): confirm it now, or learn that
@@ -489,13 +476,7 @@ fn claim_shared(
         }
         // On the remote: now the local branch records it.
         let commit = commit_confirmed(ctx, remote, &parent, state, &changes, &message)?;
-        local::record_grant(ctx, agent, &todo.id, claim.epoch);
-        return Ok(ClaimReport {
-            action,
-            todo,
-            claim,
-            commit: Some(commit),
-        });
+        return Ok(granted(ctx, agent, action, todo, Some(commit)));
     }
 }
 

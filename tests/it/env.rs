@@ -384,6 +384,16 @@ impl TestEnv {
 }
 
 impl TestEnv {
+    /// The path of the `git` program on PATH, for wrappers that run it.
+    pub fn real_git(&self) -> String {
+        let out = std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout;
+        String::from_utf8(out).unwrap().trim().to_owned()
+    }
+
     /// A bare repository to serve as the shared remote.
     pub fn bare(&self, name: &str) -> PathBuf {
         let dir = self.path(name);

@@ -9,21 +9,14 @@ use crate::env::{Run, TestEnv};
 /// A `git` first on PATH that logs every push's porcelain answer to `log`
 /// (one line per ref: flag, refspec, summary) and then answers as git did.
 fn logging_git(env: &TestEnv, log: &Path) -> String {
-    let real = String::from_utf8(
-        std::process::Command::new("sh")
-            .args(["-c", "command -v git"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let real = env.real_git();
     let bin = env.path("logbin");
     std::fs::create_dir_all(&bin).unwrap();
     env.write_script(
         &bin.join("git"),
         &format!(
             "#!/bin/sh\nif [ \"$3\" = push ]; then\n  out=$('{g}' \"$@\"); code=$?\n  printf '%s\\n' \"$out\" | grep '\t' >> '{l}'\n  printf '%s\\n' \"$out\"\n  exit $code\nfi\nexec '{g}' \"$@\"\n",
-            g = real.trim(),
+            g = real,
             l = log.display()
         ),
     );

@@ -319,21 +319,14 @@ fn a_racing_push_is_refused_by_the_pinned_lease_and_merged_next_round() {
     env.loopx(b, &["sync"]).success();
     env.add_todo(b, "b's racing change");
     env.add_todo(a, "a's change");
-    let real_git = String::from_utf8(
-        std::process::Command::new("sh")
-            .args(["-c", "command -v git"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let real_git = env.real_git();
     let bin = env.path("racebin");
     std::fs::create_dir_all(&bin).unwrap();
     let marker = env.path("raced");
     let script = format!(
         "#!/bin/sh\nif [ \"$3\" = push ] && [ ! -e '{m}' ]; then\n  touch '{m}'\n  '{g}' -C '{b}' push -q origin loopx-state:loopx-state || exit 99\nfi\nexec '{g}' \"$@\"\n",
         m = marker.display(),
-        g = real_git.trim(),
+        g = real_git,
         b = b.display()
     );
     env.write_script(&bin.join("git"), &script);
@@ -768,14 +761,7 @@ fn a_claim_whose_push_fails_leaves_nothing_behind() {
     let a = &dirs[0];
     let t = env.add_todo(a, "wanted");
     env.loopx(a, &["sync"]).success();
-    let real_git = String::from_utf8(
-        std::process::Command::new("sh")
-            .args(["-c", "command -v git"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let real_git = env.real_git();
     let bin = env.path("failbin");
     std::fs::create_dir_all(&bin).unwrap();
     env.write_script(

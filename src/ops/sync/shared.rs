@@ -457,6 +457,15 @@ fn lease_commit(ctx: &Context, lease: &Published) -> Result<Oid> {
     Ok(ctx.store.commit_detached_on(&[], &[], &message, ctx.now)?)
 }
 
+/// What a publish did.
+enum Publish {
+    /// Pushed (or nothing to push); whether `loopx-state` took the tip.
+    Done { advanced: bool },
+    /// This clone's own peer ref had moved (another clone publishes under
+    /// its id): the next round merges that head in and tries again.
+    PeerMoved { dst: String, why: String },
+}
+
 /// Publishes `tip`: on this clone's peer ref (a fast-forward no one else
 /// makes) and, with the lease on the value fetched, on `loopx-state`.
 /// Returns whether `loopx-state` took it (another peer advanced it first
@@ -468,7 +477,7 @@ fn publish(
     fetched: &Fetched,
     me: &str,
     advance: bool,
-) -> Result<bool> {
+) -> Result<Publish> {
     let own = fetched.peers.get(me);
     let peer_current = own == Some(tip);
     let state_current = !advance || fetched.state.as_ref() == Some(tip);
@@ -476,7 +485,7 @@ fn publish(
     let state = transaction::state_at(&ctx.store, tip)?;
     let mut updates = lease_updates(ctx, &state, &fetched.leases)?;
     if peer_current && state_current && updates.is_empty() {
-        return Ok(true);
+        return Ok(Publish::Done { advanced: true });
     }
     let exclude: Vec<Oid> = fetched.heads();
     check_leaks_excluding(ctx, tip, &exclude)?;
@@ -522,14 +531,19 @@ fn publish(
                 // Our own ref moved: another clone publishes under our id
                 // (a copied .git). The next round merges its head in.
                 tracing::debug!("push of {} to {remote} rejected: {why}", u.dst);
-                return Err(peer_moved(remote, &u.dst, &why));
+                return Ok(Publish::PeerMoved {
+                    dst: u.dst.clone(),
+                    why,
+                });
             }
             PushStatus::Rejected(why) => {
                 tracing::debug!("{remote} has a newer loopx-state: {why}");
             }
         }
     }
-    Ok(state_taken)
+    Ok(Publish::Done {
+        advanced: state_taken,
+    })
 }
 
 fn policy_refusal(remote: &str, dst: &str, why: &str) -> crate::Error {
@@ -546,7 +560,7 @@ fn policy_refusal(remote: &str, dst: &str, why: &str) -> crate::Error {
     .into()
 }
 
-/// Marker error: this clone's peer ref moved under it.
+/// The error of a sync that found its own peer ref moved round after round.
 fn peer_moved(remote: &str, dst: &str, why: &str) -> crate::Error {
     Refusal::new(
         Code::PushRejected,
@@ -603,10 +617,10 @@ pub fn sync_locked(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result
         let tip = integrated.tip;
         let pushes = fetched.peers.get(&me) != Some(&tip) || fetched.state.as_ref() != Some(&tip);
         let advance = advance_due(ctx, &fetched)?;
-        let advanced = match publish(ctx, remote, &tip, &fetched, &me, advance) {
-            Ok(advanced) => advanced,
-            Err(e) if round < super::MAX_ROUNDS && is_peer_moved(&e) => continue,
-            Err(e) => return Err(e),
+        let advanced = match publish(ctx, remote, &tip, &fetched, &me, advance)? {
+            Publish::Done { advanced } => advanced,
+            Publish::PeerMoved { .. } if round < super::MAX_ROUNDS => continue,
+            Publish::PeerMoved { dst, why } => return Err(peer_moved(remote, &dst, &why)),
         };
         if pushes && action == SyncAction::UpToDate {
             action = SyncAction::Pushed;
@@ -639,11 +653,6 @@ pub fn sync_locked(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result
         }
         std::thread::sleep(jitter.full(round, Duration::from_millis(20), Duration::from_secs(1)));
     }
-}
-
-pub fn is_peer_moved(e: &crate::Error) -> bool {
-    e.to_string()
-        .contains("moved while this clone published it")
 }
 
 /// The action of a sync of several rounds: the most telling one.

@@ -409,7 +409,7 @@ fn normalize(message: &str) -> String {
             while i < chars.len() {
                 let hex = chars[i..]
                     .iter()
-                    .take_while(|c| c.is_ascii_digit() || ('a'..='f').contains(c))
+                    .take_while(|c| matches!(c, '0'..='9' | 'a'..='f'))
                     .count();
                 let digits = chars[i..].iter().take_while(|c| c.is_ascii_digit()).count();
                 if hex >= 7 {

@@ -13,6 +13,7 @@ pub mod git_cmd;
 pub mod model;
 pub mod ops;
 pub mod render;
+pub mod serve;
 pub mod store;
 
 #[cfg(test)]

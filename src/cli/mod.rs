@@ -22,6 +22,7 @@ mod quota;
 mod redact;
 mod review;
 mod run;
+mod serve;
 mod should_run;
 mod status;
 mod sync;
@@ -130,6 +131,7 @@ pub enum Command {
     Import(import::Args),
     Hook(hook::Args),
     Run(run::Args),
+    Serve(serve::Args),
     Completions(completions::Args),
     InstallMan(install_man::Args),
 }
@@ -228,6 +230,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
     match &cli.command {
         Command::Completions(args) => return completions::run(args),
         Command::InstallMan(args) => return install_man::run(args),
+        Command::Serve(args) => return serve::run(&cli.global, args),
         _ => {}
     }
     let now = now()?;
@@ -268,7 +271,9 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         Command::Hooks(args) => hooks::run(&ctx, &cli.global, args),
         Command::Hook(_) => unreachable!("hook programs run from `main`, before a Context"),
         Command::Run(args) => run::run(&mut ctx, args),
-        Command::Completions(_) | Command::InstallMan(_) => unreachable!("run above"),
+        Command::Completions(_) | Command::InstallMan(_) | Command::Serve(_) => {
+            unreachable!("run above")
+        }
     };
     match &cli.command {
         // sync has fetched: its "no state" means the remote has none either.

@@ -25,6 +25,6 @@ pub mod validate;
 pub use entity::*;
 pub use facts::{RunFacts, TodoFacts};
 pub use refusal::{Code, Refusal};
-pub use state::{GoalState, State, TodoCounts};
+pub use state::{Bucket, GoalState, State, TodoCounts};
 pub use time::{parse_duration, Timestamp};
 pub use tracked::Tracked;

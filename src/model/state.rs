@@ -150,10 +150,28 @@ impl State {
     }
 
     pub fn counts(&self, goal: &str, now: crate::model::Timestamp) -> TodoCounts {
-        use crate::model::{Role, TodoStatus};
         let mut counts = TodoCounts::default();
+        for (_, bucket) in self.buckets(goal, now) {
+            *match bucket {
+                Bucket::Ready => &mut counts.ready,
+                Bucket::Running => &mut counts.running,
+                Bucket::HeldByGate => &mut counts.held_by_gate,
+                Bucket::Waiting => &mut counts.waiting,
+                Bucket::ForUser => &mut counts.for_user,
+                Bucket::Deferred => &mut counts.deferred,
+                Bucket::Done => &mut counts.done,
+            } += 1;
+        }
+        counts
+    }
+
+    /// Every todo of `goal` with the one bucket it is counted in, in no
+    /// particular order: `status` counts them, the dashboard's board lays
+    /// them out.
+    pub fn buckets(&self, goal: &str, now: crate::model::Timestamp) -> Vec<(&str, Bucket)> {
+        use crate::model::{Role, TodoStatus};
         let Some(gs) = self.goals.get(goal) else {
-            return counts;
+            return Vec::new();
         };
         // As an agent with every capability would see it.
         let all_caps: Vec<String> = gs
@@ -165,20 +183,35 @@ impl State {
         let sel = crate::model::select::select(gs, None, &all_caps, now);
         let ready: std::collections::BTreeSet<&str> = sel.candidates.iter().map(|c| c.id).collect();
         let gated: std::collections::BTreeSet<&str> = sel.gated.iter().copied().collect();
-        for todo in gs.todos.all_facts() {
-            let bucket = match todo.status {
-                TodoStatus::Done => &mut counts.done,
-                TodoStatus::Deferred => &mut counts.deferred,
-                _ if todo.live_holder(now).is_some() => &mut counts.running,
-                _ if todo.role == Role::User => &mut counts.for_user,
-                _ if gated.contains(todo.id) => &mut counts.held_by_gate,
-                _ if ready.contains(todo.id) => &mut counts.ready,
-                _ => &mut counts.waiting,
-            };
-            *bucket += 1;
-        }
-        counts
+        gs.todos
+            .all_facts()
+            .map(|todo| {
+                let bucket = match todo.status {
+                    TodoStatus::Done => Bucket::Done,
+                    TodoStatus::Deferred => Bucket::Deferred,
+                    _ if todo.live_holder(now).is_some() => Bucket::Running,
+                    _ if todo.role == Role::User => Bucket::ForUser,
+                    _ if gated.contains(todo.id) => Bucket::HeldByGate,
+                    _ if ready.contains(todo.id) => Bucket::Ready,
+                    _ => Bucket::Waiting,
+                };
+                (todo.id, bucket)
+            })
+            .collect()
     }
+}
+
+/// Where a todo stands, as `status` counts it: each todo is in exactly one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bucket {
+    Ready,
+    Running,
+    HeldByGate,
+    Waiting,
+    ForUser,
+    Deferred,
+    Done,
 }
 
 fn check_todo(goal: &str, id: &str, todo: &Todo) -> Result<(), String> {

@@ -26,6 +26,9 @@ pub struct LogEntry {
     pub agent: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub todos: Vec<String>,
+    /// The run records it wrote (`Loopx-Run`: a writeback, a failed validation).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<String>,
 }
 
 /// A code commit (on the repository's branches, not on loopx-state) whose
@@ -88,6 +91,9 @@ pub fn log(ctx: &Context, args: &LogArgs) -> Result<LogReport> {
             op: trailer(&info.message, "Loopx-Op").next().map(str::to_owned),
             agent,
             todos,
+            runs: trailer(&info.message, "Loopx-Run")
+                .map(str::to_owned)
+                .collect(),
         });
         if entries.len() >= args.limit {
             break;

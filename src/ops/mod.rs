@@ -78,6 +78,13 @@ impl Context {
         self.goal.as_deref()
     }
 
+    /// Acts on `goal` from now on (`None`: the state's default goal), as if
+    /// it had been given by `--goal`: a long-lived reader (`serve`) reads
+    /// every goal through one context.
+    pub fn set_goal(&mut self, goal: Option<String>) {
+        self.goal = goal.filter(|g| !g.is_empty());
+    }
+
     /// The selected goal of `state`; refuses an unknown `--goal`.
     pub fn goal<'a>(&self, state: &'a State) -> Result<&'a GoalState> {
         let id = self.goal_id(state);
@@ -238,6 +245,7 @@ mod tests {
 pub mod agent;
 pub mod check;
 pub mod check_state;
+pub mod dashboard;
 pub mod diff;
 pub mod done;
 pub mod gate;

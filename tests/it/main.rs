@@ -30,8 +30,12 @@ mod reviewing;
 mod run;
 mod runtimes;
 mod scope;
+mod serve;
 mod state_diff;
 mod sync;
 mod turn;
 mod vocab;
 mod workflows;
+
+#[path = "../../examples/support/webdriver.rs"]
+mod webdriver;

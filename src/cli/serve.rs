@@ -1,0 +1,125 @@
+//! `git loopx serve`
+
+use std::io::Write as _;
+use std::net::IpAddr;
+
+use crate::cli::{GlobalArgs, Output};
+use crate::model::{parse_duration, Timestamp};
+use crate::ops::Context;
+use crate::serve::{self, Options};
+use crate::{Error, Result};
+
+/// Serve a read-only dashboard of the state on http://127.0.0.1:<PORT>/.
+///
+/// What waits for you (open gates, with the command that answers each), a
+/// board of every goal's todos, the agents and their claims, writebacks and
+/// finished todos per hour, the quota, and recent writebacks with their
+/// semantic diffs. The page follows `loopx-state` by itself, within about a
+/// second of a change. Nothing it serves writes anything: answer gates and
+/// change todos from the command line. JSON: /status.json (`status --json`,
+/// `?goal=ID`), /dashboard.json, /diff/<commit>.json, /healthz.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The port to listen on; 0 picks a free one (the address is printed).
+    #[arg(long, default_value_t = 8765, value_name = "PORT")]
+    pub port: u16,
+    /// Listen on this address instead of 127.0.0.1. Anyone who can reach
+    /// it can read the whole state: a warning is printed for any address
+    /// that is not loopback.
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<IpAddr>,
+    /// Open the page in a browser (xdg-open, or open on macOS).
+    #[arg(long)]
+    pub open: bool,
+    /// Flag an agent not seen for this long (a turn, a writeback, a claim)
+    /// as stale: 30m, 2h, 1d.
+    #[arg(long, default_value = "30m", value_name = "DURATION", value_parser = duration)]
+    pub stale_after: i64,
+    /// Threads answering requests.
+    #[arg(long, default_value_t = 4, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub workers: u16,
+}
+
+fn duration(text: &str) -> std::result::Result<i64, String> {
+    parse_duration(text)
+        .filter(|s| *s > 0)
+        .ok_or_else(|| format!("`{text}` is not a duration such as 30m, 2h or 1d"))
+}
+
+/// How far apart the times are that answers are built for, on the system
+/// clock: a burst of requests in one step shares its answers.
+const CLOCK_STEP: i64 = 5;
+
+pub fn run(global: &GlobalArgs, args: &Args) -> Result<Output> {
+    let dir = match &global.dir {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| Error::invalid_input(format!("cannot read the current directory: {e}")))?,
+    };
+    let fixed = std::env::var("LOOPX_NOW").is_ok_and(|v| !v.is_empty());
+    let clock = move || -> Result<Timestamp> {
+        let now = super::now()?;
+        Ok(if fixed {
+            now
+        } else {
+            Timestamp::from_unix(now.unix() - now.unix().rem_euclid(CLOCK_STEP))
+        })
+    };
+    let open = || {
+        Context::open(
+            &dir,
+            super::now()?,
+            global.agent.clone(),
+            global.goal.clone(),
+        )
+    };
+    let bind = args.bind.unwrap_or(IpAddr::from([127, 0, 0, 1]));
+    let options = Options {
+        bind,
+        port: args.port,
+        bind_given: args.bind.is_some(),
+        stale_after_seconds: args.stale_after,
+        workers: usize::from(args.workers),
+    };
+    serve::serve(&open, &clock, &options, |addr| {
+        let url = format!("http://{addr}/");
+        if !bind.is_loopback() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: listening on {bind}, not loopback: anyone who can reach {addr} can read this repository's loopx-state"
+            );
+        }
+        let line = if global.json {
+            serde_json::json!({ "ok": true, "url": url, "address": addr.to_string() }).to_string()
+        } else {
+            format!("git loopx serve: {url} (read-only; Ctrl-C stops it)")
+        };
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+        if args.open {
+            open_browser(&url);
+        }
+    })?;
+    Ok(Output::new(&serde_json::json!({}), String::new()))
+}
+
+fn open_browser(url: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    let spawned = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if let Err(e) = spawned {
+        let _ = writeln!(
+            std::io::stderr(),
+            "warning: could not open a browser ({opener}: {e}); open {url} yourself"
+        );
+    }
+}

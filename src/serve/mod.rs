@@ -1,0 +1,199 @@
+//! `serve`: the read-only dashboard over HTTP, on loopback.
+//!
+//! The routes answer from the same reports as the CLI: `/status.json` is
+//! `status --json`, `/diff/<commit>.json` is `diff <commit> --json` (with
+//! its text), `/dashboard.json` is [`ops::dashboard`], and `/` is one
+//! self-contained page (`page.html`) that draws them. Nothing here writes
+//! state: no route reaches a transaction. HTTP itself is `tiny_http`'s.
+//!
+//! Invariants:
+//! - only `GET`; any other method is 405, any other path 404;
+//! - bound to loopback, a request whose `Host` is not a loopback name is
+//!   refused (403), so a web page elsewhere cannot read the state through
+//!   DNS rebinding;
+//! - every answer for a state commit carries an `ETag` of that commit and
+//!   the report's time; `If-None-Match` with it is a 304, so the page's
+//!   once-a-second poll costs one ref read while nothing moves;
+//! - state text is never spliced into HTML: the page builds text nodes, and
+//!   its Content-Security-Policy allows only its own nonce-marked script.
+
+mod http;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+
+use crate::model::Timestamp;
+use crate::ops::{self, Context};
+use crate::{Error, Result};
+
+pub use http::{content_security_policy, page};
+
+/// How `serve` listens.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub bind: IpAddr,
+    pub port: u16,
+    /// Whether `bind` was given explicitly (then `Host` is not checked).
+    pub bind_given: bool,
+    pub stale_after_seconds: i64,
+    /// Threads answering requests.
+    pub workers: usize,
+}
+
+/// Answers that are the same for one (route, state commit, time), shared by
+/// the workers: a burst of requests builds each report once.
+#[derive(Default)]
+struct Cache {
+    entries: Mutex<Vec<(String, Arc<Vec<u8>>)>>,
+}
+
+/// How many answers [`Cache`] keeps.
+const CACHED: usize = 32;
+
+impl Cache {
+    fn get(&self, key: &str) -> Option<Arc<Vec<u8>>> {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+    }
+
+    fn put(&self, key: String, value: Arc<Vec<u8>>) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if entries.len() >= CACHED {
+            entries.remove(0);
+        }
+        entries.push((key, value));
+    }
+}
+
+/// Serves until the process is stopped. `open` makes one [`Context`] per
+/// worker (a store is not shared between threads); `clock` is read before
+/// each request; `ready` is told the address once the socket is bound.
+pub fn serve(
+    open: &(dyn Fn() -> Result<Context> + Sync),
+    clock: &(dyn Fn() -> Result<Timestamp> + Sync),
+    options: &Options,
+    ready: impl FnOnce(SocketAddr),
+) -> Result<()> {
+    let addr = SocketAddr::new(options.bind, options.port);
+    let server = tiny_http::Server::http(addr)
+        .map_err(|e| Error::invalid_input(format!("cannot listen on {addr}: {e}")))?;
+    let bound = server
+        .server_addr()
+        .to_ip()
+        .ok_or_else(|| Error::invalid_input("the server has no IP address"))?;
+    // Refuse a broken repository before saying we listen.
+    let first = open()?;
+    ops::dashboard::tip(&first)?;
+    drop(first);
+    ready(bound);
+    let cache = Cache::default();
+    let check_host = !options.bind_given || options.bind.is_loopback();
+    std::thread::scope(|scope| {
+        for _ in 0..options.workers.max(1) {
+            scope.spawn(|| {
+                let mut ctx = match open() {
+                    Ok(ctx) => ctx,
+                    Err(e) => {
+                        tracing::error!("serve: cannot open the repository: {e}");
+                        return;
+                    }
+                };
+                while let Ok(request) = server.recv() {
+                    let answer = http::answer(
+                        &request,
+                        &mut |route, tag| respond(&mut ctx, clock, &cache, options, route, tag),
+                        check_host.then_some(bound.port()),
+                    );
+                    if let Err(e) = request.respond(answer) {
+                        tracing::debug!("serve: answering: {e}");
+                    }
+                }
+            });
+        }
+    });
+    Ok(())
+}
+
+/// A route the server knows, parsed from the request line.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Route {
+    Page,
+    Status { goal: Option<String> },
+    Dashboard,
+    Diff { commit: String },
+    Health,
+}
+
+/// What a JSON route answers.
+pub enum Answer {
+    /// The body under this ETag is what the client already has.
+    NotModified(String),
+    Json {
+        etag: String,
+        body: Arc<Vec<u8>>,
+    },
+    Failed(Error),
+}
+
+fn respond(
+    ctx: &mut Context,
+    clock: &(dyn Fn() -> Result<Timestamp> + Sync),
+    cache: &Cache,
+    options: &Options,
+    route: &Route,
+    if_none_match: Option<&str>,
+) -> Answer {
+    let found = (|| {
+        ctx.now = clock()?;
+        let tip = ops::dashboard::tip(ctx)?;
+        Ok::<_, Error>((tip.to_string(), format!("\"{}-{}\"", tip, ctx.now.unix())))
+    })();
+    let (tip, etag) = match found {
+        Ok(found) => found,
+        Err(e) => return Answer::Failed(e),
+    };
+    if if_none_match.is_some_and(|tags| tags.split(',').any(|t| t.trim() == etag)) {
+        return Answer::NotModified(etag);
+    }
+    let key = format!("{route:?} {etag}");
+    if let Some(body) = cache.get(&key) {
+        return Answer::Json { etag, body };
+    }
+    let value = match route {
+        Route::Health => Ok(serde_json::json!({ "ok": true, "commit": tip })),
+        Route::Status { goal } => {
+            ctx.set_goal(goal.clone());
+            ops::status::status(ctx).map(|r| crate::render::ok_json(to_value(&r), None))
+        }
+        Route::Dashboard => {
+            ctx.set_goal(None);
+            ops::dashboard::dashboard(ctx, options.stale_after_seconds)
+                .map(|r| crate::render::ok_json(to_value(&r), None))
+        }
+        Route::Diff { commit } => {
+            ctx.set_goal(None);
+            ops::diff::diff(ctx, Some(commit), false).map(|r| {
+                let text = crate::render::diff::text(&r);
+                let mut value = crate::render::ok_json(to_value(&r), None);
+                value["text"] = serde_json::Value::String(text);
+                value
+            })
+        }
+        Route::Page => unreachable!("the page is not JSON"),
+    };
+    match value {
+        Ok(value) => {
+            let body = Arc::new(value.to_string().into_bytes());
+            cache.put(key, body.clone());
+            Answer::Json { etag, body }
+        }
+        Err(e) => Answer::Failed(e),
+    }
+}
+
+fn to_value(report: &impl serde::Serialize) -> serde_json::Value {
+    serde_json::to_value(report).expect("reports serialize")
+}

@@ -16,14 +16,16 @@
 
 #[path = "support/binary.rs"]
 mod binary;
+#[path = "support/state.rs"]
+mod state;
+
+use state::RunLayout;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use loopx::model::{
-    ids, Extra, Outcome, Priority, Role, Run, RunKind, State, Timestamp, Todo, TodoClass,
-};
+use loopx::model::{ids, Extra, Outcome, Run, RunKind, State, Timestamp};
 use loopx::store::{transact, GixStore, Message, Write};
 
 const NOW: &str = "2026-12-02T10:00:00Z";
@@ -183,25 +185,12 @@ fn now() -> Timestamp {
 }
 
 fn todo_id(i: usize) -> String {
-    ids::derive_id("todo_", &["bench", &i.to_string()])
+    state::todo_id("bench", i)
 }
 
-/// A repository whose state has `n` open todos, packed. The todos go in
-/// through `git fast-import`, which writes one pack: building them as loose
-/// objects and then running `git gc` deleted thousands of files right before
-/// the measurements, and on ext4 a burst of deletions slows every file
-/// creation for minutes after (the allocator skips recently freed inodes).
+/// A repository whose state has `n` open todos, packed (see `support/state.rs`).
 fn build(env: &Env, name: &str, n: usize) -> PathBuf {
     build_with_runs(env, name, n, 0, RunLayout::Sharded, now())
-}
-
-/// Where [`build_with_runs`] puts its runs.
-#[derive(Clone, Copy, PartialEq)]
-enum RunLayout {
-    /// Where git-loopx writes them: `runs/<day>/<xx>/<id>.yaml`.
-    Sharded,
-    /// Where versions before the shard level wrote them: `runs/<day>/<id>.yaml`.
-    Unsharded,
 }
 
 /// [`build`], with `runs` writeback records made `at` (one per todo in
@@ -220,53 +209,7 @@ fn build_with_runs(
     env.git(&dir, &["init", "-q", "-b", "main"]);
     env.git(&dir, &["commit", "-q", "--allow-empty", "-m", "base"]);
     env.loopx_ok(&dir, &["init", "--objective", "bench"]);
-    let mut stream = Vec::new();
-    let message = format!("bench: {n} todos, {runs} runs");
-    write!(
-        stream,
-        "commit refs/heads/loopx-state\ncommitter bench <bench@example.com> {} +0000\ndata {}\n{message}\nfrom refs/heads/loopx-state^0\n",
-        now().unix(),
-        message.len()
-    )
-    .unwrap();
-    for i in 0..n {
-        let todo = Todo::new(
-            todo_id(i),
-            "main",
-            &format!("bench task {i}"),
-            Role::Agent,
-            TodoClass::AdvancementTask,
-            Priority::P2,
-            None,
-            now(),
-        );
-        let bytes = loopx::codec::encode(&todo);
-        let path = loopx::codec::todo_path(&todo);
-        write!(stream, "M 100644 inline {path}\ndata {}\n", bytes.len()).unwrap();
-        stream.extend_from_slice(&bytes);
-        stream.push(b'\n');
-    }
-    for i in 0..runs {
-        let mut run = Run::new(
-            ids::derive_id("run_", &["bench", &i.to_string()]),
-            RunKind::Writeback,
-            "main",
-            Some("bench"),
-            at,
-        );
-        run.seq = Some(i as u64 + 1);
-        run.todo = Some(todo_id(i % n));
-        run.outcome = Some(Outcome::OutcomeProgress);
-        run.summary = Some(format!("bench writeback {i}"));
-        let bytes = loopx::codec::encode(&run);
-        let path = match layout {
-            RunLayout::Sharded => loopx::codec::run_path(&run),
-            RunLayout::Unsharded => loopx::codec::unsharded_run_path(&run),
-        };
-        write!(stream, "M 100644 inline {path}\ndata {}\n", bytes.len()).unwrap();
-        stream.extend_from_slice(&bytes);
-        stream.push(b'\n');
-    }
+    let stream = state::stream("bench", n, runs, layout, at);
     let mut child = hermetic(Command::new("git").current_dir(&dir), &env.home())
         .args(["fast-import", "--quiet"])
         .stdin(std::process::Stdio::piped())

@@ -37,5 +37,7 @@ mod turn;
 mod vocab;
 mod workflows;
 
+#[path = "../../examples/support/state.rs"]
+mod state;
 #[path = "../../examples/support/webdriver.rs"]
 mod webdriver;

@@ -754,41 +754,9 @@ fn an_unchanged_state_answers_304_and_a_write_moves_the_etag() {
 /// `n` open todos committed in one `git fast-import` commit: 10,000
 /// through the CLI would take minutes.
 fn many_todos(env: &TestEnv, n: usize) -> PathBuf {
-    use loopx::model::{Priority, Role, Timestamp, Todo, TodoClass};
     let dir = env.state_repo("big");
-    let now = Timestamp::parse(crate::env::NOW).unwrap();
-    let mut stream = Vec::new();
-    let message = format!("{n} todos");
-    write!(
-        stream,
-        "commit refs/heads/loopx-state\ncommitter t <t@example.com> {} +0000\ndata {}\n{message}\nfrom refs/heads/loopx-state^0\n",
-        now.unix(),
-        message.len()
-    )
-    .unwrap();
-    for i in 0..n {
-        let id = loopx::model::ids::derive_id("todo_", &["serve", &i.to_string()]);
-        let todo = Todo::new(
-            id,
-            "main",
-            &format!("task {i}"),
-            Role::Agent,
-            TodoClass::AdvancementTask,
-            Priority::P2,
-            None,
-            now,
-        );
-        let bytes = loopx::codec::encode(&todo);
-        write!(
-            stream,
-            "M 100644 inline {}\ndata {}\n",
-            loopx::codec::todo_path(&todo),
-            bytes.len()
-        )
-        .unwrap();
-        stream.extend_from_slice(&bytes);
-        stream.push(b'\n');
-    }
+    let now = loopx::model::Timestamp::parse(crate::env::NOW).unwrap();
+    let stream = crate::state::stream("serve", n, 0, crate::state::RunLayout::Sharded, now);
     let mut child = env
         .git_cmd(&dir)
         .args(["fast-import", "--quiet"])

@@ -261,13 +261,23 @@ fn main() {
         );
     }
 
-    let t = Instant::now();
-    let (status, size, etag) =
-        get(&format!("{base}/dashboard.json"), None).expect("dashboard.json");
-    let dash = t.elapsed();
-    let t = Instant::now();
-    let (again, _, _) = get(&format!("{base}/dashboard.json"), etag.as_deref()).expect("304");
-    let poll = t.elapsed();
+    // The ETag carries the report's time, which moves in 5-second steps:
+    // a step between the two requests makes the poll a 200, so try again.
+    let (mut status, mut size, mut dash) = (0, 0, Duration::ZERO);
+    let (mut again, mut poll) = (0, Duration::ZERO);
+    for _ in 0..3 {
+        let t = Instant::now();
+        let (s, n, etag) = get(&format!("{base}/dashboard.json"), None).expect("dashboard.json");
+        (status, size, dash) = (s, n, t.elapsed());
+        let t = Instant::now();
+        again = get(&format!("{base}/dashboard.json"), etag.as_deref())
+            .expect("a poll")
+            .0;
+        poll = t.elapsed();
+        if again == 304 {
+            break;
+        }
+    }
     println!(
         "| /dashboard.json ({} KiB, {status}) | {} | {} | {:.2} |",
         size / 1024,

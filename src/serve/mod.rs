@@ -78,8 +78,11 @@ pub fn serve(
     ready: impl FnOnce(SocketAddr),
 ) -> Result<()> {
     let addr = SocketAddr::new(options.bind, options.port);
-    let server = tiny_http::Server::http(addr)
-        .map_err(|e| Error::invalid_input(format!("cannot listen on {addr}: {e}")))?;
+    let server = tiny_http::Server::http(addr).map_err(|e| {
+        crate::model::Refusal::invalid_input(format!("cannot listen on {addr}: {e}")).with_hint(
+            "another program may listen there: pick another --port, or --port 0 for a free one",
+        )
+    })?;
     let bound = server
         .server_addr()
         .to_ip()

@@ -806,3 +806,33 @@ fn two_hundred_concurrent_status_requests_at_ten_thousand_todos_all_succeed() {
         "a column shows its first 100"
     );
 }
+
+#[test]
+fn no_state_a_taken_port_and_bad_flags_are_refused_before_listening() {
+    let env = TestEnv::new();
+    let bare = env.repo("plain");
+    let none = env
+        .loopx(&bare, &["--json", "serve", "--port", "0"])
+        .failure(3);
+    assert_eq!(none.json()["error"]["code"], "state_missing");
+    let dir = env.state_repo("repo");
+    let serving = Serving::start(&env, &dir, &[]);
+    let port = serving.port().to_string();
+    let taken = env.loopx(&dir, &["serve", "--port", &port]).failure(2);
+    assert!(
+        taken
+            .stderr
+            .contains(&format!("cannot listen on 127.0.0.1:{port}")),
+        "{}",
+        taken.stderr
+    );
+    assert!(taken.stderr.contains("--port 0"), "{}", taken.stderr);
+    for bad in [
+        ["--stale-after", "soon"],
+        ["--workers", "0"],
+        ["--port", "70000"],
+    ] {
+        let run = env.loopx(&dir, &["serve", bad[0], bad[1]]).failure(2);
+        assert!(run.stderr.contains(bad[0]), "{}", run.stderr);
+    }
+}

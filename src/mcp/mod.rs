@@ -130,6 +130,27 @@ impl ServerHandler for Server {
         std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
     }
 
+    /// The router's call, with one change: arguments the schema refuses
+    /// (rmcp answers those with a bare text tool error, as the protocol
+    /// asks, so the model can correct them) come back in the `--json` error
+    /// envelope, `invalid_input`, like every other refusal.
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> std::result::Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        let tool = request.name.to_string();
+        let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        match self.tools.call(call).await? {
+            rmcp::model::CallToolResponse::Complete(result)
+                if result.is_error == Some(true) && result.structured_content.is_none() =>
+            {
+                Ok(CallToolResult::structured_error(bad_arguments(&tool, &result)).into())
+            }
+            other => Ok(other),
+        }
+    }
+
     async fn list_resources(
         &self,
         _request: Option<rmcp::model::PaginatedRequestParams>,
@@ -180,4 +201,21 @@ impl ServerHandler for Server {
             .remove(&request.uri);
         Ok(())
     }
+}
+
+/// The `--json` error object for arguments a tool's schema refuses.
+fn bad_arguments(tool: &str, result: &CallToolResult) -> serde_json::Value {
+    let said = result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.as_str())
+        .unwrap_or("refused");
+    let said = said
+        .strip_prefix("failed to deserialize parameters:")
+        .unwrap_or(said)
+        .trim();
+    let err = crate::model::Refusal::invalid_input(format!("{tool}: bad arguments: {said}"))
+        .with_hint("the tool's input schema (tools/list) says what it takes");
+    crate::render::error_json(&err.into(), None)
 }

@@ -31,11 +31,15 @@ def params(repo, agent=None):
 def result(name, r):
     """One tool call's answer, as the test reads it."""
     text = r.content[0].text if r.content else None
+    try:
+        text = json.loads(text)
+    except (TypeError, ValueError):
+        pass
     return {
         "tool": name,
         "is_error": bool(r.is_error),
         "structured": r.structured_content,
-        "text": json.loads(text) if text else None,
+        "text": text,
     }
 
 

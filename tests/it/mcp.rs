@@ -347,3 +347,65 @@ fn the_server_refuses_to_start_without_an_agent_and_keeps_stdout_clean() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(stderr.contains("needs an agent"), "{stderr}");
 }
+
+#[test]
+fn hooks_install_registers_the_server_in_mcp_json_and_uninstall_restores_the_file() {
+    let env = TestEnv::new();
+    let (repo, _) = setup(&env, "repo", &["agent-a", "agent-b"]);
+    let file = repo.join(".mcp.json");
+    let users = "{\n    \"mcpServers\": {\n        \"docs\": {\"command\": \"docs-mcp\", \"args\": []}\n    }\n}\n";
+    std::fs::write(&file, users).unwrap();
+    let install = [
+        "--agent",
+        "agent-a",
+        "hooks",
+        "install",
+        "--mcp-claude-code",
+    ];
+    let run = env.loopx(&repo, &install).success();
+    assert!(
+        run.stdout.contains("mcp-claude-code: updated"),
+        "{}",
+        run.stdout
+    );
+    let written = std::fs::read_to_string(&file).unwrap();
+    let value: Value = serde_json::from_str(&written).unwrap();
+    assert_eq!(value["mcpServers"]["docs"]["command"], "docs-mcp");
+    assert_eq!(
+        value["mcpServers"]["loopx"],
+        serde_json::json!({"command": "git", "args": ["loopx", "mcp", "--agent", "agent-a"]})
+    );
+    let again = env.loopx(&repo, &install).success();
+    assert!(
+        again.stdout.contains("mcp-claude-code: unchanged"),
+        "{}",
+        again.stdout
+    );
+    let status = env
+        .loopx(&repo, &["--json", "hooks", "status", "--mcp-claude-code"])
+        .success()
+        .json();
+    assert_eq!(status["files"][0]["installed"], "yes", "{status}");
+    assert_eq!(
+        status["files"][0]["commands"][0],
+        "git loopx mcp --agent agent-a"
+    );
+
+    if sdk_missing(&env).is_none() {
+        // The entry starts a working server, as the agent it names (not
+        // the one in the environment).
+        let out = client(&env, "registered", &repo, "agent-b", &[]);
+        assert_eq!(out["should_run"]["is_error"], false, "{out}");
+        assert_eq!(out["should_run"]["structured"]["agent"], "agent-a", "{out}");
+    }
+
+    let run = env
+        .loopx(&repo, &["hooks", "uninstall", "--mcp-claude-code"])
+        .success();
+    assert!(
+        run.stdout.contains("mcp-claude-code: restored"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), users);
+}

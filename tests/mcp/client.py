@@ -165,9 +165,26 @@ async def notify(repo, todo):
     return out
 
 
+async def registered(repo):
+    """Start the server as Claude Code would, from the project's .mcp.json."""
+    with open(os.path.join(repo, ".mcp.json")) as f:
+        server = json.load(f)["mcpServers"]["loopx"]
+    spawn = StdioServerParameters(
+        command=server["command"], args=server["args"], env=dict(os.environ), cwd=repo
+    )
+    async with Client(spawn, mode="legacy") as c:
+        return {"should_run": await call(c, "should_run", {})}
+
+
 def main():
     scenario, repo, rest = sys.argv[1], sys.argv[2], sys.argv[3:]
-    run = {"turn": turn, "refusal": refusal, "race": race, "notify": notify}[scenario]
+    run = {
+        "turn": turn,
+        "refusal": refusal,
+        "race": race,
+        "notify": notify,
+        "registered": registered,
+    }[scenario]
     print(json.dumps(anyio.run(run, repo, *rest)))
 
 

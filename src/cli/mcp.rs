@@ -44,5 +44,8 @@ pub fn run(global: &GlobalArgs, _args: &Args) -> Result<()> {
         .enable_all()
         .build()
         .map_err(|e| Error::invalid_input(format!("cannot start the MCP runtime: {e}")))?;
-    runtime.block_on(crate::mcp::serve(options))
+    let served = runtime.block_on(crate::mcp::serve(options));
+    // Do not wait for the stdin reader's thread: the session is over.
+    runtime.shutdown_background();
+    served
 }

@@ -240,9 +240,28 @@ fn a_claim_on_a_held_todo_is_a_tool_error_and_bad_arguments_write_nothing() {
     let (repo, todo) = setup(&env, "repo", &["agent-a", "agent-b"]);
     env.loopx(&repo, &["--agent", "agent-b", "todo", "claim", &todo])
         .success();
-    let tip = env.tip(&repo);
+    let failing = env
+        .loopx(
+            &repo,
+            &[
+                "--json",
+                "--agent",
+                "agent-a",
+                "todo",
+                "add",
+                "Fails",
+                "--validate",
+                "false",
+            ],
+        )
+        .success()
+        .json()["todo"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let before = env.tip(&repo);
 
-    let out = client(&env, "refusal", &repo, "agent-a", &[&todo]);
+    let out = client(&env, "refusal", &repo, "agent-a", &[&todo, &failing]);
     let conflict = &out["conflict"];
     assert_eq!(conflict["is_error"], true, "{conflict}");
     assert_eq!(conflict["structured"]["error"]["code"], "claim_conflict");
@@ -254,6 +273,20 @@ fn a_claim_on_a_held_todo_is_a_tool_error_and_bad_arguments_write_nothing() {
         .failure(1)
         .json();
     assert_eq!(conflict["structured"], cli, "the CLI's error envelope");
+
+    // A failed validate refuses completion: a tool error carrying the
+    // report, and the failure recorded in one commit (as `todo done` does).
+    let failed = &out["validation"];
+    assert_eq!(failed["is_error"], true, "{failed}");
+    assert_eq!(failed["structured"]["error"]["code"], "validation_failed");
+    assert_eq!(failed["structured"]["validation"]["exit_code"], 1);
+    assert_eq!(failed["structured"]["todo"]["status"], "open");
+    let tip = env.tip(&repo);
+    assert_eq!(
+        env.git(&repo, &["rev-list", "--count", &format!("{before}..{tip}")]),
+        "1",
+        "only the failed validation was recorded"
+    );
 
     // The schema's refusals are tool errors too (the protocol asks for
     // input validation errors as tool results, so a model can correct

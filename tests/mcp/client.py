@@ -92,11 +92,15 @@ async def turn(repo):
     return out
 
 
-async def refusal(repo, todo):
-    """A claim on another agent's todo; then malformed arguments."""
+async def refusal(repo, todo, failing):
+    """A claim on another agent's todo; a todo whose validate fails; then
+    malformed arguments."""
     out = {}
     async with Client(params(repo), mode="legacy") as c:
         out["conflict"] = await call(c, "claim", {"todo": todo})
+        out["validation"] = await call(
+            c, "complete_todo", {"todo": failing, "evidence": "it works"}
+        )
         out["wrong_type"] = await call(c, "claim", {"todo": 7})
         out["unknown_field"] = await call(c, "claim", {"todo": todo, "agent": "agent-b"})
         out["missing_field"] = await call(c, "writeback", {"summary": "no outcome"})

@@ -27,9 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::model::{
-    CallToolResult, Implementation, ProtocolVersion, ServerCapabilities, ServerConfig,
-};
+use rmcp::model::{CallToolResult, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{prompt_handler, tool_handler, ServerHandler, ServiceExt as _};
 
 use crate::model::Timestamp;
@@ -54,6 +52,7 @@ pub struct Options {
 pub struct Server {
     worker: Arc<worker::Worker>,
     subscribed: Arc<Mutex<std::collections::BTreeSet<String>>>,
+    watched: tokio::sync::watch::Receiver<watch::Seen>,
     tools: ToolRouter<Server>,
     prompts: PromptRouter<Server>,
 }
@@ -67,6 +66,7 @@ pub async fn serve(options: Options) -> Result<()> {
     let server = Server {
         worker: Arc::new(worker),
         subscribed: Arc::default(),
+        watched: watched.clone(),
         tools: Server::lease_tools() + Server::record_tools(),
         prompts: Server::prompt_router(),
     };
@@ -124,10 +124,20 @@ impl ServerHandler for Server {
         .with_instructions(INSTRUCTIONS)
     }
 
-    /// The initialize handshake's revisions only: resource subscriptions
-    /// are `resources/subscribe` here, not 2026-07-28's `subscriptions/listen`.
-    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    /// `subscriptions/listen` (2026-07-28) takes what the capabilities
+    /// offer: updates of the named resources, and the resource list.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        Some(requested.supported_by(&self.get_info().capabilities))
+    }
+
+    async fn listen(
+        &self,
+        context: rmcp::service::SubscriptionContext,
+    ) -> std::result::Result<(), rmcp::ErrorData> {
+        watch::listen(context, self.watched.clone()).await
     }
 
     /// The router's call, with one change: arguments the schema refuses

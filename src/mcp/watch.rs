@@ -3,7 +3,9 @@
 //! which goals there are and what each holds; the notifier sends
 //! `notifications/resources/updated` for each subscribed resource that
 //! changed (`loopx://status` on every move) and
-//! `notifications/resources/list_changed` when goals come or go.
+//! `notifications/resources/list_changed` when goals come or go: to a
+//! client that used `resources/subscribe` ([`notify`]), and on each
+//! `subscriptions/listen` stream of the 2026-07-28 revision ([`listen`]).
 //!
 //! Invariants: the watcher only reads; it never holds the ops thread, so a
 //! long tool call does not delay a notification.
@@ -13,8 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::ResourceUpdatedNotificationParam;
-use rmcp::service::Peer;
-use rmcp::RoleServer;
+use rmcp::service::{Peer, SubscriptionContext};
+use rmcp::{ErrorData, RoleServer};
 use tokio::sync::watch;
 
 use crate::mcp::resources::{self, Target};
@@ -87,8 +89,21 @@ pub fn start(options: &Options) -> Result<watch::Receiver<Seen>> {
         .map_err(|_| Error::invalid_input("the state watcher stopped while opening"))?
 }
 
-/// Sends the notifications for each move the watcher sees, until the
-/// client is gone.
+/// Which of the subscribed `uris` changed between `last` and `now`.
+fn changed<'a>(uris: impl IntoIterator<Item = &'a String>, last: &Seen, now: &Seen) -> Vec<String> {
+    uris.into_iter()
+        .filter(|uri| match resources::parse_uri(uri) {
+            Ok(Target::Status) => true,
+            Ok(Target::Goal(id)) => now.goals.get(&id) != last.goals.get(&id),
+            Err(_) => false,
+        })
+        .cloned()
+        .collect()
+}
+
+/// Sends the notifications for each move the watcher sees to a client that
+/// subscribed with `resources/subscribe` (the handshake revisions), until
+/// the client is gone.
 pub async fn notify(
     peer: Peer<RoleServer>,
     mut seen: watch::Receiver<Seen>,
@@ -97,18 +112,11 @@ pub async fn notify(
     let mut last = seen.borrow_and_update().clone();
     while seen.changed().await.is_ok() {
         let now = seen.borrow_and_update().clone();
-        let changed: Vec<String> = subscribed
+        let uris = subscribed
             .lock()
             .expect("the subscription set is not poisoned")
-            .iter()
-            .filter(|uri| match resources::parse_uri(uri) {
-                Ok(Target::Status) => true,
-                Ok(Target::Goal(id)) => now.goals.get(&id) != last.goals.get(&id),
-                Err(_) => false,
-            })
-            .cloned()
-            .collect();
-        for uri in changed {
+            .clone();
+        for uri in changed(&uris, &last, &now) {
             let param = ResourceUpdatedNotificationParam::new(uri);
             if peer.notify_resource_updated(param).await.is_err() {
                 return;
@@ -120,5 +128,38 @@ pub async fn notify(
             return;
         }
         last = now;
+    }
+}
+
+/// One `subscriptions/listen` stream (2026-07-28): the same notifications,
+/// for what the accepted filter names, until the client cancels it.
+pub async fn listen(
+    context: SubscriptionContext,
+    mut seen: watch::Receiver<Seen>,
+) -> Result<(), ErrorData> {
+    let accepted = context.accepted().clone();
+    let uris = accepted.resource_subscriptions.clone().unwrap_or_default();
+    let lost =
+        |e: rmcp::service::SubscriptionSendError| ErrorData::internal_error(e.to_string(), None);
+    let mut last = seen.borrow_and_update().clone();
+    loop {
+        tokio::select! {
+            () = context.cancelled() => return Ok(()),
+            moved = seen.changed() => {
+                if moved.is_err() {
+                    return Ok(());
+                }
+                let now = seen.borrow_and_update().clone();
+                for uri in changed(&uris, &last, &now) {
+                    context.sink().notify_resource_updated(uri).await.map_err(lost)?;
+                }
+                if accepted.resources_list_changed == Some(true)
+                    && !now.goals.keys().eq(last.goals.keys())
+                {
+                    context.sink().notify_resource_list_changed().await.map_err(lost)?;
+                }
+                last = now;
+            }
+        }
     }
 }

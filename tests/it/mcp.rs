@@ -1,8 +1,10 @@
 //! `git loopx mcp` driven by an MCP client nobody here wrote: the official
 //! Python SDK (`mcp`, from PyPI), through `tests/mcp/client.py`, which
-//! starts the server as the SDK's stdio client does. A test prints why and
-//! returns when `python3 -c 'import mcp'` fails; `.ci/run` installs the SDK,
-//! so in CI they run.
+//! starts the server as the SDK's stdio client does: with the `initialize`
+//! handshake (2025-11-25), and as its default client negotiates (2026-07-28,
+//! `subscriptions/listen`). A test prints why and returns when
+//! `python3 -c 'import mcp'` fails; `.ci/run` installs the SDK, so in CI
+//! they run.
 
 use std::path::{Path, PathBuf};
 
@@ -363,6 +365,29 @@ fn a_cli_writeback_notifies_a_subscribed_client_within_two_seconds() {
         .iter()
         .all(|uri| uri == "loopx://status"));
     assert_eq!(out["list_changed"], 0, "no goal came or went");
+}
+
+#[test]
+fn the_2026_revision_serves_tools_and_a_listen_stream_sees_a_cli_writeback() {
+    let env = TestEnv::new();
+    need_sdk!(env);
+    let (repo, todo) = setup(&env, "repo", &["agent-a"]);
+    // The SDK's default client negotiates the newest revision it can.
+    let out = client(&env, "listen", &repo, "agent-a", &[&todo]);
+    assert_eq!(out["protocol"], "2026-07-28", "{out}");
+    assert_eq!(out["should_run"]["is_error"], false, "{out}");
+    assert_eq!(out["should_run"]["structured"]["agent"], "agent-a");
+    assert_eq!(
+        out["honored"],
+        serde_json::json!({"resourcesListChanged": true, "resourceSubscriptions": ["loopx://status"]})
+    );
+    assert_eq!(out["cli_exit"], 0, "{}", out["cli_stderr"]);
+    assert_eq!(
+        out["events"],
+        serde_json::json!([{"type": "ResourceUpdated", "uri": "loopx://status"}])
+    );
+    let seconds = out["seconds"].as_f64().unwrap();
+    assert!(seconds < 2.0, "notified after {seconds:.2}s");
 }
 
 #[test]

@@ -149,23 +149,45 @@ async def notify(repo, todo):
         # Nothing moved yet: no notification.
         await anyio.sleep(0.8)
         out["before"] = list(out["updated"])
-        cli = [
-            os.environ["LOOPX_MCP_BIN"],
-            "writeback",
-            "--todo",
-            todo,
-            "--outcome",
-            "outcome_progress",
-            "--summary",
-            "from the command line",
-        ]
-        done = subprocess.run(cli, cwd=repo, capture_output=True, text=True)
+        done = cli_writeback(repo, todo)
         written = time.monotonic()
         out["cli_exit"] = done.returncode
         out["cli_stderr"] = done.stderr
         with anyio.move_on_after(5):
             await seen.wait()
         out["seconds"] = time.monotonic() - written if seen.is_set() else None
+    return out
+
+
+def cli_writeback(repo, todo):
+    """A writeback by the command line, as another process of the agent."""
+    cli = [os.environ["LOOPX_MCP_BIN"], "writeback", "--todo", todo]
+    cli += ["--outcome", "outcome_progress", "--summary", "from the command line"]
+    return subprocess.run(cli, cwd=repo, capture_output=True, text=True)
+
+
+async def listen(repo, todo):
+    """The 2026-07-28 revision, as the SDK's default client negotiates it:
+    a tool call, then `subscriptions/listen` and a CLI writeback."""
+    out = {"events": []}
+    async with Client(params(repo)) as c:
+        out["protocol"] = c.protocol_version
+        out["should_run"] = await call(c, "should_run", {})
+        async with c.listen(
+            resource_subscriptions=["loopx://status"], resources_list_changed=True
+        ) as sub:
+            out["honored"] = sub.honored.model_dump(exclude_none=True, by_alias=True)
+            done = cli_writeback(repo, todo)
+            written = time.monotonic()
+            out["cli_exit"] = done.returncode
+            out["cli_stderr"] = done.stderr
+            with anyio.move_on_after(5):
+                async for event in sub:
+                    out["events"].append(
+                        {"type": type(event).__name__, "uri": getattr(event, "uri", None)}
+                    )
+                    out["seconds"] = time.monotonic() - written
+                    break
     return out
 
 
@@ -188,6 +210,7 @@ def main():
         "race": race,
         "notify": notify,
         "registered": registered,
+        "listen": listen,
     }[scenario]
     print(json.dumps(anyio.run(run, repo, *rest)))
 

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod codec;
 pub mod error;
 pub mod git_cmd;
+pub mod mcp;
 pub mod model;
 pub mod ops;
 pub mod render;

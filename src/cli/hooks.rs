@@ -10,7 +10,9 @@ use crate::Result;
 
 /// Install, remove or show git-loopx's hooks: the Claude Code and Codex hook
 /// entries (`.claude/settings.json`, `.codex/hooks.json` in the worktree's
-/// root) and the git hooks (`prepare-commit-msg`, `pre-push`).
+/// root), `git loopx mcp` in Claude Code's `.mcp.json` there
+/// (`--mcp-claude-code`), and the git hooks (`prepare-commit-msg`,
+/// `pre-push`).
 ///
 /// Your own settings and hooks are kept: entries are merged into the JSON
 /// files, and git hooks get a block between `# >>> git-loopx >>>` and
@@ -52,6 +54,10 @@ struct Which {
     /// (sync) in the hooks directory (core.hooksPath honoured).
     #[arg(long)]
     git: bool,
+    /// Claude Code's MCP servers: `git loopx mcp` as the server `loopx` in
+    /// .mcp.json at the worktree's root (Codex: see docs/mcp.md).
+    #[arg(long)]
+    mcp_claude_code: bool,
 }
 
 impl Which {
@@ -60,6 +66,7 @@ impl Which {
             (self.claude_code, Integration::ClaudeCode),
             (self.codex, Integration::Codex),
             (self.git, Integration::Git),
+            (self.mcp_claude_code, Integration::McpClaudeCode),
         ]
         .into_iter()
         .filter_map(|(on, i)| on.then_some(i))
@@ -72,10 +79,11 @@ impl Which {
     }
 }
 
-const ALL: [Integration; 3] = [
+const ALL: [Integration; 4] = [
     Integration::ClaudeCode,
     Integration::Codex,
     Integration::Git,
+    Integration::McpClaudeCode,
 ];
 
 pub fn run(ctx: &Context, global: &GlobalArgs, args: &Args) -> Result<Output> {

@@ -15,6 +15,7 @@ mod import;
 mod init;
 mod install_man;
 mod log;
+mod mcp;
 mod pr;
 mod progress;
 mod prompt;
@@ -134,6 +135,7 @@ pub enum Command {
     Serve(serve::Args),
     Completions(completions::Args),
     InstallMan(install_man::Args),
+    Mcp(mcp::Args),
 }
 
 /// What a command hands back to be printed.
@@ -274,6 +276,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         Command::Completions(_) | Command::InstallMan(_) | Command::Serve(_) => {
             unreachable!("run above")
         }
+        Command::Mcp(_) => unreachable!("the MCP server runs from `main`, before a Context"),
     };
     match &cli.command {
         // sync has fetched: its "no state" means the remote has none either.
@@ -379,6 +382,16 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
     };
     if let Command::Hook(args) = &cli.command {
         return hook::main(&cli.global, args);
+    }
+    // stdout is the MCP session's: an error goes to stderr only.
+    if let Command::Mcp(args) = &cli.command {
+        return match mcp::run(&cli.global, args) {
+            Ok(()) => 0,
+            Err(err) => {
+                emit_error(&err, cli.global.color);
+                err.exit_code()
+            }
+        };
     }
     JSON_OUTPUT.store(cli.global.json, std::sync::atomic::Ordering::Relaxed);
     let result = dispatch(&cli);

@@ -18,11 +18,26 @@ pub struct GoalReport {
 pub fn show(ctx: &Context) -> Result<GoalReport> {
     let (_, state) = ctx.load()?;
     let gs = ctx.goal(&state)?;
-    Ok(GoalReport {
+    Ok(report(&state, gs))
+}
+
+/// `goal show` of the goal `id`, whichever goal the context names (the MCP
+/// server's `loopx://goal/<id>` resources).
+pub fn show_id(ctx: &Context, id: &str) -> Result<GoalReport> {
+    let (_, state) = ctx.load()?;
+    let gs = state
+        .goals
+        .get(id)
+        .ok_or_else(|| super::unknown_goal(id, &state))?;
+    Ok(report(&state, gs))
+}
+
+fn report(state: &crate::model::State, gs: &GoalState) -> GoalReport {
+    GoalReport {
         default: gs.goal.id == state.meta.default_goal,
         goal: gs.goal.clone(),
         commit: None,
-    })
+    }
 }
 
 #[derive(Debug, Default, Clone)]

@@ -91,17 +91,23 @@ fn install_twice_changes_nothing_user_hooks_keep_working_and_uninstall_restores_
     let watched = [repo.join(".claude"), repo.join(".codex"), hooks.clone()];
     let before = snapshot(&watched);
 
-    let all = ["--claude-code", "--codex", "--git"];
+    let all = ["--claude-code", "--codex", "--git", "--mcp-claude-code"];
     let first = env.loopx(&repo, &[&["--json", "hooks", "install"][..], &all].concat());
     assert_eq!(
         actions(&first.success()),
-        ["updated", "created", "updated", "updated"]
+        ["updated", "created", "updated", "updated", "created"]
     );
     let installed = snapshot(&watched);
     let again = env.loopx(&repo, &[&["--json", "hooks", "install"][..], &all].concat());
     assert_eq!(
         actions(&again.success()),
-        ["unchanged", "unchanged", "unchanged", "unchanged"]
+        [
+            "unchanged",
+            "unchanged",
+            "unchanged",
+            "unchanged",
+            "unchanged"
+        ]
     );
     assert_eq!(
         snapshot(&watched),
@@ -161,7 +167,7 @@ fn install_twice_changes_nothing_user_hooks_keep_working_and_uninstall_restores_
         .success();
     assert_eq!(
         actions(&removed),
-        ["restored", "deleted", "restored", "restored"]
+        ["restored", "deleted", "restored", "restored", "deleted"]
     );
     assert_eq!(
         snapshot(&watched),
@@ -171,6 +177,10 @@ fn install_twice_changes_nothing_user_hooks_keep_working_and_uninstall_restores_
     assert!(
         !repo.join(".codex").exists(),
         "the directory we created stays"
+    );
+    assert!(
+        !repo.join(".mcp.json").exists(),
+        "the file we created stays"
     );
 }
 

@@ -21,6 +21,7 @@ mod import;
 mod kernel;
 mod layout;
 mod leaks;
+mod mcp;
 mod monitor;
 mod order;
 mod pr;

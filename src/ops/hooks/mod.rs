@@ -1,7 +1,8 @@
 //! `hooks install|uninstall|status`: puts git-loopx's integrations in place
 //! and takes them out again — the Claude Code and Codex hook entries
-//! (`.claude/settings.json`, `.codex/hooks.json` in the worktree's root) and
-//! the git hook shims (`prepare-commit-msg`, `pre-push` in the directory git
+//! (`.claude/settings.json`, `.codex/hooks.json` in the worktree's root),
+//! the MCP server's entry in Claude Code's `.mcp.json` there, and the git
+//! hook shims (`prepare-commit-msg`, `pre-push` in the directory git
 //! runs hooks from: `core.hooksPath`, else the common `hooks/`).
 //!
 //! Invariants: every file is planned before any is written, so a refusal
@@ -10,6 +11,7 @@
 //! the user's bytes exactly while the file holds what we wrote (see
 //! [`record`]), and otherwise takes out only our entries.
 
+pub mod mcp_json;
 pub mod record;
 pub mod runtime_json;
 pub mod shim;
@@ -40,6 +42,8 @@ pub enum Integration {
     ClaudeCode,
     Codex,
     Git,
+    /// `git loopx mcp` registered in Claude Code's `.mcp.json`.
+    McpClaudeCode,
 }
 
 impl Integration {
@@ -48,6 +52,7 @@ impl Integration {
             Integration::ClaudeCode => "claude-code",
             Integration::Codex => "codex",
             Integration::Git => "git",
+            Integration::McpClaudeCode => "mcp-claude-code",
         }
     }
 }
@@ -65,6 +70,8 @@ enum Kind {
         template: &'static str,
         prefix: &'static str,
     },
+    /// An MCP configuration with our server (`mcpServers.loopx`).
+    McpJson,
     /// A git hook with our shell block.
     Shim {
         name: &'static str,
@@ -75,20 +82,25 @@ enum Kind {
 fn targets(ctx: &Context, which: &[Integration]) -> Result<Vec<Target>> {
     let mut out = Vec::new();
     for &integration in which {
+        let root = |shown: &str| {
+            ctx.store.workdir().ok_or_else(|| {
+                Refusal::invalid_input(format!("a bare repository has no worktree for {shown}"))
+                    .with_hint("run it in a worktree of the repository, or use --git only")
+            })
+        };
         let json = |dir: &str, file: &str, template, prefix| -> Result<Target> {
-            let root = ctx.store.workdir().ok_or_else(|| {
-                Refusal::invalid_input(format!(
-                    "a bare repository has no worktree for {dir}/{file}"
-                ))
-                .with_hint("run it in a worktree of the repository, or use --git only")
-            })?;
             Ok(Target {
                 integration,
-                path: root.join(dir).join(file),
+                path: root(&format!("{dir}/{file}"))?.join(dir).join(file),
                 kind: Kind::Json { template, prefix },
             })
         };
         match integration {
+            Integration::McpClaudeCode => out.push(Target {
+                integration,
+                path: root(".mcp.json")?.join(".mcp.json"),
+                kind: Kind::McpJson,
+            }),
             Integration::ClaudeCode => out.push(json(
                 ".claude",
                 "settings.json",
@@ -198,6 +210,18 @@ pub fn install(ctx: &Context, which: &[Integration], agent: Option<&str>) -> Res
                     .transpose()?;
                 let entries = runtime_json::template_entries(template, agent);
                 runtime_json::install(&shown, text, &entries, prefix)?.map(|done| {
+                    if done.reformatted {
+                        notes.push("the file's own layout could not be kept exactly; uninstall puts it back byte for byte".to_owned());
+                    }
+                    done.text.into_bytes()
+                })
+            }
+            Kind::McpJson => {
+                let text = current
+                    .as_deref()
+                    .map(|b| utf8(&target.path, b))
+                    .transpose()?;
+                mcp_json::install(&shown, text, &mcp_json::entry(agent))?.map(|done| {
                     if done.reformatted {
                         notes.push("the file's own layout could not be kept exactly; uninstall puts it back byte for byte".to_owned());
                     }
@@ -344,6 +368,11 @@ pub fn uninstall(ctx: &Context, which: &[Integration]) -> Result<HooksReport> {
                             }
                         }
                     }
+                    Kind::McpJson => match mcp_json::uninstall(&shown, utf8(&target.path, now)?)? {
+                        None => None,
+                        Some(runtime_json::Removed::Empty) => Some(Next::Delete),
+                        Some(runtime_json::Removed::Text(t)) => Some(Next::Write(t.into_bytes())),
+                    },
                     Kind::Shim { .. } => match shim::uninstall(&shown, now)? {
                         None => None,
                         Some(left)

@@ -51,7 +51,7 @@ pub fn template_entries(template: &str, agent: Option<&str>) -> Vec<Entry> {
 
 /// How the file is laid out, to write it back the same way.
 #[derive(Clone, Debug, PartialEq)]
-struct Style {
+pub(super) struct Style {
     /// The indentation unit; `None` for a file on one line.
     indent: Option<String>,
     final_newline: bool,
@@ -78,7 +78,7 @@ impl Style {
         }
     }
 
-    fn render(&self, value: &Value) -> String {
+    pub(super) fn render(&self, value: &Value) -> String {
         let mut text = match &self.indent {
             None => serde_json::to_string(value).expect("JSON values serialize"),
             Some(indent) => {
@@ -97,12 +97,12 @@ impl Style {
 }
 
 /// A parsed configuration file.
-struct Parsed {
-    value: Value,
-    style: Style,
+pub(super) struct Parsed {
+    pub(super) value: Value,
+    pub(super) style: Style,
 }
 
-fn parse(path: &str, text: &str) -> Result<Parsed, Refusal> {
+pub(super) fn parse(path: &str, text: &str) -> Result<Parsed, Refusal> {
     let style = Style::of(text);
     let value = if text.trim().is_empty() {
         Value::Object(Map::new())
@@ -119,7 +119,7 @@ fn parse(path: &str, text: &str) -> Result<Parsed, Refusal> {
     Ok(Parsed { value, style })
 }
 
-fn shape(path: &str, at: &str, found: &Value, expected: &str) -> Refusal {
+pub(super) fn shape(path: &str, at: &str, found: &Value, expected: &str) -> Refusal {
     Refusal::invalid_input(format!(
         "{path}: {at} is {}, expected {expected}",
         crate::ops::json_kind(found)

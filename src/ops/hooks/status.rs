@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::record::{self, digest};
-use super::{is_unexecutable, read, runtime_json, shim, targets, utf8, Integration, Kind};
+use super::{
+    is_unexecutable, mcp_json, read, runtime_json, shim, targets, utf8, Integration, Kind,
+};
 use crate::ops::Context;
 use crate::Result;
 
@@ -80,6 +82,18 @@ pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
                     .map(|(e, c)| format!("{e}: {c}"))
                     .collect();
                 (installed, commands)
+            }
+            (Some(now), Kind::McpJson) => {
+                let found = utf8(&target.path, now)
+                    .and_then(|t| mcp_json::installed(&shown, t).map_err(Into::into));
+                match found {
+                    Ok(Some(command)) => (Installed::Yes, vec![command]),
+                    Ok(None) => (Installed::No, Vec::new()),
+                    Err(e) => {
+                        notes.push(e.to_string());
+                        (Installed::No, Vec::new())
+                    }
+                }
             }
             (Some(now), Kind::Shim { name, .. }) => {
                 if is_unexecutable(&target.path) {

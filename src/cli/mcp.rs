@@ -1,0 +1,51 @@
+//! `git loopx mcp`: starts the MCP server (`crate::mcp`) on a
+//! current-thread tokio runtime; tokio lives in that module and here only.
+
+use crate::cli::GlobalArgs;
+use crate::{Error, Result};
+
+/// Serve this repository's git-loopx as a Model Context Protocol server on
+/// stdin and stdout, for any MCP client (Claude Code, Codex, others).
+///
+/// The tools are the turn protocol (should_run, next_todo, claim, renew,
+/// release, writeback, complete_todo, handoff, spend, add_todo, add_gate,
+/// status, diff), each answering with the object the command prints under
+/// --json; a refusal is a tool error with the same code. The acting agent
+/// is fixed for the server's life: --agent, else $LOOPX_AGENT, else git
+/// config loopx.agent (one is required). Resources: loopx://status and
+/// loopx://goal/<id>, with change notifications; the prompt `turn`.
+/// Gates are not answered here: a person does, with `gate resolve`.
+/// Register it with `hooks install --mcp-claude-code` (see docs/mcp.md).
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+/// Runs the server until the client closes stdin; an error before the
+/// session starts (no repository, no agent) goes to stderr, never stdout.
+pub fn run(global: &GlobalArgs, _args: &Args) -> Result<()> {
+    let dir = match &global.dir {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| Error::invalid_input(format!("cannot read the current directory: {e}")))?,
+    };
+    let options = crate::mcp::Options {
+        dir,
+        agent: global.agent.clone(),
+        goal: global.goal.clone(),
+        clock: super::now,
+        allowed_leaks: crate::model::leaks::RULES
+            .iter()
+            .copied()
+            .filter(|rule| global.allow_secret_pattern.iter().any(|a| a == rule))
+            .collect(),
+    };
+    // Read once here, so a bad LOOPX_NOW is refused before the session.
+    super::now()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::invalid_input(format!("cannot start the MCP runtime: {e}")))?;
+    let served = runtime.block_on(crate::mcp::serve(options));
+    // Do not wait for the stdin reader's thread: the session is over.
+    runtime.shutdown_background();
+    served
+}

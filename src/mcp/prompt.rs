@@ -1,0 +1,59 @@
+//! The prompt: `turn`, the task body for this agent's turn, as
+//! `git loopx prompt --runtime …` prints it (`ops::prompt`).
+//!
+//! Invariants: reading the prompt writes nothing.
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{GetPromptResult, PromptMessage, Role};
+use rmcp::{prompt, prompt_router, ErrorData};
+
+use crate::mcp::{args, Server};
+use crate::model::Refusal;
+use crate::ops::prompt::{self, Runtime};
+
+#[prompt_router(vis = "pub(super)")]
+impl Server {
+    /// The task body for this agent's turn: the goal, the selected todo, the
+    /// exact git-loopx calls to make, and the rules (`git loopx prompt`).
+    #[prompt(name = "turn")]
+    async fn turn(
+        &self,
+        Parameters(a): Parameters<args::Prompt>,
+    ) -> Result<GetPromptResult, ErrorData> {
+        let (value, failed) = self
+            .worker
+            .json(move |ctx| {
+                let runtime = match &a.runtime {
+                    Some(name) => serde_json::from_value(serde_json::Value::String(name.clone()))
+                        .map_err(|_| {
+                        Refusal::invalid_input(format!(
+                            "runtime `{name}` is not one of claude-code, codex, generic"
+                        ))
+                    })?,
+                    None => Runtime::Generic,
+                };
+                Ok((prompt::prompt(ctx, runtime, &[], a.turn.as_deref())?, None))
+            })
+            .await?;
+        let message = |key: &str| {
+            value
+                .pointer(key)
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+        };
+        if failed {
+            let text = message("/error/message").unwrap_or_else(|| "refused".to_owned());
+            return Err(ErrorData::invalid_params(text, Some(value)));
+        }
+        let text = message("/prompt").unwrap_or_default();
+        let description = format!(
+            "git-loopx turn {} for {}",
+            message("/turn").unwrap_or_default(),
+            self.worker.agent()
+        );
+        Ok(
+            GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+                .with_description(description),
+        )
+    }
+}

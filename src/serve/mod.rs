@@ -68,6 +68,23 @@ impl Cache {
     }
 }
 
+/// How many connections may wait to be accepted. std binds with 128; a
+/// burst of more connections than that loses SYNs, and each lost one costs
+/// its client a one-second retransmit (seen as a bimodal p95 in
+/// `examples/serve_bench.rs`). The kernel caps it at `net.core.somaxconn`.
+const BACKLOG: i32 = 1024;
+
+fn listen(addr: SocketAddr) -> std::io::Result<tiny_http::Server> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    #[cfg(unix)]
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(BACKLOG)?;
+    let listener: std::net::TcpListener = socket.into();
+    tiny_http::Server::from_listener(listener, None).map_err(std::io::Error::other)
+}
+
 /// Serves until the process is stopped. `open` makes one [`Context`] per
 /// worker (a store is not shared between threads); `clock` is read before
 /// each request; `ready` is told the address once the socket is bound.
@@ -78,7 +95,7 @@ pub fn serve(
     ready: impl FnOnce(SocketAddr),
 ) -> Result<()> {
     let addr = SocketAddr::new(options.bind, options.port);
-    let server = tiny_http::Server::http(addr).map_err(|e| {
+    let server = listen(addr).map_err(|e| {
         crate::model::Refusal::invalid_input(format!("cannot listen on {addr}: {e}")).with_hint(
             "another program may listen there: pick another --port, or --port 0 for a free one",
         )

@@ -203,20 +203,16 @@ fn build_with_runs(
     layout: RunLayout,
     at: Timestamp,
 ) -> PathBuf {
-    use std::io::Write as _;
     let dir = env.root.path().join(name);
     std::fs::create_dir_all(&dir).unwrap();
     env.git(&dir, &["init", "-q", "-b", "main"]);
     env.git(&dir, &["commit", "-q", "--allow-empty", "-m", "base"]);
     env.loopx_ok(&dir, &["init", "--objective", "bench"]);
     let stream = state::stream("bench", n, runs, layout, at);
-    let mut child = hermetic(Command::new("git").current_dir(&dir), &env.home())
-        .args(["fast-import", "--quiet"])
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(&stream).unwrap();
-    assert!(child.wait().unwrap().success(), "git fast-import");
+    state::import(
+        hermetic(Command::new("git").current_dir(&dir), &env.home()),
+        &stream,
+    );
     env.loopx_ok(&dir, &["status"]);
     dir
 }

@@ -23,7 +23,7 @@ mod state;
 #[path = "support/webdriver.rs"]
 mod webdriver;
 
-use std::io::{BufRead as _, BufReader, Write as _};
+use std::io::{BufRead as _, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -165,13 +165,10 @@ fn main() {
     loopx(&["init", "--objective", "serve bench"]);
     let now = loopx::model::Timestamp::from_unix(chrono::Utc::now().timestamp() - 600);
     let stream = state::stream("bench", o.todos, o.runs, state::RunLayout::Sharded, now);
-    let mut child = hermetic(Command::new("git").current_dir(&dir), &home)
-        .args(["fast-import", "--quiet"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(&stream).unwrap();
-    assert!(child.wait().unwrap().success(), "git fast-import");
+    state::import(
+        hermetic(Command::new("git").current_dir(&dir), &home),
+        &stream,
+    );
     println!(
         "# serve_bench: {} todos, {} writebacks, {} concurrent requests, {} page loads",
         o.todos, o.runs, o.concurrent, o.loads

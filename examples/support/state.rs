@@ -21,6 +21,18 @@ pub enum RunLayout {
     Unsharded,
 }
 
+/// Feeds `stream` to `git fast-import` run by `git` (a command already in
+/// the repository, with its environment set); panics when git refuses it.
+pub fn import(git: &mut std::process::Command, stream: &[u8]) {
+    let mut child = git
+        .args(["fast-import", "--quiet"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("git fast-import starts");
+    child.stdin.take().unwrap().write_all(stream).unwrap();
+    assert!(child.wait().unwrap().success(), "git fast-import");
+}
+
 /// The id of the `i`-th todo [`stream`] writes under `seed`.
 pub fn todo_id(seed: &str, i: usize) -> String {
     ids::derive_id("todo_", &[seed, &i.to_string()])

@@ -757,14 +757,7 @@ fn many_todos(env: &TestEnv, n: usize) -> PathBuf {
     let dir = env.state_repo("big");
     let now = loopx::model::Timestamp::parse(crate::env::NOW).unwrap();
     let stream = crate::state::stream("serve", n, 0, crate::state::RunLayout::Sharded, now);
-    let mut child = env
-        .git_cmd(&dir)
-        .args(["fast-import", "--quiet"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(&stream).unwrap();
-    assert!(child.wait().unwrap().success(), "git fast-import");
+    crate::state::import(&mut env.git_cmd(&dir), &stream);
     dir
 }
 

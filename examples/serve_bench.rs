@@ -13,8 +13,12 @@
 //!   headless browser, from navigation to the board drawn, `--loads K`
 //!   times (default 5), against the 1 s budget.
 //!
-//! It exits 1 when a request fails or a page load misses the budget.
-//! Options: `--todos N`, `--runs M`, `--concurrent C`, `--loads K`.
+//! It exits 1 when a request fails, the page does not draw, or a page load
+//! misses the budget. `--no-budget` prints the page load against the budget
+//! without failing on it: CI runs this small in a debug build on a shared
+//! machine, where it checks that nothing fails, not how fast it is.
+//! Options: `--todos N`, `--runs M`, `--concurrent C`, `--loads K`,
+//! `--no-budget`.
 
 #[path = "support/binary.rs"]
 mod binary;
@@ -35,6 +39,7 @@ struct Opts {
     runs: usize,
     concurrent: usize,
     loads: usize,
+    budget: bool,
 }
 
 fn opts() -> Opts {
@@ -43,6 +48,7 @@ fn opts() -> Opts {
         runs: 500,
         concurrent: 200,
         loads: 5,
+        budget: true,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -55,6 +61,11 @@ fn opts() -> Opts {
                     std::process::exit(2)
                 })
         };
+        if args[i] == "--no-budget" {
+            o.budget = false;
+            i += 1;
+            continue;
+        }
         match args[i].as_str() {
             "--todos" => o.todos = value(),
             "--runs" => o.runs = value(),
@@ -305,9 +316,6 @@ fn main() {
             if !loads.is_empty() {
                 let p50 = percentile(&mut loads, 0.5);
                 let max = *loads.iter().max().unwrap();
-                if max > BUDGET {
-                    failed = true;
-                }
                 println!(
                     "| page load in Chromium, navigation to board drawn (median of {}; max {}) | {} | budget {} | {:.2} |",
                     loads.len(),
@@ -316,6 +324,14 @@ fn main() {
                     ms(BUDGET),
                     p50.as_secs_f64() / BUDGET.as_secs_f64()
                 );
+                if max > BUDGET && o.budget {
+                    failed = true;
+                } else if max > BUDGET {
+                    eprintln!(
+                        "serve_bench: a page load missed {} (--no-budget: not a failure)",
+                        ms(BUDGET)
+                    );
+                }
             }
         }
     }

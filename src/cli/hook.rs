@@ -38,6 +38,28 @@ enum RuntimeHooks {
         #[command(subcommand)]
         event: CodexEvent,
     },
+    /// OpenCode hooks, run by the plugin in `.opencode/plugin/loopx.js`.
+    #[command(name = "opencode")]
+    OpenCode {
+        #[command(subcommand)]
+        event: Event,
+    },
+    /// Pi hooks, run by the extension in `.pi/extensions/loopx.ts`.
+    Pi {
+        #[command(subcommand)]
+        event: Event,
+    },
+    /// Gemini CLI hooks, run from `.gemini/settings.json` (`stop` on
+    /// `AfterAgent`).
+    Gemini {
+        #[command(subcommand)]
+        event: Event,
+    },
+    /// Cursor hooks, run from `.cursor/hooks.json`.
+    Cursor {
+        #[command(subcommand)]
+        event: Event,
+    },
     /// git hooks (prepare-commit-msg, pre-push), run from the shims
     /// `hooks install --git` puts in the hooks directory. They read no stdin;
     /// pre-push may exit non-zero, under `loopx.prePushStrict` only.
@@ -91,20 +113,17 @@ struct Answer {
 /// Runs a hook program and returns its exit status: always 0 (but for a
 /// strict pre-push, see [`crate::cli::hook_git`]).
 pub fn main(global: &GlobalArgs, args: &Args) -> i32 {
+    let generic = |runtime: Runtime, event: &Event| match event {
+        Event::Stop(a) => (runtime, "stop", stop(global, runtime, a)),
+        Event::SessionStart => (runtime, "session-start", session_start(global, runtime)),
+    };
     let (runtime, name, result) = match &args.runtime {
         RuntimeHooks::Git(args) => return crate::cli::hook_git::main(global, args),
-        RuntimeHooks::ClaudeCode { event } => match event {
-            Event::Stop(a) => (
-                Runtime::ClaudeCode,
-                "stop",
-                stop(global, Runtime::ClaudeCode, a),
-            ),
-            Event::SessionStart => (
-                Runtime::ClaudeCode,
-                "session-start",
-                session_start(global, Runtime::ClaudeCode),
-            ),
-        },
+        RuntimeHooks::ClaudeCode { event } => generic(Runtime::ClaudeCode, event),
+        RuntimeHooks::OpenCode { event } => generic(Runtime::OpenCode, event),
+        RuntimeHooks::Pi { event } => generic(Runtime::Pi, event),
+        RuntimeHooks::Gemini { event } => generic(Runtime::Gemini, event),
+        RuntimeHooks::Cursor { event } => generic(Runtime::Cursor, event),
         RuntimeHooks::Codex { event } => match event {
             CodexEvent::Stop(a) => (Runtime::Codex, "stop", stop(global, Runtime::Codex, a)),
             CodexEvent::SessionStart => (
@@ -115,7 +134,7 @@ pub fn main(global: &GlobalArgs, args: &Args) -> i32 {
             CodexEvent::Notify(a) => (Runtime::Codex, "notify", notify(global, a)),
         },
     };
-    let label = format!("git-loopx hook {} {name}", crate::ops::snake(&runtime));
+    let label = format!("git-loopx hook {} {name}", runtime.name());
     let answer = result.unwrap_or_else(|why| {
         let effect = match name {
             "stop" => "not blocking",
@@ -165,6 +184,7 @@ fn read_input() -> Result<HookInput, String> {
 fn open(global: &GlobalArgs, runtime: Runtime, cwd: Option<&str>) -> Result<Context, String> {
     let env_dir = match runtime {
         Runtime::ClaudeCode => std::env::var_os("CLAUDE_PROJECT_DIR"),
+        Runtime::Gemini => std::env::var_os("GEMINI_PROJECT_DIR"),
         _ => None,
     };
     let dir = global
@@ -184,7 +204,13 @@ fn stop(global: &GlobalArgs, runtime: Runtime, args: &StopArgs) -> Result<Answer
     let report = hook::stop(&ctx, runtime, &input, args.max_blocks).map_err(|e| why(&e))?;
     let mut stderr = report.warnings.clone();
     let stdout = match &report.outcome {
-        StopOutcome::Block { prompt, .. } => Some(json!({ "decision": "block", "reason": prompt })),
+        StopOutcome::Block { prompt, .. } => Some(match runtime {
+            // AfterAgent: `deny` retries with the reason as the next turn.
+            Runtime::Gemini => json!({ "decision": "deny", "reason": prompt }),
+            // stop: a follow-up message continues the agent.
+            Runtime::Cursor => json!({ "followup_message": prompt }),
+            _ => json!({ "decision": "block", "reason": prompt }),
+        }),
         StopOutcome::Skip {
             effective_action,
             reason,
@@ -218,13 +244,17 @@ fn session_start(global: &GlobalArgs, runtime: Runtime) -> Result<Answer, String
         render::text::status(&report.status),
         report.prompt.prompt
     );
-    Ok(Answer {
-        stdout: Some(json!({
+    let stdout = match runtime {
+        Runtime::Cursor => json!({ "additional_context": context }),
+        _ => json!({
             "hookSpecificOutput": {
                 "hookEventName": "SessionStart",
                 "additionalContext": context,
             }
-        })),
+        }),
+    };
+    Ok(Answer {
+        stdout: Some(stdout),
         stderr: Vec::new(),
     })
 }

@@ -3,6 +3,7 @@
 use clap::Subcommand;
 
 use crate::cli::{GlobalArgs, Output};
+use crate::model::runtime::Runtime;
 use crate::ops::hooks::{self, Integration};
 use crate::ops::Context;
 use crate::render;
@@ -44,12 +45,31 @@ enum HooksCommand {
 
 #[derive(Debug, clap::Args)]
 struct Which {
-    /// Claude Code: `SessionStart` and `Stop` hooks in .claude/settings.json.
+    /// Claude Code: `SessionStart` and `Stop` hooks and `permissions.allow`
+    /// in .claude/settings.json, the agent's identity (`env`) in
+    /// .claude/settings.local.json, the /loopx command.
     #[arg(long)]
     claude_code: bool,
-    /// Codex: `SessionStart` and `Stop` hooks in .codex/hooks.json.
+    /// Codex: `SessionStart` and `Stop` hooks in .codex/hooks.json; the
+    /// agent's identity and a writable git directory for its sandbox in
+    /// .codex/config.toml; the loopx skill.
     #[arg(long)]
     codex: bool,
+    /// OpenCode: the plugin .opencode/plugin/loopx.js (turns, identity),
+    /// `git loopx` allowed in opencode.json, the /loopx command.
+    #[arg(long)]
+    opencode: bool,
+    /// Pi: the extension .pi/extensions/loopx.ts (turns, identity, /loopx).
+    #[arg(long)]
+    pi: bool,
+    /// Gemini CLI: `SessionStart` and `AfterAgent` hooks and
+    /// `tools.allowed` in .gemini/settings.json, the agent's identity in
+    /// .gemini/.env, the /loopx command.
+    #[arg(long)]
+    gemini: bool,
+    /// Cursor: `sessionStart` and `stop` hooks in .cursor/hooks.json.
+    #[arg(long)]
+    cursor: bool,
     /// git: `prepare-commit-msg` (the Loopx-Todo trailer) and `pre-push`
     /// (sync) in the hooks directory (core.hooksPath honoured).
     #[arg(long)]
@@ -63,8 +83,12 @@ struct Which {
 impl Which {
     fn chosen(&self, default: &[Integration]) -> Vec<Integration> {
         let named: Vec<Integration> = [
-            (self.claude_code, Integration::ClaudeCode),
-            (self.codex, Integration::Codex),
+            (self.claude_code, Integration::Runtime(Runtime::ClaudeCode)),
+            (self.codex, Integration::Runtime(Runtime::Codex)),
+            (self.opencode, Integration::Runtime(Runtime::OpenCode)),
+            (self.pi, Integration::Runtime(Runtime::Pi)),
+            (self.gemini, Integration::Runtime(Runtime::Gemini)),
+            (self.cursor, Integration::Runtime(Runtime::Cursor)),
             (self.git, Integration::Git),
             (self.mcp_claude_code, Integration::McpClaudeCode),
         ]
@@ -79,9 +103,13 @@ impl Which {
     }
 }
 
-const ALL: [Integration; 4] = [
-    Integration::ClaudeCode,
-    Integration::Codex,
+const ALL: [Integration; 8] = [
+    Integration::Runtime(Runtime::ClaudeCode),
+    Integration::Runtime(Runtime::Codex),
+    Integration::Runtime(Runtime::OpenCode),
+    Integration::Runtime(Runtime::Pi),
+    Integration::Runtime(Runtime::Gemini),
+    Integration::Runtime(Runtime::Cursor),
     Integration::Git,
     Integration::McpClaudeCode,
 ];

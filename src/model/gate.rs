@@ -97,27 +97,36 @@ impl GateAction {
     }
 }
 
-/// Refuses `action` on `todo` when it is a gate and `agent` names an acting
-/// agent (`gate_reserved`); a person (no agent) and non-gates pass.
-pub fn check_reserved(todo: &Todo, agent: Option<&str>, action: GateAction) -> Result<(), Refusal> {
-    match agent {
-        Some(agent) if todo.is_gate() => Err(reserved(&todo.id, agent, action)),
+/// Refuses `action` on `todo` when it is a gate and `actor` names who acts
+/// without being the person: an agent (its id), or a command inside an
+/// agent runtime (see `Context::gate_actor`). The person (`None`) and
+/// non-gates pass.
+pub fn check_reserved(todo: &Todo, actor: Option<&str>, action: GateAction) -> Result<(), Refusal> {
+    match actor {
+        Some(actor) if todo.is_gate() => Err(reserved(&todo.id, actor, action)),
         _ => Ok(()),
     }
 }
 
-/// The `gate_reserved` refusal for `agent` doing `action` on gate `id`.
-pub fn reserved(id: &str, agent: &str, action: GateAction) -> Refusal {
+/// The `gate_reserved` refusal for `actor` (an agent id, or words such as
+/// `a command inside Claude Code`) doing `action` on gate `id`. Its hint
+/// sends the agent to the person; it never says how to act as one.
+pub fn reserved(id: &str, actor: &str, action: GateAction) -> Refusal {
+    let who = if crate::model::ids::check_name("agent", actor).is_ok() {
+        format!("agent {actor}")
+    } else {
+        actor.to_owned()
+    };
     Refusal::new(
         Code::GateReserved,
         format!(
-            "{id} is a gate: agent {agent} cannot {} it, only a person answers a gate",
+            "{id} is a gate: {who} cannot {} it, only a person answers a gate",
             action.verb()
         ),
     )
     .with_hint(format!(
-        "a person answers it with `git loopx gate resolve {id} --approve|--reject|--cancel`, \
-         run without an agent identity (no --agent, LOOPX_AGENT or loopx.agent)"
+        "ask the person to answer {id}: say what you need decided in your reply and move on \
+         to work the gate does not hold (`git loopx status` lists it under \"Needs you\")"
     ))
 }
 
@@ -146,7 +155,12 @@ mod tests {
         assert_eq!(refused.code, Code::GateReserved);
         assert!(refused.message.contains("todo_0123456789ab"));
         assert!(refused.message.contains("a1"));
-        assert!(refused.hint.unwrap().contains("gate resolve"));
+        let hint = refused.hint.unwrap();
+        assert!(hint.contains("ask the person"), "{hint}");
+        assert!(
+            !hint.contains("without") && !hint.contains("LOOPX_AGENT"),
+            "{hint}"
+        );
         assert!(check_reserved(&gate, None, GateAction::Resolve).is_ok());
         let task = todo(TodoClass::AdvancementTask);
         assert_eq!(task.role, Role::Agent);

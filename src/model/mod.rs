@@ -15,6 +15,7 @@ pub mod limits;
 pub mod merge;
 pub mod quota;
 mod refusal;
+pub mod runtime;
 pub mod select;
 pub mod should_run;
 mod state;

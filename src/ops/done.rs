@@ -152,7 +152,7 @@ pub fn done(
         };
         let goal_done = args.no_follow_up && !has_open_work(gs);
         if goal_done {
-            let by = crate::ops::goal::actor(ctx);
+            let by = crate::ops::goal::actor(ctx)?;
             let note = format!("no follow-up after {id}: {}", headline(&evidence, 200));
             crate::ops::goal::mark_done(&mut gs.goal, &by, Some(&note), ctx.now);
             gs.goal.rev = gs.goal.rev.saturating_add(1);
@@ -203,7 +203,9 @@ fn check_completable(
     agent: Option<&str>,
     epoch: Option<u64>,
 ) -> Result<()> {
-    crate::model::gate::check_reserved(todo, agent, crate::model::gate::GateAction::Complete)?;
+    let actor = ctx.gate_actor();
+    let actor = actor.as_deref().or(agent);
+    crate::model::gate::check_reserved(todo, actor, crate::model::gate::GateAction::Complete)?;
     if todo.class == TodoClass::UserGate {
         return Err(Refusal::invalid_input(format!(
             "{} is a gate: use `git loopx gate resolve`",

@@ -99,9 +99,10 @@ pub fn resolve(
     note: Option<&str>,
 ) -> Result<GateReport> {
     let note = note.map(|n| non_empty("--note", n)).transpose()?;
-    let agent = ctx.agent().map(str::to_owned);
-    // Only a person gets this far (an agent is refused below): the
-    // resolution names them as git names the committer of the state commit.
+    let agent = ctx.gate_actor();
+    // Only a person gets this far (an agent, or any command inside an agent
+    // runtime, is refused below): the resolution names them as git names
+    // the committer of the state commit.
     let person = ctx.store.committer();
     // Under a gate_signers policy the resolution is signed, and a gate whose
     // earlier resolution does not count may be answered again.

@@ -175,10 +175,10 @@ pub fn set_status(ctx: &Context, status: GoalStatus) -> Result<GoalReport> {
 }
 
 /// Who is acting: the agent, else the person git names as committer.
-pub fn actor(ctx: &Context) -> String {
-    ctx.agent()
-        .map(str::to_owned)
-        .unwrap_or_else(|| ctx.store.committer())
+/// Inside an agent runtime with no agent named, refuses (see
+/// [`Context::actor`]).
+pub fn actor(ctx: &Context) -> Result<String> {
+    ctx.actor()
 }
 
 /// Marks `goal` done by `by`: should-run answers `terminal_no_followup`
@@ -194,7 +194,7 @@ pub fn mark_done(goal: &mut Goal, by: &str, note: Option<&str>, now: crate::mode
 /// of a person or an agent.
 pub fn done(ctx: &Context, note: Option<&str>) -> Result<GoalReport> {
     let note = note.map(|n| non_empty("--note", n)).transpose()?;
-    let by = actor(ctx);
+    let by = actor(ctx)?;
     change_goal(ctx, "goal done", |goal| {
         if goal.status == GoalStatus::Done {
             return Err(Refusal::invalid_input(format!(

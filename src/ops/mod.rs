@@ -19,6 +19,8 @@ pub struct Context {
     pub now: Timestamp,
     agent: Option<String>,
     goal: Option<String>,
+    /// The agent runtime this process runs inside, from its environment.
+    inside: Option<model::runtime::Inside>,
 }
 
 impl Context {
@@ -45,7 +47,63 @@ impl Context {
             now,
             agent,
             goal: goal.filter(|g| !g.is_empty()),
+            inside: model::runtime::detect(|v| std::env::var(v).ok()),
         })
+    }
+
+    /// The agent runtime this command runs inside, if its environment
+    /// says so (`model::runtime::detect`).
+    pub fn inside(&self) -> Option<&model::runtime::Inside> {
+        self.inside.as_ref()
+    }
+
+    /// Who acts on a gate without being the person: the agent's id, or the
+    /// runtime the command runs inside; `None` for the person.
+    pub fn gate_actor(&self) -> Option<String> {
+        match (&self.agent, &self.inside) {
+            (Some(agent), _) => Some(agent.clone()),
+            (None, Some(inside)) => Some(format!("a command inside {}", inside.runtime.display())),
+            (None, None) => None,
+        }
+    }
+
+    /// The person, established positively: their git identity (`name
+    /// <email>`), or a `person_only` refusal for `what` when an agent is
+    /// named or the command runs inside an agent runtime. The refusal
+    /// sends the agent to the person and names no way around it.
+    pub fn require_person(&self, what: &str) -> Result<String> {
+        match self.gate_actor() {
+            None => Ok(self.store.committer()),
+            Some(actor) => {
+                let who = if self.agent.is_some() {
+                    format!("agent {actor}")
+                } else {
+                    actor
+                };
+                Err(Refusal::new(
+                    model::Code::PersonOnly,
+                    format!("only a person may {what}; this is {who}"),
+                )
+                .with_hint(
+                    "ask the person to do it: say in your reply what you need and why, \
+                     then go on with work that does not wait on it",
+                )
+                .into())
+            }
+        }
+    }
+
+    /// Who acts on a write that is not the person's alone: the agent, else
+    /// the person. Inside an agent runtime with no agent named, refuses
+    /// rather than act in the person's name.
+    pub fn actor(&self) -> Result<String> {
+        if let Some(agent) = &self.agent {
+            return Ok(agent.clone());
+        }
+        if let Some(inside) = &self.inside {
+            return Err(no_identity(inside).into());
+        }
+        Ok(self.store.committer())
     }
 
     /// Where `git` runs for this repository: the worktree, else (bare) the
@@ -67,7 +125,26 @@ impl Context {
                 .into()
         })
     }
+}
 
+/// The refusal for a write inside an agent runtime that names no agent.
+fn no_identity(inside: &model::runtime::Inside) -> Refusal {
+    Refusal::new(
+        model::Code::PersonOnly,
+        format!(
+            "this command runs inside {} ({} is set) but names no agent, and an agent does not act in the person's name",
+            inside.runtime.display(),
+            inside.marker
+        ),
+    )
+    .with_hint(format!(
+        "pass the agent's id with --agent <id>, as the turn's prompt does; \
+         `git loopx hooks install --{} --agent <id>` gives the runtime's shell its identity",
+        inside.runtime.name()
+    ))
+}
+
+impl Context {
     /// The goal named by `--goal`/`LOOPX_GOAL`, else the state's default goal.
     pub fn goal_id<'a>(&'a self, state: &'a State) -> &'a str {
         self.goal.as_deref().unwrap_or(&state.meta.default_goal)
@@ -275,6 +352,8 @@ pub mod writeback;
 
 /// Runs `f` on the current state inside the CAS loop, with the selected goal
 /// id; the commit gets `Loopx-Goal` and (when known) `Loopx-Agent` trailers.
+/// Inside an agent runtime with no agent named, nothing is written
+/// ([`Context::actor`]).
 pub fn mutate<R>(
     ctx: &Context,
     mut f: impl FnMut(&mut State, &str) -> Result<(R, store::Message)>,
@@ -306,11 +385,21 @@ pub fn mutate_maybe<R>(
 
 /// Every write a use case makes: the store's compare-and-swap transaction
 /// (see [`store::transact`]), then upkeep.
+///
+/// Inside an agent runtime with no agent named, a write is refused once the
+/// use case has decided it (its own refusal, such as `gate_reserved`, comes
+/// first): an agent never writes in the person's name ([`Context::actor`]).
 pub fn transact<R>(
     ctx: &Context,
-    mutate: impl FnMut(&mut Option<State>) -> Result<store::Write<R>>,
+    mut mutate: impl FnMut(&mut Option<State>) -> Result<store::Write<R>>,
 ) -> Result<store::Committed<R>> {
-    let done = store::transact(&ctx.store, ctx.now, mutate)?;
+    let done = store::transact(&ctx.store, ctx.now, |state: &mut Option<State>| {
+        let write = mutate(state)?;
+        if write.message.is_some() {
+            ctx.actor()?;
+        }
+        Ok::<_, crate::Error>(write)
+    })?;
     if let Some(commit) = &done.commit {
         upkeep(ctx, commit);
     }

@@ -9,13 +9,7 @@ use crate::ops::Context;
 use crate::Result;
 
 /// Which agent runtime the prompt is written for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Runtime {
-    ClaudeCode,
-    Codex,
-    Generic,
-}
+pub use crate::model::runtime::Runtime;
 
 #[derive(Debug, Serialize)]
 pub struct PromptReport {

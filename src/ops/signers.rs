@@ -338,14 +338,7 @@ fn read_key(arg: &str) -> Result<String> {
 /// `gate signers add KEY` / `remove KEY`: a new policy, built on the one in
 /// effect and committed signed by the person's key.
 pub fn change(ctx: &Context, add: bool, key: &str) -> Result<SignersReport> {
-    if let Some(agent) = ctx.agent() {
-        return Err(Refusal::new(
-            Code::GateReserved,
-            format!("agent {agent} cannot change gate_signers: only a person sets who answers gates"),
-        )
-        .with_hint("run `git loopx gate signers …` without an agent identity (no --agent, LOOPX_AGENT or loopx.agent)")
-        .into());
-    }
+    ctx.require_person("change gate_signers (who answers gates)")?;
     let (tip, _) = ctx.load()?;
     let mut keys = effective(ctx, &tip)?;
     let word = if add { "add" } else { "remove" };

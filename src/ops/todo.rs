@@ -251,7 +251,7 @@ pub fn update(ctx: &Context, query: &str, args: &UpdateArgs) -> Result<TodoRepor
         } else {
             GateAction::Update
         };
-        crate::model::gate::check_reserved(todo, agent.as_deref(), action)?;
+        crate::model::gate::check_reserved(todo, ctx.gate_actor().as_deref(), action)?;
         if todo.status == TodoStatus::Done {
             return Err(
                 Refusal::invalid_input(format!("{id} is done: add a new todo instead")).into(),

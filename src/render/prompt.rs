@@ -5,7 +5,18 @@ use std::fmt::Write as _;
 use crate::model::Timestamp;
 use crate::ops::prompt::{PromptReport, Runtime};
 
+/// The prompt for `r`. With an agent known, every `git loopx` command in it
+/// names the agent (`git loopx --agent A …`), so the commands act as the
+/// agent even in a shell the runtime gave no identity.
 pub fn prompt(r: &PromptReport, now: Timestamp) -> String {
+    let text = body(r, now);
+    match &r.agent {
+        Some(agent) => text.replace("`git loopx ", &format!("`git loopx --agent {agent} ")),
+        None => text,
+    }
+}
+
+fn body(r: &PromptReport, now: Timestamp) -> String {
     let mut out = String::new();
     let agent = r.agent.as_deref().unwrap_or("<agent>");
     let d = &r.decision;
@@ -40,14 +51,9 @@ pub fn prompt(r: &PromptReport, now: Timestamp) -> String {
             d.scheduler_hint.wake_after_seconds
         );
         gates(&mut out, r);
-        match r.runtime {
-            Runtime::ClaudeCode | Runtime::Codex => {
-                let _ = writeln!(out, "\nEnd this turn now, without changes.");
-                if let Some(line) = stop_hook_line(r.runtime) {
-                    let _ = writeln!(out, "{line}");
-                }
-            }
-            Runtime::Generic => {}
+        if let Some(line) = stop_hook_line(r.runtime) {
+            let _ = writeln!(out, "\nEnd this turn now, without changes.");
+            let _ = writeln!(out, "{line}");
         }
         return out;
     };
@@ -101,7 +107,7 @@ pub fn prompt(r: &PromptReport, now: Timestamp) -> String {
         let _ = writeln!(out, "{step}. `git loopx todo claim {id}` — claim first; on claim_conflict stop and run `git loopx should-run` again.");
         step += 1;
     }
-    let _ = writeln!(out, "{step}. Do one bounded piece of the work; commit it to your code branch (not loopx-state).");
+    let _ = writeln!(out, "{step}. Do one bounded piece of the work; commit it to your code branch (not loopx-state), naming the todo: `git commit --trailer \"Loopx-Todo: {id}\"`.");
     step += 1;
     let _ = writeln!(
         out,
@@ -227,18 +233,15 @@ fn planning(out: &mut String, r: &PromptReport) {
 
 /// What the runtime's git-loopx Stop hook does, for the runtimes that have
 /// one (installed by `git loopx hooks install`); a generic host names none.
-fn stop_hook_line(runtime: Runtime) -> Option<&'static str> {
-    match runtime {
-        Runtime::ClaudeCode => Some(
-            "If git-loopx's Claude Code Stop hook is installed (`git loopx hooks install --claude-code`), \
-             it asks `should-run` whether another turn follows and hands you its prompt; otherwise your host loop decides.",
-        ),
-        Runtime::Codex => Some(
-            "If git-loopx's Codex Stop hook is installed (`git loopx hooks install --codex`), \
-             it asks `should-run` whether another turn follows and hands you its prompt; otherwise your host loop decides.",
-        ),
-        Runtime::Generic => None,
-    }
+fn stop_hook_line(runtime: Runtime) -> Option<String> {
+    (runtime != Runtime::Generic).then(|| {
+        format!(
+            "If git-loopx's {} hooks are installed (hooks install --{}), \
+             they ask should-run whether another turn follows and hand you its prompt; otherwise your host loop decides.",
+            runtime.display(),
+            runtime.name()
+        )
+    })
 }
 
 fn gates(out: &mut String, r: &PromptReport) {

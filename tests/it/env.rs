@@ -100,6 +100,18 @@ impl TestEnv {
         }
     }
 
+    /// A test environment under `base` (not the system's temporary
+    /// directory).
+    pub fn new_in(base: &Path) -> Self {
+        std::fs::create_dir_all(base).unwrap();
+        let root = tempfile::tempdir_in(base).expect("tempdir");
+        std::fs::create_dir(root.path().join("home")).unwrap();
+        TestEnv {
+            root,
+            now: NOW.to_owned(),
+        }
+    }
+
     pub fn path(&self, rel: &str) -> PathBuf {
         self.root.path().join(rel)
     }

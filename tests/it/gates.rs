@@ -43,8 +43,12 @@ fn refused(env: &TestEnv, repo: &Path, gate: &str, args: &[&str]) -> serde_json:
     let message = out["error"]["message"].as_str().unwrap();
     assert!(message.contains(gate), "{message}");
     assert!(message.contains("a1"), "{message}");
+    // The hint sends the agent to the person, and names no way around.
     let hint = out["error"]["hint"].as_str().unwrap();
-    assert!(hint.contains("gate resolve"), "{hint}");
+    assert!(hint.contains("ask the person"), "{hint}");
+    for around in ["without", "LOOPX_AGENT", "--agent", "loopx.agent"] {
+        assert!(!hint.contains(around), "{hint}");
+    }
     assert_eq!(
         env.tip(repo),
         before,
@@ -477,5 +481,74 @@ fn an_unsigned_policy_change_does_not_take_effect() {
         )
         .failure(1)
         .json();
-    assert_eq!(refused["error"]["code"], "gate_reserved");
+    assert_eq!(refused["error"]["code"], "person_only");
+}
+
+/// Who is the person is established positively: inside an agent runtime
+/// (each runtime's own marker, or the one `hooks install` sets), a command
+/// with no agent named is not the person. Gates, the person's overrides
+/// and even ordinary writes are refused, and nothing is written; the same
+/// commands from a plain shell succeed in the person's name.
+#[test]
+fn inside_an_agent_runtime_no_command_acts_as_the_person() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let todo = env.add_todo(&repo, "parse headers");
+    let gate = env
+        .loopx(&repo, &["--json", "gate", "add", "Ship it?"])
+        .success()
+        .json()["gate"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    env.loopx(&repo, &["--agent", "a1", "todo", "claim", &todo])
+        .success();
+    let inside = |marker: (&str, &str), args: &[&str]| {
+        let before = env.tip(&repo);
+        let mut cmd = env.loopx_cmd(&repo);
+        cmd.env(marker.0, marker.1).arg("--json").args(args);
+        let out: crate::env::Run = cmd.output().unwrap().into();
+        let out = out.failure(1).json();
+        assert_eq!(env.tip(&repo), before, "{args:?} wrote inside {marker:?}");
+        let hint = out["error"]["hint"].as_str().unwrap_or_default().to_owned();
+        for around in ["without", "unset", "LOOPX_RUNTIME", marker.0] {
+            assert!(!hint.contains(around), "{args:?}: {hint}");
+        }
+        out["error"]["code"].as_str().unwrap().to_owned()
+    };
+    for marker in [
+        ("CLAUDECODE", "1"),
+        ("CODEX_THREAD_ID", "019a-thread"),
+        ("OPENCODE", "1"),
+        ("GEMINI_CLI", "1"),
+        ("PI_CODING_AGENT", "true"),
+        ("CURSOR_AGENT", "1"),
+        ("LOOPX_RUNTIME", "claude-code"),
+    ] {
+        assert_eq!(
+            inside(marker, &["gate", "resolve", &gate, "--approve"]),
+            "gate_reserved"
+        );
+        assert_eq!(
+            inside(marker, &["todo", "update", &gate, "--status", "deferred"]),
+            "gate_reserved"
+        );
+        assert_eq!(
+            inside(marker, &["todo", "release", &todo, "--force"]),
+            "person_only"
+        );
+        assert_eq!(inside(marker, &["goal", "done"]), "person_only");
+        assert_eq!(
+            inside(marker, &["todo", "add", "in the person's name"]),
+            "person_only"
+        );
+    }
+    // From a plain shell, the person answers the gate, in their name.
+    let out = env
+        .loopx(&repo, &["--json", "gate", "resolve", &gate, "--approve"])
+        .success()
+        .json();
+    assert!(out.to_string().contains("Test Committer"), "{out}");
+    env.loopx(&repo, &["todo", "release", &todo, "--force"])
+        .success();
 }

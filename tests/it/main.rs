@@ -1,6 +1,9 @@
 //! The one integration-test binary: drives the real `git-loopx` against real
 //! repositories built in temporary directories by [`env::TestEnv`].
 
+mod agent_claude;
+mod agent_codex;
+mod agents;
 mod artifacts;
 mod check;
 mod decisions;

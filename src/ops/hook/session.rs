@@ -58,11 +58,7 @@ pub fn turn_key(session: &str, n: u32) -> String {
 }
 
 fn runtime_dir(runtime: Runtime) -> &'static str {
-    match runtime {
-        Runtime::ClaudeCode => "claude-code",
-        Runtime::Codex => "codex",
-        Runtime::Generic => "generic",
-    }
+    runtime.name()
 }
 
 fn record_path(ctx: &Context, kind: &str, runtime: Runtime, name: &str) -> PathBuf {

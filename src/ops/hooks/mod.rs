@@ -11,11 +11,15 @@
 //! the user's bytes exactly while the file holds what we wrote (see
 //! [`record`]), and otherwise takes out only our entries.
 
+pub mod json_edit;
 pub mod mcp_json;
+pub mod owned;
 pub mod record;
 pub mod runtime_json;
+pub mod runtimes;
 pub mod shim;
 mod status;
+pub mod toml_conf;
 
 pub use status::{status, Installed, StatusLine, StatusReport};
 
@@ -23,24 +27,23 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::model::runtime::Runtime;
 use crate::model::Refusal;
 use crate::ops::Context;
 use crate::Result;
 
 use record::{digest, io_error, Record};
 
-/// The shipped templates (see `hooks/` in the source tree).
-pub const CLAUDE_CODE_TEMPLATE: &str = include_str!("../../../hooks/claude-code/settings.json");
-pub const CODEX_TEMPLATE: &str = include_str!("../../../hooks/codex/hooks.json");
+/// The shipped git hook templates (see `hooks/` in the source tree).
 pub const PREPARE_COMMIT_MSG_TEMPLATE: &str = include_str!("../../../hooks/git/prepare-commit-msg");
 pub const PRE_PUSH_TEMPLATE: &str = include_str!("../../../hooks/git/pre-push");
 
 /// One integration `hooks` manages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Integration {
-    ClaudeCode,
-    Codex,
+    /// An agent runtime's hooks, settings and commands
+    /// ([`runtimes`] describes each).
+    Runtime(Runtime),
     Git,
     /// `git loopx mcp` registered in Claude Code's `.mcp.json`.
     McpClaudeCode,
@@ -49,11 +52,16 @@ pub enum Integration {
 impl Integration {
     pub fn name(self) -> &'static str {
         match self {
-            Integration::ClaudeCode => "claude-code",
-            Integration::Codex => "codex",
+            Integration::Runtime(r) => r.name(),
             Integration::Git => "git",
             Integration::McpClaudeCode => "mcp-claude-code",
         }
+    }
+}
+
+impl Serialize for Integration {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
     }
 }
 
@@ -64,12 +72,20 @@ struct Target {
     kind: Kind,
 }
 
-enum Kind {
-    /// A runtime's JSON hook configuration.
+pub enum Kind {
+    /// A runtime's JSON configuration: the hook entries of `template`
+    /// (commands starting with `prefix`), and other settings (`edits`).
     Json {
-        template: &'static str,
+        template: Option<&'static str>,
         prefix: &'static str,
+        edits: Vec<json_edit::Edit>,
     },
+    /// Keys in a TOML configuration.
+    Toml { edits: Vec<toml_conf::Edit> },
+    /// A file wholly ours: a plugin, an extension, a command.
+    Owned { text: String },
+    /// `KEY=value` lines in a dotenv file, between marker lines.
+    EnvFile { lines: String },
     /// An MCP configuration with our server (`mcpServers.loopx`).
     McpJson,
     /// A git hook with our shell block.
@@ -79,7 +95,7 @@ enum Kind {
     },
 }
 
-fn targets(ctx: &Context, which: &[Integration]) -> Result<Vec<Target>> {
+fn targets(ctx: &Context, which: &[Integration], agent: Option<&str>) -> Result<Vec<Target>> {
     let mut out = Vec::new();
     for &integration in which {
         let root = |shown: &str| {
@@ -88,31 +104,29 @@ fn targets(ctx: &Context, which: &[Integration]) -> Result<Vec<Target>> {
                     .with_hint("run it in a worktree of the repository, or use --git only")
             })
         };
-        let json = |dir: &str, file: &str, template, prefix| -> Result<Target> {
-            Ok(Target {
-                integration,
-                path: root(&format!("{dir}/{file}"))?.join(dir).join(file),
-                kind: Kind::Json { template, prefix },
-            })
-        };
         match integration {
             Integration::McpClaudeCode => out.push(Target {
                 integration,
                 path: root(".mcp.json")?.join(".mcp.json"),
                 kind: Kind::McpJson,
             }),
-            Integration::ClaudeCode => out.push(json(
-                ".claude",
-                "settings.json",
-                CLAUDE_CODE_TEMPLATE,
-                "git loopx hook claude-code ",
-            )?),
-            Integration::Codex => out.push(json(
-                ".codex",
-                "hooks.json",
-                CODEX_TEMPLATE,
-                "git loopx hook codex ",
-            )?),
+            Integration::Runtime(runtime) => {
+                let root = root(&format!("--{}", runtime.name()))?;
+                let home = std::env::var_os("HOME").map(PathBuf::from);
+                let site = runtimes::Site {
+                    root,
+                    common_dir: ctx.store.common_dir(),
+                    agent,
+                    home: home.as_deref(),
+                };
+                for file in runtimes::files(runtime, &site) {
+                    out.push(Target {
+                        integration,
+                        path: file.path,
+                        kind: file.kind,
+                    });
+                }
+            }
             Integration::Git => {
                 let dir = crate::git_cmd::hooks::hooks_dir(ctx.repo_dir())
                     .map_err(crate::store::Error::Git)?;
@@ -198,24 +212,52 @@ pub fn install(ctx: &Context, which: &[Integration], agent: Option<&str>) -> Res
         crate::model::ids::check_name("agent", agent)?;
     }
     let mut plans = Vec::new();
-    for target in targets(ctx, which)? {
+    for target in targets(ctx, which, agent)? {
         let current = read(&target.path)?;
         let shown = target.path.display().to_string();
         let mut notes = Vec::new();
+        let text = || {
+            current
+                .as_deref()
+                .map(|b| utf8(&target.path, b))
+                .transpose()
+        };
+        let relaid =
+            "the file's own layout could not be kept exactly; uninstall puts it back byte for byte";
         let next = match &target.kind {
-            Kind::Json { template, prefix } => {
-                let text = current
-                    .as_deref()
-                    .map(|b| utf8(&target.path, b))
-                    .transpose()?;
-                let entries = runtime_json::template_entries(template, agent);
-                runtime_json::install(&shown, text, &entries, prefix)?.map(|done| {
-                    if done.reformatted {
-                        notes.push("the file's own layout could not be kept exactly; uninstall puts it back byte for byte".to_owned());
+            Kind::Json {
+                template,
+                prefix,
+                edits,
+            } => {
+                let mut now = text()?.map(str::to_owned);
+                let mut changed = false;
+                if let Some(template) = template {
+                    let entries = runtime_json::template_entries(template, agent);
+                    if let Some(done) =
+                        runtime_json::install(&shown, now.as_deref(), &entries, prefix)?
+                    {
+                        if done.reformatted {
+                            notes.push(relaid.to_owned());
+                        }
+                        now = Some(done.text);
+                        changed = true;
                     }
-                    done.text.into_bytes()
-                })
+                }
+                if let Some(done) = json_edit::install(&shown, now.as_deref(), edits)? {
+                    if done.reformatted && !changed {
+                        notes.push(relaid.to_owned());
+                    }
+                    now = Some(done.text);
+                    changed = true;
+                }
+                now.filter(|_| changed).map(String::into_bytes)
             }
+            Kind::Toml { edits } => {
+                toml_conf::install(&shown, text()?, edits)?.map(|d| d.text.into_bytes())
+            }
+            Kind::Owned { text: ours } => owned::install(&shown, text()?, ours)?,
+            Kind::EnvFile { lines } => owned::env_install(&shown, text()?, lines)?,
             Kind::McpJson => {
                 let text = current
                     .as_deref()
@@ -333,7 +375,7 @@ fn missing_dirs(path: &Path) -> Vec<PathBuf> {
 /// wrote.
 pub fn uninstall(ctx: &Context, which: &[Integration]) -> Result<HooksReport> {
     let mut plans = Vec::new();
-    for target in targets(ctx, which)? {
+    for target in targets(ctx, which, None)? {
         let current = read(&target.path)?;
         let shown = target.path.display().to_string();
         let recorded = record::load(ctx, &target.path);
@@ -358,16 +400,33 @@ pub fn uninstall(ctx: &Context, which: &[Integration]) -> Result<HooksReport> {
                     );
                 }
                 let created = recorded.as_ref().is_some_and(|(r, _)| r.created);
+                let removed = |r: Option<runtime_json::Removed>| match r {
+                    None => None,
+                    Some(runtime_json::Removed::Empty) => Some(Next::Delete),
+                    Some(runtime_json::Removed::Text(t)) => Some(Next::Write(t.into_bytes())),
+                };
                 match &target.kind {
-                    Kind::Json { prefix, .. } => {
-                        match runtime_json::uninstall(&shown, utf8(&target.path, now)?, prefix)? {
+                    Kind::Json { prefix, edits, .. } => {
+                        let text = utf8(&target.path, now)?;
+                        let hooks = runtime_json::uninstall(&shown, text, prefix)?;
+                        let left = match &hooks {
+                            Some(runtime_json::Removed::Text(t)) => Some(t.as_str()),
+                            Some(runtime_json::Removed::Empty) => None,
+                            None => Some(text),
+                        };
+                        let settings = match left {
+                            Some(left) => json_edit::uninstall(&shown, left, edits)?,
                             None => None,
-                            Some(runtime_json::Removed::Empty) => Some(Next::Delete),
-                            Some(runtime_json::Removed::Text(t)) => {
-                                Some(Next::Write(t.into_bytes()))
-                            }
-                        }
+                        };
+                        removed(settings.or(hooks))
                     }
+                    Kind::Toml { edits } => removed(toml_conf::uninstall(
+                        &shown,
+                        utf8(&target.path, now)?,
+                        edits,
+                    )?),
+                    Kind::Owned { .. } => removed(owned::uninstall(utf8(&target.path, now)?)),
+                    Kind::EnvFile { .. } => removed(owned::env_uninstall(utf8(&target.path, now)?)),
                     Kind::McpJson => match mcp_json::uninstall(&shown, utf8(&target.path, now)?)? {
                         None => None,
                         Some(runtime_json::Removed::Empty) => Some(Next::Delete),

@@ -7,7 +7,8 @@ use serde::Serialize;
 
 use super::record::{self, digest};
 use super::{
-    is_unexecutable, mcp_json, read, runtime_json, shim, targets, utf8, Integration, Kind,
+    is_unexecutable, json_edit, mcp_json, owned, read, runtime_json, shim, targets, toml_conf,
+    utf8, Integration, Kind,
 };
 use crate::ops::Context;
 use crate::Result;
@@ -48,7 +49,7 @@ pub struct StatusReport {
 /// where, and whether its file was changed by hand.
 pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
     let mut files = Vec::new();
-    for target in targets(ctx, which)? {
+    for target in targets(ctx, which, None)? {
         let current = read(&target.path)?;
         let shown = target.path.display().to_string();
         let changed_by_hand = match (&current, record::load(ctx, &target.path)) {
@@ -59,22 +60,38 @@ pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
         let mut notes = Vec::new();
         let (installed, commands) = match (&current, &target.kind) {
             (None, _) => (Installed::No, Vec::new()),
-            (Some(now), Kind::Json { template, prefix }) => {
-                let found = match utf8(&target.path, now)
-                    .and_then(|t| runtime_json::installed(&shown, t, prefix).map_err(Into::into))
-                {
+            (
+                Some(now),
+                Kind::Json {
+                    template,
+                    prefix,
+                    edits,
+                },
+            ) => {
+                let text = utf8(&target.path, now);
+                let found = match text.as_ref().map_err(|e| e.to_string()).and_then(|t| {
+                    runtime_json::installed(&shown, t, prefix).map_err(|e| e.to_string())
+                }) {
                     Ok(found) => found,
                     Err(e) => {
-                        notes.push(e.to_string());
+                        notes.push(e);
                         Vec::new()
                     }
                 };
-                let wanted = runtime_json::template_entries(template, None);
+                let wanted = template
+                    .map(|t| runtime_json::template_entries(t, None))
+                    .unwrap_or_default();
                 let has = |event: &str| found.iter().any(|(e, _)| e == event);
-                let present = wanted.iter().filter(|w| has(&w.event)).count();
+                // Settings are compared by key: another agent's identity
+                // still counts as installed.
+                let settings = text
+                    .ok()
+                    .and_then(|t| json_edit::present_keys(&shown, t, edits).ok())
+                    .unwrap_or(0);
+                let present = wanted.iter().filter(|w| has(&w.event)).count() + settings;
                 let installed = match present {
                     0 => Installed::No,
-                    n if n == wanted.len() => Installed::Yes,
+                    n if n == wanted.len() + edits.len() => Installed::Yes,
                     _ => Installed::Partly,
                 };
                 let commands = found
@@ -82,6 +99,45 @@ pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
                     .map(|(e, c)| format!("{e}: {c}"))
                     .collect();
                 (installed, commands)
+            }
+            (Some(now), Kind::Toml { edits }) => {
+                let present = utf8(&target.path, now)
+                    .map_err(|e| e.to_string())
+                    .and_then(|t| {
+                        toml_conf::present_keys(&shown, t, edits).map_err(|e| e.to_string())
+                    });
+                match present {
+                    Ok(0) => (Installed::No, Vec::new()),
+                    Ok(n) if n == edits.len() => (Installed::Yes, Vec::new()),
+                    Ok(_) => (Installed::Partly, Vec::new()),
+                    Err(e) => {
+                        notes.push(e);
+                        (Installed::No, Vec::new())
+                    }
+                }
+            }
+            (Some(now), Kind::Owned { text }) => {
+                let mine = String::from_utf8_lossy(now);
+                match (mine == text.as_str(), mine.contains(owned::MARK)) {
+                    (true, _) => (Installed::Yes, Vec::new()),
+                    (false, true) => {
+                        notes.push("an older version: install again to update it".to_owned());
+                        (Installed::Partly, Vec::new())
+                    }
+                    (false, false) => {
+                        notes.push(
+                            "a file of the same name that git-loopx did not write".to_owned(),
+                        );
+                        (Installed::No, Vec::new())
+                    }
+                }
+            }
+            (Some(now), Kind::EnvFile { .. }) => {
+                if owned::env_installed(&String::from_utf8_lossy(now)) {
+                    (Installed::Yes, Vec::new())
+                } else {
+                    (Installed::No, Vec::new())
+                }
             }
             (Some(now), Kind::McpJson) => {
                 let found = utf8(&target.path, now)

@@ -36,10 +36,7 @@ pub fn release(ctx: &Context, query: &str, epoch: Option<u64>, force: bool) -> R
         let refused = |why: String| {
             let r = Refusal::new(Code::NotClaimHolder, why);
             if force {
-                r.with_hint(
-                    "--force is a person's override: run it without an agent identity \
-                     (no --agent, LOOPX_AGENT or loopx.agent)",
-                )
+                r.with_hint("--force is the person's override: ask the person if the lease must be taken back")
             } else {
                 r
             }
@@ -83,7 +80,7 @@ pub fn release(ctx: &Context, query: &str, epoch: Option<u64>, force: bool) -> R
 /// identity) is in the commit message and in a note on the todo. The old
 /// holder's host-local grant is kept: it is what fences that agent off.
 fn take_back(ctx: &Context, query: &str) -> Result<LeaseReport> {
-    let person = ctx.store.committer();
+    let person = ctx.require_person("take a lease back with --force")?;
     let done = mutate(ctx, |state, goal| {
         let gs = state.goals.get_mut(goal).expect("goal exists");
         let id = resolve_todo(gs, query)?;

@@ -1,0 +1,91 @@
+//! One description per agent runtime: the files `hooks install --<runtime>`
+//! writes, and how (merged JSON hooks and settings, TOML keys, a file of
+//! ours), for the agent it installs for. A new runtime is one more file
+//! here, its templates under `hooks/<runtime>/`, and its name in
+//! [`Runtime`](crate::model::runtime::Runtime).
+//!
+//! Every description gives the agent's identity to the runtime's shell
+//! (`LOOPX_AGENT`, with `LOOPX_RUNTIME` as the installed marker) where the
+//! runtime has a way to, lets the `git loopx` commands run without asking
+//! the person each time where it has permissions, and keeps git writes
+//! working inside its sandbox.
+
+mod claude_code;
+mod codex;
+mod cursor;
+mod gemini;
+mod opencode;
+mod pi;
+
+use std::path::{Path, PathBuf};
+
+use super::Kind;
+use crate::model::runtime::{Runtime, INSTALLED_MARKER};
+
+/// Where and for whom an installation is made.
+pub struct Site<'a> {
+    /// The worktree's root.
+    pub root: &'a Path,
+    /// The repository's common git directory (shared by linked worktrees).
+    pub common_dir: &'a Path,
+    /// The agent the runtime's configuration serves.
+    pub agent: Option<&'a str>,
+    /// The person's home directory, for a runtime that reads a setting only
+    /// from there.
+    pub home: Option<&'a Path>,
+}
+
+/// One file of a runtime's installation.
+pub struct File {
+    pub path: PathBuf,
+    pub kind: Kind,
+}
+
+/// The files `hooks install --<runtime>` manages.
+pub fn files(runtime: Runtime, site: &Site) -> Vec<File> {
+    match runtime {
+        Runtime::ClaudeCode => claude_code::files(site),
+        Runtime::Codex => codex::files(site),
+        Runtime::OpenCode => opencode::files(site),
+        Runtime::Pi => pi::files(site),
+        Runtime::Gemini => gemini::files(site),
+        Runtime::Cursor => cursor::files(site),
+        Runtime::Generic => Vec::new(),
+    }
+}
+
+/// Whether the runtime's shell gets the agent's identity from what is
+/// installed (else only the prompt's `--agent` carries it).
+pub fn shell_identity(runtime: Runtime) -> bool {
+    !matches!(runtime, Runtime::Generic | Runtime::Cursor)
+}
+
+/// The command a runtime's hook runs: `git loopx hook <runtime> <event>`,
+/// with `--agent ID` when one is given.
+pub fn hook_command(runtime: Runtime, event: &str, agent: Option<&str>) -> String {
+    let mut command = format!("git loopx hook {} {event}", runtime.name());
+    if let Some(agent) = agent {
+        command.push_str(" --agent ");
+        command.push_str(agent);
+    }
+    command
+}
+
+/// The environment a runtime's shell gets: the installed marker, and the
+/// agent when one is given.
+pub fn identity_env(runtime: Runtime, agent: Option<&str>) -> Vec<(&'static str, String)> {
+    let mut env = vec![(INSTALLED_MARKER, runtime.name().to_owned())];
+    if let Some(agent) = agent {
+        env.push(("LOOPX_AGENT", agent.to_owned()));
+    }
+    env
+}
+
+/// A file wholly ours (a plugin, an extension, a command): the template
+/// with `{{AGENT}}` replaced by the agent (or empty), `{{RUNTIME}}` by the
+/// runtime's name.
+pub fn owned(template: &str, runtime: Runtime, agent: Option<&str>) -> String {
+    template
+        .replace("{{AGENT}}", agent.unwrap_or(""))
+        .replace("{{RUNTIME}}", runtime.name())
+}

@@ -1,0 +1,97 @@
+//! Codex (`codex exec`), the real CLI in its default `workspace-write`
+//! sandbox, under git-loopx, from the main worktree and from a linked one:
+//! see [`crate::agents`].
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::agents::{self, Model};
+use crate::env::TestEnv;
+
+/// `$CODEX_HOME/config.toml`: the scripted provider, and the project
+/// trusted (what the person's first `codex` run in it records).
+fn codex_home(env: &TestEnv, model: &Model, project: &Path) -> std::path::PathBuf {
+    let home = env.path("home/.codex");
+    std::fs::create_dir_all(&home).unwrap();
+    let config = format!(
+        r#"model = "scripted"
+model_provider = "scripted"
+# Keep the caller's PATH (a login shell resets it).
+allow_login_shell = false
+
+[analytics]
+enabled = false
+
+[features]
+plugins = false
+
+[model_providers.scripted]
+name = "scripted"
+base_url = "{}/v1"
+wire_api = "responses"
+env_key = "SCRIPTED_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+
+[projects."{}"]
+trust_level = "trusted"
+"#,
+        model.url(),
+        project.display()
+    );
+    std::fs::write(home.join("config.toml"), config).unwrap();
+    home
+}
+
+fn governed(linked: bool) {
+    let Some(codex) = agents::cli("codex") else {
+        return;
+    };
+    let env = agents::env();
+    let main = env.repo("r");
+    let (todos, gate) = agents::goal(&env, &main);
+    let work = if linked {
+        let wt = env.path("wt");
+        env.git(
+            &main,
+            &["worktree", "add", "-q", "-b", "agent", wt.to_str().unwrap()],
+        );
+        wt
+    } else {
+        main.clone()
+    };
+    agents::install(&env, &work, "codex");
+    let model = Model::start(&env, &agents::script(&gate));
+    // Codex keys trust on the repository's root, also from a linked
+    // worktree.
+    let home = codex_home(&env, &model, &main);
+
+    let mut cmd = agents::command(&env, &codex, &work);
+    cmd.env("CODEX_HOME", &home)
+        .env("SCRIPTED_API_KEY", "test")
+        .args(["exec", "--json", "-s", "workspace-write"])
+        // Codex asks the person to trust each hook once (its TUI records
+        // a hash); headless, this flag stands for that answer.
+        .arg("--dangerously-bypass-hook-trust")
+        .arg("Work on this repository's git-loopx goal.");
+    let run = agents::run(cmd, Duration::from_secs(300));
+    assert_eq!(run.code, 0, "{run:?}\n{}", model.requests());
+    assert!(
+        !model.requests().contains("Read-only file system"),
+        "a git write failed in the sandbox:\n{}",
+        model.requests()
+    );
+    // The code commits are on the worktree's branch.
+    let branch = if linked { "agent" } else { "main" };
+    agents::check_governed(&env, &main, branch, &todos, &gate, &model);
+}
+
+#[test]
+fn codex_completes_the_goal_in_its_workspace_write_sandbox() {
+    governed(false);
+}
+
+#[test]
+fn codex_completes_the_goal_from_a_linked_worktree_in_its_sandbox() {
+    governed(true);
+}

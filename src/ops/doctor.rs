@@ -100,6 +100,29 @@ pub fn doctor(ctx: &Context, fsck: bool, repair: bool) -> Result<DoctorReport> {
         Err(e) => check("worktrees", Level::Error, e.to_string(), e.hint()),
     });
 
+    // An installed runtime whose agent's shell would have no identity.
+    if ctx.store.workdir().is_some() {
+        let all: Vec<_> = crate::model::runtime::Runtime::HOSTS
+            .into_iter()
+            .map(crate::ops::hooks::Integration::Runtime)
+            .collect();
+        if let Ok(status) = crate::ops::hooks::status(ctx, &all) {
+            for line in status.files {
+                for note in line.notes.iter().filter(|n| n.contains("identity")) {
+                    checks.push(check(
+                        "agent identity",
+                        Level::Warn,
+                        format!("{}: {note}", line.integration.name()),
+                        Some(format!(
+                            "git loopx hooks install --{} --agent <id>",
+                            line.integration.name()
+                        )),
+                    ));
+                }
+            }
+        }
+    }
+
     let locks = ctx.store.ref_locks();
     if locks.is_empty() {
         checks.push(check("lock", Level::Ok, "no ref lock files left", None));

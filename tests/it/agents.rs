@@ -290,6 +290,25 @@ pub fn check_governed(
     };
     assert_eq!(by_agent("writeback"), 3, "{runs:#?}\n{}", diag());
     assert_eq!(by_agent("spend"), 3, "{runs:#?}");
+    // One spend per turn key, under the key its writeback used, and a
+    // turn receipt for each.
+    let keys = |kind: &str| {
+        let mut k: Vec<&str> = runs
+            .iter()
+            .filter(|r| r["kind"] == kind && r["agent"] == AGENT)
+            .filter_map(|r| r["turn"].as_str())
+            .collect();
+        k.sort_unstable();
+        k
+    };
+    let spent = keys("spend");
+    let mut unique = spent.clone();
+    unique.dedup();
+    assert_eq!(spent, unique, "a turn spent twice: {runs:#?}");
+    assert_eq!(spent, keys("writeback"), "{runs:#?}");
+    for key in &spent {
+        assert!(keys("turn").contains(key), "no receipt for turn {key}");
+    }
     // Each todo was claimed by the agent, in its own commit.
     let claims = env.git(
         repo,

@@ -482,9 +482,12 @@ fn a_planning_turn_writes_back_on_the_goal_and_is_not_repeated_when_it_plans_not
         .loopx(&repo, &["--agent", "a1", "prompt", "--turn", "t1"])
         .success()
         .stdout;
-    assert!(p.contains("git loopx todo add"), "{p}");
-    assert!(p.contains("git loopx goal done"), "{p}");
-    assert!(p.contains("git loopx writeback --turn t1"), "{p}");
+    assert!(p.contains("git loopx --agent a1 todo add"), "{p}");
+    assert!(p.contains("git loopx --agent a1 goal done"), "{p}");
+    assert!(
+        p.contains("git loopx --agent a1 writeback --turn t1"),
+        "{p}"
+    );
     // The agent plans nothing and says so.
     let w = loopx(
         &env,

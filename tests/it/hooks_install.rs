@@ -88,27 +88,29 @@ fn install_twice_changes_nothing_user_hooks_keep_working_and_uninstall_restores_
             ),
         );
     }
-    let watched = [repo.join(".claude"), repo.join(".codex"), hooks.clone()];
+    let watched = [
+        repo.join(".claude"),
+        repo.join(".codex"),
+        repo.join(".agents"),
+        hooks.clone(),
+    ];
     let before = snapshot(&watched);
 
     let all = ["--claude-code", "--codex", "--git", "--mcp-claude-code"];
     let first = env.loopx(&repo, &[&["--json", "hooks", "install"][..], &all].concat());
+    // Claude Code: settings.json (the person's, updated), settings.local.json
+    // and the /loopx command; Codex: hooks, config and skill; the two git
+    // hooks (the person's, updated); .mcp.json.
     assert_eq!(
         actions(&first.success()),
-        ["updated", "created", "updated", "updated", "created"]
+        [
+            "updated", "created", "created", "created", "created", "created", "updated", "updated",
+            "created"
+        ]
     );
     let installed = snapshot(&watched);
     let again = env.loopx(&repo, &[&["--json", "hooks", "install"][..], &all].concat());
-    assert_eq!(
-        actions(&again.success()),
-        [
-            "unchanged",
-            "unchanged",
-            "unchanged",
-            "unchanged",
-            "unchanged"
-        ]
-    );
+    assert_eq!(actions(&again.success()), ["unchanged"; 9]);
     assert_eq!(
         snapshot(&watched),
         installed,
@@ -154,7 +156,7 @@ fn install_twice_changes_nothing_user_hooks_keep_working_and_uninstall_restores_
     );
 
     let status = env
-        .loopx(&repo, &["--json", "hooks", "status"])
+        .loopx(&repo, &[&["--json", "hooks", "status"][..], &all].concat())
         .success()
         .json();
     for f in status["files"].as_array().unwrap() {
@@ -162,12 +164,25 @@ fn install_twice_changes_nothing_user_hooks_keep_working_and_uninstall_restores_
         assert_eq!(f["changed_by_hand"], false, "{f}");
     }
 
+    // With none named, uninstall takes out every integration; those never
+    // installed say so.
     let removed = env
         .loopx(&repo, &["--json", "hooks", "uninstall"])
         .success();
+    let acted: Vec<String> = actions(&removed)
+        .into_iter()
+        .filter(|a| a != "not_installed")
+        .collect();
     assert_eq!(
-        actions(&removed),
-        ["restored", "deleted", "restored", "restored", "deleted"]
+        acted,
+        [
+            "restored", "deleted", "deleted", "deleted", "deleted", "deleted", "restored",
+            "restored", "deleted"
+        ]
+    );
+    assert!(
+        !repo.join(".agents").exists(),
+        "the directories we created stay"
     );
     assert_eq!(
         snapshot(&watched),
@@ -211,7 +226,9 @@ fn uninstall_after_a_hand_edit_takes_out_only_our_entries() {
     );
 
     let out = env.loopx(&repo, &["--json", "hooks", "uninstall", "--claude-code"]);
-    assert_eq!(actions(&out.success()), ["removed"]);
+    // settings.json was edited: only our entries go; the files that were
+    // ours alone (settings.local.json, the /loopx command) go whole.
+    assert_eq!(actions(&out.success()), ["removed", "deleted", "deleted"]);
     assert_eq!(
         std::fs::read_to_string(&path).unwrap(),
         "{\n  \"theme\": \"dark\"\n}"

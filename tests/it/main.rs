@@ -19,6 +19,7 @@ mod handoff;
 mod help;
 mod hook_programs;
 mod hooks_install;
+mod hooks_runtimes;
 mod hostile;
 mod import;
 mod kernel;

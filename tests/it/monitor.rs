@@ -190,7 +190,7 @@ fn a_material_poll_counts_and_can_queue_the_work_it_found() {
         .json();
     let text = p["prompt"].as_str().unwrap();
     assert!(
-        text.contains(&format!("git loopx todo poll {id} --quiet")),
+        text.contains(&format!("git loopx --agent a1 todo poll {id} --quiet")),
         "{text}"
     );
     assert!(text.contains("do not change code"), "{text}");

@@ -101,7 +101,7 @@ fn run_until_idle_completes_a_three_todo_goal() {
     );
     assert!(
         out.stderr
-            .contains("fake agent: git loopx quota spend --turn agent-a-run-"),
+            .contains("fake agent: git loopx --agent agent-a quota spend --turn agent-a-run-"),
         "the agent's output goes to stderr:\n{}",
         out.stderr
     );

@@ -156,8 +156,10 @@ fn the_prompt_names_only_hooks_that_exist() {
     let generic = prompt("generic");
     assert!(!generic.to_lowercase().contains("hook"), "{generic}");
     for (runtime, install) in [
-        ("claude-code", "git loopx hooks install --claude-code"),
-        ("codex", "git loopx hooks install --codex"),
+        ("claude-code", "hooks install --claude-code"),
+        ("codex", "hooks install --codex"),
+        ("opencode", "hooks install --opencode"),
+        ("gemini", "hooks install --gemini"),
     ] {
         let text = prompt(runtime);
         assert_eq!(text.matches(install).count(), 2, "{text}");

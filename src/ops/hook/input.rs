@@ -57,10 +57,19 @@ impl HookInput {
             return Ok(HookInput::default());
         }
         let map = object(stdin, "the hook's stdin")?;
+        // Cursor names the session `conversation_id` and the project
+        // `workspace_roots` (no `cwd`).
+        let root = map
+            .get("workspace_roots")
+            .and_then(Value::as_array)
+            .and_then(|r| r.first())
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned);
         Ok(HookInput {
-            session_id: text(&map, "session_id"),
+            session_id: text(&map, "session_id").or_else(|| text(&map, "conversation_id")),
             transcript_path: text(&map, "transcript_path"),
-            cwd: text(&map, "cwd"),
+            cwd: text(&map, "cwd").or(root),
             hook_event_name: text(&map, "hook_event_name"),
             stop_hook_active: map
                 .get("stop_hook_active")
@@ -114,6 +123,17 @@ mod tests {
         assert!(HookInput::parse("{not json")
             .unwrap_err()
             .contains("not JSON"));
+    }
+
+    #[test]
+    fn cursor_names_its_session_and_project_its_own_way() {
+        let input = HookInput::parse(
+            r#"{"conversation_id":"c-1","generation_id":"g","hook_event_name":"stop",
+                "workspace_roots":["/w/p"],"status":"completed","loop_count":0}"#,
+        )
+        .unwrap();
+        assert_eq!(input.session_id.as_deref(), Some("c-1"));
+        assert_eq!(input.cwd.as_deref(), Some("/w/p"));
     }
 
     #[test]

@@ -197,9 +197,25 @@ pub fn present_keys(file: &str, text: &str, edits: &[Edit]) -> Result<usize, Ref
         .iter()
         .filter(|e| match &e.op {
             Op::Set(_) => e.path.iter().try_fold(&value, |at, k| at.get(k)).is_some(),
-            Op::Union(_) => e.is_in(&value),
+            Op::Union(items) => {
+                let found = e.path.iter().try_fold(&value, |at, k| at.get(k));
+                let list = found.and_then(Value::as_array);
+                items
+                    .iter()
+                    .all(|item| list.is_some_and(|l| l.iter().any(|x| same_entry(x, item))))
+            }
         })
         .count())
+}
+
+/// `x` is `item`, or both are hook entries whose command is the same but for
+/// the agent baked in (`… --agent A`).
+fn same_entry(x: &Value, item: &Value) -> bool {
+    let command = |v: &Value| v.get("command").and_then(Value::as_str).map(str::to_owned);
+    match (command(x), command(item)) {
+        (Some(a), Some(b)) => a.split(" --agent ").next() == b.split(" --agent ").next(),
+        _ => x == item,
+    }
 }
 
 /// How many of `edits` are in the file.

@@ -45,6 +45,47 @@ pub struct StatusReport {
     pub pre_push_sync: bool,
 }
 
+/// Says, on an installed runtime's first file, when the agent's shell would
+/// have no identity: nothing installed names an agent, and git config has
+/// no `loopx.agent`. Its commands would then name no agent, and be refused
+/// rather than act in the person's name.
+fn identity_notes(ctx: &Context, files: &mut [StatusLine]) {
+    let configured = ctx.store.config_string("loopx.agent").is_some();
+    let mut seen: Vec<Integration> = Vec::new();
+    for i in 0..files.len() {
+        let Integration::Runtime(runtime) = files[i].integration else {
+            continue;
+        };
+        if seen.contains(&files[i].integration) {
+            continue;
+        }
+        seen.push(files[i].integration);
+        let mine: Vec<&StatusLine> = files
+            .iter()
+            .filter(|f| f.integration == files[i].integration)
+            .collect();
+        if mine.iter().all(|f| f.installed == Installed::No) {
+            continue;
+        }
+        let texts: Vec<String> = mine
+            .iter()
+            .filter_map(|f| std::fs::read_to_string(&f.path).ok())
+            .collect();
+        let named = super::runtimes::names_agent(runtime, &texts);
+        let note = match (named, configured) {
+            (true, _) | (false, true) => continue,
+            (false, false) if !super::runtimes::shell_identity(runtime) => format!(
+                "{} gets no identity for its shell from git-loopx: only the prompt's `--agent` names the agent",
+                runtime.display()
+            ),
+            (false, false) => "the agent's shell has no identity: its commands name no agent and are refused; \
+                 install with --agent <id> (or `git config loopx.agent <id>`)"
+                .to_owned(),
+        };
+        files[i].notes.push(note);
+    }
+}
+
 /// `hooks status`: for each selected integration, whether it is installed,
 /// where, and whether its file was changed by hand.
 pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
@@ -116,20 +157,13 @@ pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
                     }
                 }
             }
-            (Some(now), Kind::Owned { text }) => {
-                let mine = String::from_utf8_lossy(now);
-                match (mine == text.as_str(), mine.contains(owned::MARK)) {
-                    (true, _) => (Installed::Yes, Vec::new()),
-                    (false, true) => {
-                        notes.push("an older version: install again to update it".to_owned());
-                        (Installed::Partly, Vec::new())
-                    }
-                    (false, false) => {
-                        notes.push(
-                            "a file of the same name that git-loopx did not write".to_owned(),
-                        );
-                        (Installed::No, Vec::new())
-                    }
+            (Some(now), Kind::Owned { .. }) => {
+                // Ours whatever agent it was written for.
+                if String::from_utf8_lossy(now).contains(owned::MARK) {
+                    (Installed::Yes, Vec::new())
+                } else {
+                    notes.push("a file of the same name that git-loopx did not write".to_owned());
+                    (Installed::No, Vec::new())
                 }
             }
             (Some(now), Kind::EnvFile { .. }) => {
@@ -182,6 +216,7 @@ pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
             notes,
         });
     }
+    identity_notes(ctx, &mut files);
     let pre_push_sync = ctx
         .store
         .config_string("loopx.prePushSync")

@@ -60,6 +60,15 @@ pub fn shell_identity(runtime: Runtime) -> bool {
     !matches!(runtime, Runtime::Generic | Runtime::Cursor)
 }
 
+/// Whether the files installed for `runtime` (their texts) give its
+/// shell an agent: `LOOPX_AGENT` set to a value (a plugin of ours names
+/// none when it was installed without `--agent`).
+pub fn names_agent(runtime: Runtime, texts: &[String]) -> bool {
+    shell_identity(runtime)
+        && texts.iter().any(|t| t.contains("LOOPX_AGENT"))
+        && !texts.iter().any(|t| t.contains("const AGENT = \"\";"))
+}
+
 /// The command a runtime's hook runs: `git loopx hook <runtime> <event>`,
 /// with `--agent ID` when one is given.
 pub fn hook_command(runtime: Runtime, event: &str, agent: Option<&str>) -> String {

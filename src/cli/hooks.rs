@@ -9,11 +9,12 @@ use crate::ops::Context;
 use crate::render;
 use crate::Result;
 
-/// Install, remove or show git-loopx's hooks: the Claude Code and Codex hook
-/// entries (`.claude/settings.json`, `.codex/hooks.json` in the worktree's
-/// root), `git loopx mcp` in Claude Code's `.mcp.json` there
-/// (`--mcp-claude-code`), and the git hooks (`prepare-commit-msg`,
-/// `pre-push`).
+/// Install, remove or show git-loopx's integrations: an agent runtime's
+/// hooks, the agent's identity in its shell, its permissions and a /loopx
+/// command (`--claude-code`, `--codex`, `--opencode`, `--pi`, `--gemini`,
+/// `--cursor`: see hooks/<runtime>/README.md), `git loopx mcp` in Claude
+/// Code's `.mcp.json` (`--mcp-claude-code`), and the git hooks
+/// (`prepare-commit-msg`, `pre-push`).
 ///
 /// Your own settings and hooks are kept: entries are merged into the JSON
 /// files, and git hooks get a block between `# >>> git-loopx >>>` and
@@ -29,10 +30,11 @@ pub struct Args {
 enum HooksCommand {
     /// Install hooks (with no integration named: the git hooks only).
     ///
-    /// With `--agent ID` given on the command line, the Claude Code and
-    /// Codex commands run as that agent (`git loopx hook claude-code stop
-    /// --agent ID`); without it they find the agent when they run
-    /// ($LOOPX_AGENT, else git config loopx.agent). The git hooks always
+    /// With `--agent ID` given on the command line, the runtime's hooks run
+    /// as that agent and its shell gets `LOOPX_AGENT=ID`, so every command
+    /// the agent runs acts as it; without it they find the agent when they
+    /// run ($LOOPX_AGENT, else git config loopx.agent), and `hooks status`
+    /// says when the agent's shell would have none. The git hooks always
     /// find it when they run: they serve every worktree and your own commits. The pre-push hook syncs only after `git config
     /// loopx.prePushSync true`.
     Install(Which),

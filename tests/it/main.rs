@@ -3,6 +3,9 @@
 
 mod agent_claude;
 mod agent_codex;
+mod agent_gemini;
+mod agent_opencode;
+mod agent_pi;
 mod agents;
 mod artifacts;
 mod check;

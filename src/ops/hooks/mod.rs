@@ -257,7 +257,19 @@ pub fn install(ctx: &Context, which: &[Integration], agent: Option<&str>) -> Res
                 toml_conf::install(&shown, text()?, edits)?.map(|d| d.text.into_bytes())
             }
             Kind::Owned { text: ours } => owned::install(&shown, text()?, ours)?,
-            Kind::EnvFile { lines } => owned::env_install(&shown, text()?, lines)?,
+            Kind::EnvFile { lines } => {
+                // Gemini CLI loads the first env file it finds: ours now
+                // comes before the project's own `.env`.
+                let project_env = target
+                    .path
+                    .parent()
+                    .and_then(Path::parent)
+                    .map(|d| d.join(".env"));
+                if project_env.as_deref().is_some_and(Path::exists) && current.is_none() {
+                    notes.push("Gemini CLI loads only the first env file it finds: this one now hides the project's .env from Gemini CLI (copy what Gemini needs from it here)".to_owned());
+                }
+                owned::env_install(&shown, text()?, lines)?
+            }
             Kind::McpJson => {
                 let text = current
                     .as_deref()

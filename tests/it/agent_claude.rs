@@ -16,7 +16,7 @@ fn claude_code_completes_the_goal_as_its_agent_and_stops_at_the_persons_gate() {
     let repo = env.repo("r");
     let (todos, gate) = agents::goal(&env, &repo);
     agents::install(&env, &repo, "claude-code");
-    let model = Model::start(&env, &agents::script(&gate));
+    let model = Model::start(&env, &agents::script_with(&gate, "", false));
     // The person trusted the folder once (Claude Code's trust dialog):
     // only then does it honour the project's permissions.
     let trust =

@@ -20,7 +20,7 @@ fn gemini_completes_the_goal_as_its_agent_and_stops_at_the_persons_gate() {
     // commit names its todo itself, as the turn's prompt asks.
     let model = Model::start(
         &env,
-        &agents::script_with(&gate, " --trailer 'Loopx-Todo: {3}'"),
+        &agents::script_with(&gate, " --trailer 'Loopx-Todo: {3}'", false),
     );
     // The person's own settings: an API key sign-in, no usage statistics.
     let home = env.path("home/.gemini");

@@ -16,7 +16,7 @@ fn opencode_completes_the_goal_as_its_agent_and_stops_at_the_persons_gate() {
     let repo = env.repo("r");
     let (todos, gate) = agents::goal(&env, &repo);
     agents::install(&env, &repo, "opencode");
-    let model = Model::start(&env, &agents::script(&gate));
+    let model = Model::start(&env, &agents::script_with(&gate, "", false));
     // The person adds their provider (the scripted model, OpenAI-compatible)
     // to the `opencode.json` that `hooks install` wrote, which allows
     // `git loopx`.

@@ -123,22 +123,34 @@ impl Drop for Model {
 /// tool, the todo and turn key read from the turn's prompt. The commands
 /// name no agent: the identity must come from what `hooks install` set.
 pub fn script(gate: &str) -> Value {
-    script_with(gate, "")
+    script_with(gate, "", true)
 }
 
-/// [`script`], with more arguments to the code commit (`--trailer …`).
-pub fn script_with(gate: &str, commit: &str) -> Value {
+/// [`script`], with more arguments to the code commit (`--trailer …`), and
+/// with or without a last try at the gate after shedding the identity the
+/// install gave the shell (`LOOPX_AGENT= …`): where the runtime's own
+/// permissions refuse that command line before it runs (Claude Code,
+/// OpenCode, Gemini CLI), it is left out, since a refusal there ends the
+/// headless run.
+pub fn script_with(gate: &str, commit: &str, shed_identity: bool) -> Value {
+    let mut steps = vec![
+        "git loopx todo claim {3}".to_owned(),
+        format!("touch {{3}}.txt && git add {{3}}.txt && git commit -q -m 'work on {{3}}'{commit}"),
+        "git loopx writeback --todo {3} --turn {1} --outcome outcome_progress --summary 'made {3}.txt' --artifact HEAD".to_owned(),
+        "git loopx todo done {3} --evidence '{3}.txt is committed' --no-follow-up".to_owned(),
+        "git loopx quota spend --turn {1}".to_owned(),
+        format!("git loopx gate resolve {gate} --approve --note 'looks fine to me'"),
+    ];
+    if shed_identity {
+        // The runtime's own marker still tells the agent from the person.
+        steps.push(format!(
+            "LOOPX_AGENT= LOOPX_RUNTIME= git loopx gate resolve {gate} --approve"
+        ));
+    }
     json!({
         "turns": [{
             "match": "# git-loopx turn (\\S+) for (\\S+).*?## This turn: (todo_[0-9a-f]{12})",
-            "steps": [
-                "git loopx todo claim {3}",
-                format!("touch {{3}}.txt && git add {{3}}.txt && git commit -q -m 'work on {{3}}'{commit}"),
-                "git loopx writeback --todo {3} --turn {1} --outcome outcome_progress --summary 'made {3}.txt' --artifact HEAD",
-                "git loopx todo done {3} --evidence '{3}.txt is committed' --no-follow-up",
-                "git loopx quota spend --turn {1}",
-                format!("git loopx gate resolve {gate} --approve --note 'looks fine to me'"),
-            ],
+            "steps": steps,
             "final": "Turn {1} done: {3} is finished. The gate is the person's to answer."
         }],
         "default_final": "Nothing to do."
@@ -361,6 +373,13 @@ pub fn check_governed(
         .find("only a person answers a gate")
         .unwrap_or_else(|| panic!("the gate refusal never reached the model:\n{log}"));
     let refusal = &log[at..(at + 600).min(log.len())];
+    if log.contains("LOOPX_AGENT= LOOPX_RUNTIME= git loopx gate resolve") {
+        // Without its identity the command was still not the person's.
+        assert!(
+            log.contains("a command inside"),
+            "the identity-less try was not refused as inside a runtime:\n{log}"
+        );
+    }
     for around in ["without an agent", "LOOPX_AGENT", "no --agent", "unset"] {
         assert!(
             !refusal.contains(around),

@@ -60,6 +60,30 @@ fn governed(linked: bool) {
     } else {
         main.clone()
     };
+    // Control: without what `hooks install` writes, the sandbox keeps the
+    // git directory read-only (so the run below proves the install's
+    // writable roots, not a lax sandbox).
+    let control = Model::start_in(
+        &env,
+        "control",
+        &serde_json::json!({
+            "turns": [{"match": "Control (run)", "steps": ["git commit --allow-empty -q -m control"], "final": "done"}],
+            "default_final": "done"
+        }),
+    );
+    let home = codex_home(&env, &control, &main);
+    let mut cmd = agents::command(&env, &codex, &work);
+    cmd.env("CODEX_HOME", &home)
+        .env("SCRIPTED_API_KEY", "test")
+        .args(["exec", "--json", "-s", "workspace-write", "Control run"]);
+    let run = agents::run(cmd, Duration::from_secs(120));
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        control.requests().contains("Read-only file system"),
+        "the sandbox let a git write through without the install:\n{}",
+        control.requests()
+    );
+
     agents::install(&env, &work, "codex");
     let model = Model::start(&env, &agents::script(&gate));
     // Codex keys trust on the repository's root, also from a linked

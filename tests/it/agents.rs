@@ -53,8 +53,14 @@ pub fn cli(name: &str) -> Option<PathBuf> {
 /// sandbox lets every command write under /tmp, which would hide what it
 /// keeps read-only.
 pub fn env() -> TestEnv {
-    let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    TestEnv::new_in(base)
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let base = if target.starts_with(std::env::temp_dir()) {
+        // A checkout under /tmp: keep the repositories out of it.
+        Path::new("/var/tmp/git-loopx-tests").to_owned()
+    } else {
+        target.to_owned()
+    };
+    TestEnv::new_in(&base)
 }
 
 /// The scripted model server.
@@ -66,7 +72,12 @@ pub struct Model {
 
 impl Model {
     pub fn start(env: &TestEnv, script: &Value) -> Model {
-        let dir = env.path("model");
+        Model::start_in(env, "model", script)
+    }
+
+    /// A model server keeping its files in `name` under the test's root.
+    pub fn start_in(env: &TestEnv, name: &str, script: &Value) -> Model {
+        let dir = env.path(name);
         std::fs::create_dir_all(&dir).unwrap();
         let script_path = dir.join("script.json");
         std::fs::write(&script_path, script.to_string()).unwrap();

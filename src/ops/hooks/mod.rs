@@ -81,7 +81,7 @@ pub enum Kind {
         edits: Vec<json_edit::Edit>,
     },
     /// Keys in a TOML configuration.
-    Toml { edits: Vec<toml_conf::Edit> },
+    Toml { edits: Vec<json_edit::Edit> },
     /// A file wholly ours: a plugin, an extension, a command.
     Owned { text: String },
     /// `KEY=value` lines in a dotenv file, between marker lines.

@@ -1,6 +1,6 @@
 //! Keys in a TOML configuration (Codex's `.codex/config.toml`): a string
-//! set at a key path, strings added to an array, as pure functions over
-//! the file's text. `toml_edit` keeps the user's comments, order and layout
+//! set at a key path, strings added to an array (the same [`Edit`]s as for
+//! JSON, with string values), as pure functions over the file's text. `toml_edit` keeps the user's comments, order and layout
 //! around our keys.
 //!
 //! Uninstalling takes out exactly what installing put in: the keys set
@@ -8,57 +8,36 @@
 
 use toml_edit::{Array, DocumentMut, Item, Table, Value};
 
+use super::json_edit::{Edit, Op};
 use super::runtime_json::{Installed, Removed};
 use crate::model::Refusal;
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct Edit {
-    pub path: Vec<String>,
-    pub op: Op,
+/// A JSON string as TOML text: our keys hold only strings.
+fn string_of(value: &serde_json::Value) -> &str {
+    value.as_str().unwrap_or_default()
 }
 
-#[derive(Clone, Debug, PartialEq)]
-pub enum Op {
-    Set(String),
-    Union(Vec<String>),
+/// Whether `edit` is in `doc` already.
+fn is_in(edit: &Edit, doc: &DocumentMut) -> bool {
+    let mut at: &Item = doc.as_item();
+    for key in &edit.path {
+        match at.get(key) {
+            Some(i) => at = i,
+            None => return false,
+        }
+    }
+    match &edit.op {
+        Op::Set(v) => at.as_str() == Some(string_of(v)),
+        Op::Union(items) => at.as_array().is_some_and(|a| {
+            items
+                .iter()
+                .all(|i| a.iter().any(|x| x.as_str() == Some(string_of(i))))
+        }),
+    }
 }
 
-impl Edit {
-    pub fn set(path: &[&str], value: &str) -> Edit {
-        Edit {
-            path: path.iter().map(|s| (*s).to_owned()).collect(),
-            op: Op::Set(value.to_owned()),
-        }
-    }
-
-    pub fn union(path: &[&str], items: &[&str]) -> Edit {
-        Edit {
-            path: path.iter().map(|s| (*s).to_owned()).collect(),
-            op: Op::Union(items.iter().map(|s| (*s).to_owned()).collect()),
-        }
-    }
-
-    fn shown(&self, depth: usize) -> String {
-        format!("`{}`", self.path[..depth].join("."))
-    }
-
-    fn is_in(&self, doc: &DocumentMut) -> bool {
-        let mut at: &Item = doc.as_item();
-        for key in &self.path {
-            match at.get(key) {
-                Some(i) => at = i,
-                None => return false,
-            }
-        }
-        match &self.op {
-            Op::Set(v) => at.as_str() == Some(v),
-            Op::Union(items) => at.as_array().is_some_and(|a| {
-                items
-                    .iter()
-                    .all(|i| a.iter().any(|x| x.as_str() == Some(i)))
-            }),
-        }
-    }
+fn shown(edit: &Edit, depth: usize) -> String {
+    format!("`{}`", edit.path[..depth].join("."))
 }
 
 fn parse(file: &str, text: &str) -> Result<DocumentMut, Refusal> {
@@ -98,7 +77,7 @@ fn parent<'a>(
         }
         at = match at.get_mut(key).expect("just made").as_table_like_mut() {
             Some(t) => t,
-            None => return Err(wrong(file, &edit.shown(depth + 1), "a table")),
+            None => return Err(wrong(file, &shown(edit, depth + 1), "a table")),
         };
     }
     Ok(Some(at))
@@ -110,7 +89,7 @@ pub fn install(
     edits: &[Edit],
 ) -> Result<Option<Installed>, Refusal> {
     let mut doc = parse(file, existing.unwrap_or(""))?;
-    if edits.iter().all(|e| e.is_in(&doc)) {
+    if edits.iter().all(|e| is_in(e, &doc)) {
         return Ok(None);
     }
     for edit in edits {
@@ -118,18 +97,18 @@ pub fn install(
         let table = parent(file, &mut doc, edit, true)?.expect("created");
         match &edit.op {
             Op::Set(v) => {
-                table.insert(key, toml_edit::value(v.as_str()));
+                table.insert(key, toml_edit::value(string_of(v)));
             }
             Op::Union(items) => {
                 if table.get(key).is_none() {
                     table.insert(key, toml_edit::value(Array::new()));
                 }
                 let Some(list) = table.get_mut(key).and_then(Item::as_array_mut) else {
-                    return Err(wrong(file, &edit.shown(edit.path.len()), "an array"));
+                    return Err(wrong(file, &shown(edit, edit.path.len()), "an array"));
                 };
-                for item in items {
+                for item in items.iter().map(string_of) {
                     if !list.iter().any(|x| x.as_str() == Some(item)) {
-                        list.push(item.as_str());
+                        list.push(item);
                     }
                 }
             }
@@ -156,7 +135,10 @@ pub fn uninstall(file: &str, text: &str, edits: &[Edit]) -> Result<Option<Remove
                     continue;
                 };
                 let had = list.len();
-                list.retain(|x: &Value| !x.as_str().is_some_and(|s| items.iter().any(|i| i == s)));
+                list.retain(|x: &Value| {
+                    !x.as_str()
+                        .is_some_and(|s| items.iter().any(|i| string_of(i) == s))
+                });
                 if list.len() != had {
                     changed = true;
                     if list.is_empty() {
@@ -205,14 +187,14 @@ pub fn present_keys(file: &str, text: &str, edits: &[Edit]) -> Result<usize, Ref
                 .iter()
                 .try_fold(doc.as_item(), |at, k| at.get(k))
                 .is_some(),
-            Op::Union(_) => e.is_in(&doc),
+            Op::Union(_) => is_in(e, &doc),
         })
         .count())
 }
 
 pub fn present(file: &str, text: &str, edits: &[Edit]) -> Result<usize, Refusal> {
     let doc = parse(file, text)?;
-    Ok(edits.iter().filter(|e| e.is_in(&doc)).count())
+    Ok(edits.iter().filter(|e| is_in(e, &doc)).count())
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@
 
 use super::{identity_env, owned, File, Site};
 use crate::model::runtime::Runtime;
-use crate::ops::hooks::{toml_conf::Edit, Kind};
+use crate::ops::hooks::{json_edit::Edit, Kind};
 
 pub const TEMPLATE: &str = include_str!("../../../../hooks/codex/hooks.json");
 pub const SKILL: &str = include_str!("../../../../hooks/codex/SKILL.md");
@@ -26,7 +26,7 @@ pub fn files(site: &Site) -> Vec<File> {
     let dir = site.root.join(".codex");
     let mut edits: Vec<Edit> = identity_env(Runtime::Codex, site.agent)
         .into_iter()
-        .map(|(k, v)| Edit::set(&["shell_environment_policy", "set", k], &v))
+        .map(|(k, v)| Edit::set(&["shell_environment_policy", "set", k], v))
         .collect();
     // The sandbox compares plain paths: no `..` (a linked worktree's
     // common directory is found as `<its git dir>/../..`).

@@ -55,6 +55,13 @@ enum GoalCommand {
         /// replan turn (true, the default) or waits for a person (false).
         #[arg(long, value_name = "true|false")]
         replan_when_blocked: Option<bool>,
+        /// A goal decision only a person may take, refused to agents and
+        /// inside agent runtimes: `done` (`goal done`, and an agent's
+        /// `todo done --no-follow-up` no longer ends the goal), `stop`
+        /// (`goal stop` and `goal resume`). Repeatable; replaces the list;
+        /// `none` clears it. Only a person changes it.
+        #[arg(long = "person-only", value_name = "done|stop|none")]
+        person_only: Vec<String>,
     },
     /// Pause the goal for every agent.
     Stop,
@@ -95,6 +102,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             guards,
             write_scope,
             replan_when_blocked,
+            person_only,
         } => goal::set(
             ctx,
             &goal::SetArgs {
@@ -108,6 +116,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
                 guards: (!guards.is_empty()).then(|| guards.clone()),
                 write_scope: (!write_scope.is_empty()).then(|| write_scope.clone()),
                 replan_when_blocked: *replan_when_blocked,
+                person_only: (!person_only.is_empty()).then(|| person_only.clone()),
             },
         )?,
         GoalCommand::Stop => goal::set_status(ctx, GoalStatus::Stopped)?,

@@ -126,6 +126,10 @@ pub struct Goal {
     /// turn (the default) or waits for them (`false`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replan_when_blocked: Option<bool>,
+    /// The goal decisions only a person takes (`done`, `stop`): refused to
+    /// an agent and inside an agent runtime.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub person_only: Vec<String>,
     /// Who marked the goal done (an agent id, or a person's `name <email>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub done_by: Option<String>,
@@ -159,6 +163,7 @@ impl Goal {
             authority_sources: Vec::new(),
             quota: QuotaPolicy::default(),
             replan_when_blocked: None,
+            person_only: Vec::new(),
             done_by: None,
             done_at: None,
             done_note: None,

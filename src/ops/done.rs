@@ -150,7 +150,11 @@ pub fn done(
             }
             None => None,
         };
-        let goal_done = args.no_follow_up && !has_open_work(gs);
+        // Where the goal reserves `done` for the person, only the person's
+        // `--no-follow-up` ends it.
+        let reserved =
+            gs.goal.person_only.iter().any(|d| d == "done") && ctx.gate_actor().is_some();
+        let goal_done = args.no_follow_up && !has_open_work(gs) && !reserved;
         if goal_done {
             let by = crate::ops::goal::actor(ctx)?;
             let note = format!("no follow-up after {id}: {}", headline(&evidence, 200));

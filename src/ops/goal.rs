@@ -52,6 +52,22 @@ pub struct SetArgs {
     pub guards: Option<Vec<String>>,
     pub write_scope: Option<Vec<String>>,
     pub replan_when_blocked: Option<bool>,
+    pub person_only: Option<Vec<String>>,
+}
+
+/// The goal decisions `person_only` may reserve.
+pub const PERSON_ONLY: [&str; 2] = ["done", "stop"];
+
+/// Refuses `what` on `goal` unless the person takes it, when the goal's
+/// policy reserves `decision` for the person.
+pub fn check_reserved(ctx: &Context, goal: &Goal, decision: &str, what: &str) -> Result<()> {
+    if goal.person_only.iter().any(|d| d == decision) {
+        ctx.require_person(&format!(
+            "{what} (goal {} reserves `{decision}` for the person)",
+            goal.id
+        ))?;
+    }
+    Ok(())
 }
 
 fn change_goal(
@@ -91,6 +107,25 @@ pub fn set(ctx: &Context, args: &SetArgs) -> Result<GoalReport> {
         .as_deref()
         .map(|n| non_empty("--next-action", n))
         .transpose()?;
+    let person_only = match &args.person_only {
+        None => None,
+        Some(list) => {
+            ctx.require_person("change which goal decisions are the person's")?;
+            let mut out: Vec<String> = Vec::new();
+            for d in list.iter().filter(|d| d.as_str() != "none") {
+                if !PERSON_ONLY.contains(&d.as_str()) {
+                    return Err(Refusal::invalid_input(format!(
+                        "--person-only `{d}` is not one of done, stop, none"
+                    ))
+                    .into());
+                }
+                if !out.contains(d) {
+                    out.push(d.clone());
+                }
+            }
+            Some(out)
+        }
+    };
     if let Some(c) = args.compute {
         if !(0.0..=1.0).contains(&c) {
             return Err(Refusal::invalid_input(format!("--compute {c} is outside 0..1")).into());
@@ -143,6 +178,10 @@ pub fn set(ctx: &Context, args: &SetArgs) -> Result<GoalReport> {
             goal.replan_when_blocked = Some(r);
             changed.push(format!("replan_when_blocked {r}"));
         }
+        if let Some(p) = &person_only {
+            goal.person_only = p.clone();
+            changed.push("person_only".to_owned());
+        }
         if changed.is_empty() {
             return Err(
                 Refusal::invalid_input("nothing to set: see `git loopx goal set -h`").into(),
@@ -161,6 +200,7 @@ pub fn set_status(ctx: &Context, status: GoalStatus) -> Result<GoalReport> {
         "goal resume"
     };
     change_goal(ctx, op, |goal| {
+        check_reserved(ctx, goal, "stop", op)?;
         let was = goal.status;
         goal.status = status;
         let mut changed = vec![crate::ops::snake(&status)];
@@ -205,6 +245,7 @@ pub fn done(ctx: &Context, note: Option<&str>) -> Result<GoalReport> {
             .with_hint("`git loopx goal resume` reopens it")
             .into());
         }
+        check_reserved(ctx, goal, "done", "end the goal")?;
         mark_done(goal, &by, note.as_deref(), ctx.now);
         Ok(vec![format!("done by {by}")])
     })

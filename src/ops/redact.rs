@@ -108,6 +108,19 @@ pub fn redact(
     id: Option<&str>,
     what: &Secrets,
 ) -> Result<RedactReport> {
+    // An agent (or any command inside an agent runtime) removes only what
+    // the credential scanner flags: other text — a gate's question, the
+    // person's note — is the person's to redact.
+    if ctx.gate_actor().is_some() {
+        if let Secrets::Text(texts) = what {
+            if texts
+                .iter()
+                .any(|t| !t.is_empty() && leaks::scan_bytes(t.as_bytes()).is_empty())
+            {
+                ctx.require_person("redact text that is not a credential")?;
+            }
+        }
+    }
     let dir = ctx.repo_dir().to_owned();
     let tip = ctx.store.tip()?.ok_or(StoreError::Missing)?;
     let remotes: Vec<String> = ctx

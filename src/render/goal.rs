@@ -64,6 +64,9 @@ pub fn goal(r: &GoalReport, action: Action) -> String {
     if g.replan_when_blocked == Some(false) {
         let _ = writeln!(out, "  replan:      not when blocked (waits for a person)");
     }
+    if !g.person_only.is_empty() {
+        let _ = writeln!(out, "  person only: goal {}", g.person_only.join(", goal "));
+    }
     if let Some(next) = &g.next_action {
         let _ = writeln!(out, "  next action: {next}");
     }

@@ -542,6 +542,11 @@ fn inside_an_agent_runtime_no_command_acts_as_the_person() {
             inside(marker, &["todo", "add", "in the person's name"]),
             "person_only"
         );
+        // Redacting the gate's question is the person's too.
+        assert_eq!(
+            inside(marker, &["redact", "todo", &gate, "--text", "Ship it?"]),
+            "person_only"
+        );
     }
     // From a plain shell, the person answers the gate, in their name.
     let out = env
@@ -551,4 +556,72 @@ fn inside_an_agent_runtime_no_command_acts_as_the_person() {
     assert!(out.to_string().contains("Test Committer"), "{out}");
     env.loopx(&repo, &["todo", "release", &todo, "--force"])
         .success();
+}
+
+/// A goal may reserve its end and its pause for the person: then an agent
+/// cannot end, stop or resume it, nor change the reservation, and its
+/// `todo done --no-follow-up` on the last todo leaves the goal open.
+#[test]
+fn a_goal_can_reserve_done_and_stop_for_the_person() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let todo = env.add_todo(&repo, "the last step");
+    let agent = |args: &[&str]| {
+        let mut all = vec!["--json", "--agent", "a1"];
+        all.extend_from_slice(args);
+        env.loopx(&repo, &all)
+    };
+    // Only the person sets the reservation.
+    let out = agent(&["goal", "set", "--person-only", "done"])
+        .failure(1)
+        .json();
+    assert_eq!(out["error"]["code"], "person_only");
+    env.loopx(
+        &repo,
+        &[
+            "goal",
+            "set",
+            "--person-only",
+            "done",
+            "--person-only",
+            "stop",
+        ],
+    )
+    .success();
+    let bad = env
+        .loopx(&repo, &["goal", "set", "--person-only", "merge"])
+        .failure(2);
+    assert!(
+        bad.stderr.contains("not one of done, stop, none"),
+        "{bad:?}"
+    );
+    for args in [
+        &["goal", "done"][..],
+        &["goal", "stop"],
+        &["goal", "set", "--person-only", "none"],
+    ] {
+        let out = agent(args).failure(1).json();
+        assert_eq!(out["error"]["code"], "person_only", "{args:?}: {out}");
+        let hint = out["error"]["hint"].as_str().unwrap();
+        assert!(hint.contains("ask the person"), "{hint}");
+    }
+    agent(&["todo", "claim", &todo]).success();
+    agent(&["todo", "done", &todo, "--evidence", "ok", "--no-follow-up"]).success();
+    let goal = env
+        .loopx(&repo, &["--json", "goal", "show"])
+        .success()
+        .json();
+    assert_eq!(goal["goal"]["status"], "active", "{goal}");
+    // The person ends it.
+    env.loopx(&repo, &["goal", "done", "--note", "shipped"])
+        .success();
+    let goal = env
+        .loopx(&repo, &["--json", "goal", "show"])
+        .success()
+        .json();
+    assert_eq!(goal["goal"]["status"], "done");
+    assert_eq!(
+        goal["goal"]["person_only"],
+        serde_json::json!(["done", "stop"])
+    );
 }

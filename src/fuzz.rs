@@ -32,9 +32,9 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::codec;
+use crate::codec::binary::{self, DeltaFile, DeltaFileRef};
 use crate::model::merge::merge;
 use crate::model::*;
-use crate::store::binary::{self, DeltaFile, DeltaFileRef};
 
 // ---------------------------------------------------------------- driver
 
@@ -876,15 +876,12 @@ fn delta_corpus() -> Vec<(String, Vec<u8>)> {
         })
         .collect();
     vec![
-        (
-            "delta".into(),
-            binary::encode_delta(&"a".repeat(40), Some("pack-1234"), &refs),
-        ),
+        ("delta".into(), binary::encode_delta(&"a".repeat(40), &refs)),
         (
             "delta 1".into(),
-            binary::encode_delta(&"b".repeat(40), None, &refs[..1]),
+            binary::encode_delta(&"b".repeat(40), &refs[..1]),
         ),
-        ("delta 0".into(), binary::encode_delta("", None, &[])),
+        ("delta 0".into(), binary::encode_delta("", &[])),
     ]
 }
 
@@ -929,7 +926,7 @@ fn gen_binary(
         let mut bytes = rng.pick(deltas).1.clone();
         if rng.chance(10) {
             let n = rng.size(512);
-            bytes = crate::store::binary::DELTA_MAGIC.to_vec();
+            bytes = crate::codec::binary::DELTA_MAGIC.to_vec();
             bytes.extend((0..n).map(|_| rng.next() as u8));
         } else {
             mutate_binary(rng, &mut bytes, deltas);
@@ -941,7 +938,7 @@ fn gen_binary(
     let mut body = original[..original.len() - 8].to_vec();
     if rng.chance(10) {
         let n = rng.size(1024);
-        body = crate::store::binary::MAGIC.to_vec();
+        body = crate::codec::binary::MAGIC.to_vec();
         body.extend((0..n).map(|_| rng.next() as u8));
     } else {
         mutate_binary(rng, &mut body, snapshots);
@@ -963,7 +960,7 @@ fn gen_binary(
 /// Reads everything a decoded snapshot holds, the way commands do: keys,
 /// facts straight from the bytes, the entities, and a re-encoding. An entry
 /// whose bytes do not decode is not read: a lazy read trusts checksummed
-/// bytes (see `store/binary.rs`), so the check is that the facts and the
+/// bytes (see `codec/binary.rs`), so the check is that the facts and the
 /// entity agree wherever the entity decodes.
 fn read_all(state: &State) {
     use crate::model::tracked::Facts;
@@ -1043,7 +1040,7 @@ fn check_binary(case: &BinaryCase) {
                 .collect();
             // The decoder takes non-minimal varints and any JSON spacing, so
             // the bytes may change once; from then on they are fixed.
-            let again = binary::encode_delta(&delta.parent, delta.pack.as_deref(), &files);
+            let again = binary::encode_delta(&delta.parent, &files);
             let redecoded = binary::decode_delta(&again).expect("a re-encoded delta decodes");
             assert_eq!(redecoded.files.len(), delta.files.len());
             let files: Vec<(&str, DeltaFileRef<'_>)> = redecoded
@@ -1051,7 +1048,7 @@ fn check_binary(case: &BinaryCase) {
                 .iter()
                 .map(|(path, file)| (path.as_str(), delta_ref(file)))
                 .collect();
-            let third = binary::encode_delta(&redecoded.parent, redecoded.pack.as_deref(), &files);
+            let third = binary::encode_delta(&redecoded.parent, &files);
             assert_eq!(third, again, "a delta's encoding is not stable");
             let mut state = rich_state(6, 5);
             let _ = crate::store::cache::replay(&mut state, delta.files);

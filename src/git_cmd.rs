@@ -111,54 +111,22 @@ pub fn drop_broken_reflog_entries(
     })
 }
 
-/// The repack that rolls up small packs: `git repack -d -l -q --geometric=2`.
-/// A geometric repack rolls the small packs (one per writeback, see
-/// `store::pack`) and any loose objects into one, merging only as much as
-/// keeps pack sizes a doubling progression, so its cost follows what was
-/// written since the last one, not the size of the repository; `-d` then
-/// deletes what it rolled up. Nothing is pruned: unreachable objects stay
-/// for the user's own `git gc` to judge.
-const REPACK: [&str; 5] = ["repack", "-d", "-l", "-q", "--geometric=2"];
-
-/// Starts the roll-up repack in the background and returns at once.
-///
-/// `lock` is an open file whose lock the caller holds: it becomes git's
-/// standard input, so the lock lives exactly as long as the repack and the
-/// next writer's `try_lock` tells whether one is still running. The repack
-/// runs at a lower CPU priority (`nice -n 10` where `nice` exists), so the
-/// agents' own writes come first; when writers outpace it, they run it
-/// themselves ([`repack_now`]). Every failure is ignored: it is upkeep, and a
-/// later write asks again.
-pub fn repack_detached(dir: &Path, lock: std::fs::File) {
-    let spawn = |program: &str, prefix: &[&str], lock: std::fs::File| {
-        Command::new(program)
-            .args(prefix)
-            .arg("-C")
-            .arg(dir)
-            .args(REPACK)
-            .stdin(lock)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-    };
-    let started = match lock.try_clone() {
-        Ok(second) => {
-            spawn("nice", &["-n", "10", "git"], lock).or_else(|_| spawn("git", &[], second))
-        }
-        Err(_) => spawn("git", &[], lock),
-    };
+/// Starts `git maintenance run --auto --detach --quiet` and returns at
+/// once: git decides for itself what is due, by its own settings, and runs
+/// it in the background. Failures are ignored: it is upkeep, and a later
+/// write asks again.
+pub fn maintenance_detached(dir: &Path) {
+    let started = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["maintenance", "run", "--auto", "--detach", "--quiet"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
     match started {
         Ok(child) => reap_later(child),
-        Err(e) => tracing::debug!("git repack did not start: {e}"),
-    }
-}
-
-/// Runs the roll-up repack and waits for it (the caller holds the lock).
-pub fn repack_now(dir: &Path) {
-    match run(dir, &REPACK) {
-        Ok(out) if !out.success => tracing::debug!("git repack failed: {}", out.stderr),
-        Err(e) => tracing::debug!("git repack did not start: {e}"),
-        Ok(_) => {}
+        Err(e) => tracing::debug!("git maintenance did not start: {e}"),
     }
 }
 

@@ -261,7 +261,7 @@ proptest! {
     #[test]
     fn facts_read_from_bytes_match_the_entity(todos in prop::collection::vec(selectable_todo(), 0..8), runs in prop::collection::vec(any_run(), 0..4)) {
         use crate::model::tracked::Facts;
-        use crate::store::binary;
+        use crate::codec::binary;
         let mut state = State::with_goal(crate::model::Goal::new("g", "o", t(0)), t(0));
         let gs = state.goals.get_mut("g").unwrap();
         for todo in todos {
@@ -318,7 +318,7 @@ proptest! {
     /// entry is read lazily, copied as bytes, or re-encoded after a write.
     #[test]
     fn binary_cache_round_trip(todos in prop::collection::vec(todo(), 0..12), summary in tricky_string(), extra in extra(), pick in 0usize..12) {
-        use crate::store::binary;
+        use crate::codec::binary;
         let mut state = State::with_goal(crate::model::Goal::new("g", "o", t(0)), t(0));
         let gs = state.goals.get_mut("g").unwrap();
         for todo in todos {
@@ -357,7 +357,8 @@ proptest! {
     /// the same as applying the commit's YAML files.
     #[test]
     fn a_delta_replays_like_its_files(todos in prop::collection::vec(todo(), 1..8), changed in todo(), summary in tricky_string(), pick in 0usize..8, drop in any::<bool>()) {
-        use crate::store::{binary, cache, transaction, Oid};
+        use crate::codec::binary;
+        use crate::store::{cache, transaction, Oid};
         let mut parent = State::with_goal(crate::model::Goal::new("g", "o", t(0)), t(0));
         let gs = parent.goals.get_mut("g").unwrap();
         for todo in todos {
@@ -379,9 +380,8 @@ proptest! {
         child.goals.get_mut("g").unwrap().goal.rev += 1;
         let changes = transaction::changes(Some(&parent), &child);
         child.clean();
-        let bytes = cache::delta_bytes(&Oid("p".into()), Some("pack-x"), &child, &changes);
+        let bytes = cache::delta_bytes(&Oid("p".into()), &child, &changes);
         let delta = binary::decode_delta(&bytes).ok_or_else(|| TestCaseError::fail("no decode"))?;
-        prop_assert_eq!(delta.pack.as_deref(), Some("pack-x"));
         let mut replayed = parent.clone();
         cache::replay(&mut replayed, delta.files).ok_or_else(|| TestCaseError::fail("no replay"))?;
         prop_assert_eq!(&replayed, &child);

@@ -5,7 +5,10 @@
 //! not know (those land in `extra`); a state written by a newer format is
 //! refused before anything else is read. Parsing uses `serde_norway` (libyaml);
 //! writing uses our own emitter in [`emit`], see `docs/ARCHITECTURE.md`.
+//! [`binary`] is the state's other form: the compact bytes of the host-local
+//! parsed-state cache (`store::cache`), never on the branch.
 
+pub mod binary;
 mod emit;
 pub mod inspect;
 

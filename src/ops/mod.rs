@@ -406,32 +406,13 @@ pub fn transact<R>(
     Ok(done)
 }
 
-/// After a write: every writeback adds a small pack (`store::pack`), and
-/// reads and pushes slow down as they pile up, so now and then (one commit
-/// in eight, by its id) look, and start a geometric repack in the background
-/// when one is due, or run it here when writers have outpaced the background
-/// one. `LOOPX_MAINTENANCE=0` turns this off.
+/// After a write: git's own automatic maintenance, as `git commit` runs
+/// it, when it would find work (see `GixStore::maintenance_due`; looked at
+/// on one commit in eight, by its id). It follows git's settings:
+/// `maintenance.auto=false` or `gc.auto=0` turn it off.
 fn upkeep(ctx: &Context, commit: &store::Oid) {
-    if !(commit.0.starts_with('0') || commit.0.starts_with('8'))
-        || std::env::var_os("LOOPX_MAINTENANCE").is_some_and(|v| v == "0")
-    {
-        return;
-    }
-    match ctx.store.repack_due() {
-        store::RepackDue::No => {}
-        store::RepackDue::Yes => {
-            if let Some(lock) = ctx.store.repack_lock(false) {
-                crate::git_cmd::repack_detached(ctx.store.common_dir(), lock);
-            }
-        }
-        store::RepackDue::Urgent => {
-            // Another writer may have run it while this one waited.
-            if let Some(_lock) = ctx.store.repack_lock(true) {
-                if ctx.store.repack_due() == store::RepackDue::Urgent {
-                    crate::git_cmd::repack_now(ctx.store.common_dir());
-                }
-            }
-        }
+    if (commit.0.starts_with('0') || commit.0.starts_with('8')) && ctx.store.maintenance_due() {
+        crate::git_cmd::maintenance_detached(ctx.store.common_dir());
     }
 }
 

@@ -3,7 +3,7 @@
 //! A command needs the typed state of the tip; decoding it from git means
 //! parsing every YAML file of the tree (about 100 ms at 10,000 todos). The
 //! cache keeps, per commit this host has seen, either a full snapshot (in
-//! the compact form of [`crate::store::binary`]) or a delta: the parent
+//! the compact form of [`crate::codec::binary`]) or a delta: the parent
 //! commit and the files the commit changed, replayed onto the parent's state.
 //!
 //! Invariants: the cache is disposable (an unreadable or missing entry means
@@ -12,10 +12,11 @@
 //! and the layout's magic, so another git-loopx never reads this one's bytes.
 
 use crate::codec;
+use crate::codec::binary;
+use crate::codec::binary::{DeltaFile, DeltaFileRef};
 use crate::codec::EntityFile;
 use crate::model::State;
-use crate::store::binary::{DeltaFile, DeltaFileRef};
-use crate::store::{binary, Error, FileChange, Oid, Snapshot, Store};
+use crate::store::{Error, FileChange, Oid, Snapshot, Store};
 
 fn cache_key(commit: &Oid) -> String {
     format!("state-{}-{}.bin", env!("CARGO_PKG_VERSION"), commit)
@@ -86,10 +87,6 @@ fn cached<S: Store + ?Sized>(store: &S, commit: &Oid, depth: usize) -> Option<(S
     let delta = binary::decode_delta(&store.cache_read(&delta_key(commit))?)?;
     let (mut state, depth) = cached(store, &Oid(delta.parent), depth + 1)?;
     replay(&mut state, delta.files)?;
-    // After the parent's: the newest commit's pack ends up first.
-    if let Some(stem) = &delta.pack {
-        store.pack_hint(stem);
-    }
     Some((state, depth))
 }
 
@@ -110,18 +107,12 @@ pub fn remember_delta<S: Store + ?Sized>(
     let Some(parent) = parent.filter(|_| changes.len() <= MAX_DELTA_FILES) else {
         return remember(store, commit, state);
     };
-    let pack = store.written_pack(commit);
-    let bytes = delta_bytes(parent, pack.as_deref(), state, changes);
+    let bytes = delta_bytes(parent, state, changes);
     store.cache_write(&delta_key(commit), &bytes);
 }
 
 /// The delta of a commit with `parent` that made `changes`, giving `state`.
-pub(crate) fn delta_bytes(
-    parent: &Oid,
-    pack: Option<&str>,
-    state: &State,
-    changes: &[FileChange],
-) -> Vec<u8> {
+pub(crate) fn delta_bytes(parent: &Oid, state: &State, changes: &[FileChange]) -> Vec<u8> {
     let files: Vec<(&str, DeltaFileRef<'_>)> = changes
         .iter()
         .map(|c| match c {
@@ -144,7 +135,7 @@ pub(crate) fn delta_bytes(
             FileChange::Remove { path } => (path.as_str(), DeltaFileRef::Removed),
         })
         .collect();
-    binary::encode_delta(&parent.0, pack, &files)
+    binary::encode_delta(&parent.0, &files)
 }
 
 /// Replays a delta's files onto its parent's state; `None` if one does not fit.

@@ -5,22 +5,16 @@
 //! indexes, references. Its default syncs packs and their indexes, and
 //! neither loose objects nor refs; a list such as `committed`, `all`, or
 //! `reference,-pack` changes that, and the legacy `core.fsyncObjectFiles`
-//! adds loose objects when `core.fsync` is unset.
+//! adds loose objects when `core.fsync` is unset. A writeback writes loose
+//! objects and moves a ref, as `git commit` does, so by default it syncs
+//! what `git commit` syncs: nothing. `core.fsync=committed` syncs both, the
+//! objects before the ref names them (its cost is in `docs/performance.md`).
 //!
-//! One departure: with neither `core.fsync` nor `core.fsyncObjectFiles`
-//! set, nothing is synced. git's default would sync a writeback's pack and
-//! index, two syncs inside the writer lock, and halves a contended host's
-//! claims a second (see `docs/performance.md`); a repository that wants
-//! them says so (`core.fsync=pack`, or `committed` for the refs as well), and
-//! from there the list is read exactly as git reads it. `core.fsyncMethod` says
-//! how: `fsync` (the default) flushes the file and the disk's cache;
-//! `writeout-only` only asks the kernel to write the pages out (we use
-//! `fdatasync`, a little stronger, for want of `sync_file_range`); `batch`
-//! is git's way of flushing many loose objects at once, and is `fsync` here
-//! (a writeback writes a handful of files).
-//!
-//! Here `pack` and `pack-metadata` are one switch (a writeback's pack and
-//! its index are synced together).
+//! `core.fsyncMethod` says how: `fsync` (the default) flushes the file and
+//! the disk's cache; `writeout-only` only asks the kernel to write the pages
+//! out (we use `fdatasync`, a little stronger, for want of
+//! `sync_file_range`); `batch` is git's way of flushing many loose objects
+//! at once, and is `fsync` here (a writeback writes a handful of files).
 //!
 //! A synced file is synced before it is named, and the directory it is
 //! named in after, so that a crash leaves either no file or a whole one.
@@ -68,7 +62,7 @@ impl Durability {
     };
 
     /// From `core.fsync`, `core.fsyncObjectFiles` and `core.fsyncMethod`,
-    /// as git reads them once either of the first two is set: the list starts from the default, `-x` takes a
+    /// as git reads them: the list starts from the default, `-x` takes a
     /// component out, `none` starts from nothing. Unknown names are ignored
     /// (git warns and ignores them too).
     pub fn from_config(
@@ -76,9 +70,6 @@ impl Durability {
         object_files: Option<bool>,
         method: Option<&str>,
     ) -> Self {
-        if fsync.is_none() && object_files.is_none() {
-            return Durability::NONE;
-        }
         let mut d = Durability::default();
         match fsync {
             Some(list) => {
@@ -160,8 +151,11 @@ mod tests {
 
     #[test]
     fn core_fsync_is_read_as_git_reads_it() {
-        // Unset: nothing (see the module docs); set, git's default first.
-        assert_eq!(Durability::from_config(None, None, None), Durability::NONE);
+        // Unset: git's default, packs only (a writeback writes none).
+        assert_eq!(
+            Durability::from_config(None, None, None),
+            Durability::default()
+        );
         assert_eq!(parse("pack"), (false, true, false));
         let d = Durability::from_config(None, Some(true), Some("batch"));
         assert_eq!((d.loose_objects, d.packs, d.refs), (true, true, false));

@@ -66,9 +66,8 @@ pub fn remove_stale_locks(common_dir: &Path) -> io::Result<Vec<RefLock>> {
     Ok(removed)
 }
 
-/// Removes temporary files a killed git-loopx left in `dirs`: named blanks
-/// (`tmp_loopx_<pid>_<n>`), the ref's old file (`tmp_loopx_old_ref_<pid>`)
-/// and half-written cache files (`<key>.<pid>.tmp`), once they are older
+/// Removes temporary files a killed git-loopx left in `dirs`: probe files
+/// (`tmp_loopx_<pid>_<what>`, see [`unwritable`]) and half-written cache files (`<key>.<pid>.tmp`), once they are older
 /// than a minute and their process is gone (where the OS says; elsewhere
 /// after an hour); and git's temporary pack files a stopped fetch left,
 /// once they are older than an hour. Returns how many it removed.
@@ -107,7 +106,6 @@ pub fn remove_leftovers(dirs: &[PathBuf]) -> usize {
 /// The pid in the name of one of our temporary files.
 fn leftover_pid(name: &str) -> Option<u32> {
     if let Some(rest) = name.strip_prefix("tmp_loopx_") {
-        let rest = rest.strip_prefix("old_ref_").unwrap_or(rest);
         let pid = rest.split('_').next()?;
         return pid.parse().ok();
     }
@@ -204,7 +202,6 @@ mod tests {
     #[test]
     fn leftover_names_carry_their_pid() {
         assert_eq!(leftover_pid("tmp_loopx_123_4"), Some(123));
-        assert_eq!(leftover_pid("tmp_loopx_old_ref_77"), Some(77));
         assert_eq!(leftover_pid("state-0.1.0-abc.bin.99.tmp"), Some(99));
         assert_eq!(leftover_pid("pack-abc.pack"), None);
         assert_eq!(leftover_pid("tmp_pack_123"), None);

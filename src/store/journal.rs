@@ -168,7 +168,7 @@ fn framed(key: &str, value: &[u8]) -> Option<Vec<u8>> {
     record.extend_from_slice(&[0; 4]);
     record.extend_from_slice(key.as_bytes());
     record.extend_from_slice(value);
-    let crc = crate::store::pack::crc32(&record[HEADER..]);
+    let crc = crc32fast::hash(&record[HEADER..]);
     record[12..16].copy_from_slice(&crc.to_le_bytes());
     Some(record)
 }
@@ -234,7 +234,7 @@ fn record(buf: &[u8], at: usize) -> Record<'_> {
     }
     let body = &buf[at + HEADER..end];
     match std::str::from_utf8(&body[..key_len]) {
-        Ok(key) if crate::store::pack::crc32(body) == crc => Record::Whole {
+        Ok(key) if crc32fast::hash(body) == crc => Record::Whole {
             key,
             value: &body[key_len..],
             end,

@@ -6,8 +6,6 @@
 //! store for unit tests. [`transaction`] builds the load → mutate → CAS →
 //! retry loop on top, and is the only way the crate writes state.
 
-pub mod binary;
-mod blank;
 pub mod cache;
 pub mod durable;
 pub mod gix_store;
@@ -15,15 +13,13 @@ pub mod health;
 mod journal;
 pub mod memory;
 mod message;
-pub mod pack;
-mod ref_file;
 pub mod transaction;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
-pub use gix_store::{GixStore, RepackDue};
+pub use gix_store::GixStore;
 pub use message::{trailer, Message};
 pub use transaction::{transact, Committed, Write};
 
@@ -249,14 +245,4 @@ pub trait Store {
 
     /// Stores a host-local cache entry; failures are ignored (it is a cache).
     fn cache_write(&self, _key: &str, _bytes: &[u8]) {}
-
-    /// The pack (its file stem) this store wrote `commit`'s objects into, if
-    /// it just did (see [`pack`]).
-    fn written_pack(&self, _commit: &Oid) -> Option<String> {
-        None
-    }
-
-    /// Tells the store which pack holds the objects of a commit it is about
-    /// to build on (from the parsed-state cache), so it can read them there.
-    fn pack_hint(&self, _stem: &str) {}
 }

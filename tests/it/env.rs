@@ -131,13 +131,10 @@ impl TestEnv {
             .env("TZ", "UTC")
             .env("LANG", "C")
             .env("LC_ALL", "C");
-        // git-loopx's own switches between two implementations of the same
-        // behaviour pass through, so the whole suite can run in either:
-        // `LOOPX_NAMED_BLANKS=1 cargo test`, `LOOPX_REF_FILE=0 cargo test`.
-        for switch in ["LOOPX_NAMED_BLANKS", "LOOPX_REF_FILE", "LOOPX_WRITER_LOCK"] {
-            if let Some(value) = std::env::var_os(switch) {
-                cmd.env(switch, value);
-            }
+        // `LOOPX_WRITER_LOCK=0 cargo test` runs the suite with writers
+        // racing on the compare-and-swap alone.
+        if let Some(value) = std::env::var_os("LOOPX_WRITER_LOCK") {
+            cmd.env("LOOPX_WRITER_LOCK", value);
         }
     }
 
@@ -169,17 +166,17 @@ impl TestEnv {
         String::from_utf8_lossy(&out.stdout).trim_end().to_owned()
     }
 
-    /// `git fsck` with `args`, once no background repack started by
-    /// git-loopx is running (a repack deleting the packs it rolled up under
-    /// fsck's feet would fail it for nothing).
+    /// `git fsck` with `args`, once no background `git maintenance` (which
+    /// a write may start) is running: a repack deleting the packs it rolled
+    /// up under fsck's feet would fail it for nothing.
     pub fn fsck(&self, dir: &Path, args: &[&str]) {
         let common = self.git(dir, &["rev-parse", "--git-common-dir"]);
-        let lock = dir.join(common).join("loopx").join("repack.lock");
-        if let Ok(file) = std::fs::File::open(&lock) {
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-            while file.try_lock_shared().is_err() && std::time::Instant::now() < deadline {
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
+        let common = dir.join(common);
+        let busy =
+            || common.join("gc.pid").exists() || common.join("objects/maintenance.lock").exists();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while busy() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
         }
         let mut all = vec!["fsck", "--no-progress"];
         all.extend_from_slice(args);
@@ -194,8 +191,12 @@ impl TestEnv {
     }
 
     /// A `git-loopx` command in `dir`, hermetic, with `LOOPX_NOW` set.
+    /// `LOOPX_TEST_BIN` names another build to run instead (to show that a
+    /// test fails on an older binary).
     pub fn loopx_cmd(&self, dir: &Path) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_git-loopx"));
+        let bin = std::env::var_os("LOOPX_TEST_BIN")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_git-loopx").into());
+        let mut cmd = Command::new(bin);
         self.hermetic(&mut cmd);
         cmd.current_dir(dir).env("LOOPX_NOW", &self.now);
         cmd

@@ -106,7 +106,7 @@ pub fn decode(bytes: Vec<u8>) -> Option<State> {
 }
 
 /// Changes whenever the delta layout below changes.
-pub(crate) const DELTA_MAGIC: &[u8; 8] = b"LXDELTA7";
+pub(crate) const DELTA_MAGIC: &[u8; 8] = b"LXDELTA8";
 
 /// One file a commit changed, as a cached delta carries it: todos and runs
 /// in this compact form (replaying them decodes no YAML), anything else as
@@ -126,24 +126,18 @@ pub enum DeltaFileRef<'a> {
     Run(&'a Run),
 }
 
-/// A commit's cached delta (see `store::cache`): its parent, the pack
-/// holding its objects, and the files it changed.
+/// A commit's cached delta (see `store::cache`): its parent and the files
+/// it changed.
 pub struct Delta {
     pub parent: String,
-    pub pack: Option<String>,
     pub files: Vec<(String, DeltaFile)>,
 }
 
 /// Encodes a delta. `files` give each changed path and what to carry.
-pub fn encode_delta(
-    parent: &str,
-    pack: Option<&str>,
-    files: &[(&str, DeltaFileRef<'_>)],
-) -> Vec<u8> {
+pub fn encode_delta(parent: &str, files: &[(&str, DeltaFileRef<'_>)]) -> Vec<u8> {
     let mut w = Writer(Vec::with_capacity(1024));
     w.0.extend_from_slice(DELTA_MAGIC);
     w.str(parent);
-    w.opt_str(pack);
     w.len(files.len());
     for (path, file) in files {
         w.str(path);
@@ -173,7 +167,6 @@ pub fn decode_delta(bytes: &[u8]) -> Option<Delta> {
             return None;
         }
         let parent = r.string()?;
-        let pack = r.opt_string()?;
         let n = r.len()?;
         let mut files = Vec::with_capacity(n.min(bytes.len()));
         for _ in 0..n {
@@ -198,11 +191,7 @@ pub fn decode_delta(bytes: &[u8]) -> Option<Delta> {
             };
             files.push((path, file));
         }
-        Some(Delta {
-            parent,
-            pack,
-            files,
-        })
+        Some(Delta { parent, files })
     })
 }
 

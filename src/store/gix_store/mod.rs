@@ -1,0 +1,510 @@
+//! The gix implementation of [`Store`]: the only module that imports `gix`.
+//!
+//! Split by concern: this file opens the repository and reads its config
+//! and identity; [`objects`] reads state trees and writes commits as loose
+//! objects, as `git commit` does; [`refs`] moves refs with gix's ref
+//! transactions, as `git update-ref` does; [`maintenance`] reports what a
+//! crash left behind and asks git for its own automatic maintenance.
+//!
+//! Invariants: the user's HEAD, index and working tree are never read for
+//! writing nor touched; the state ref moves only through a ref transaction
+//! with `MustExistAndMatch(old tip)` (or `MustNotExist` for the root commit),
+//! checked under the ref lock; one reflog entry per move; a write is
+//! acknowledged only once every object it wrote is in the object store after
+//! the ref reached it (see `objects::keep_loose`).
+
+mod maintenance;
+mod objects;
+mod refs;
+
+use std::cell::{Cell, RefCell};
+use std::path::{Path, PathBuf};
+
+use gix::bstr::ByteSlice;
+use gix::ObjectId;
+
+use crate::model::Timestamp;
+use crate::store::durable::Durability;
+use crate::store::journal::Journal;
+use crate::store::{CasResult, CommitInfo, Error, FileChange, Message, Oid, Snapshot, Store};
+
+use objects::LooseObject;
+
+/// How many pack indexes gix's object store can hold. A fixed number spares
+/// every command a listing of `objects/pack` with a `stat` of each file when
+/// the repository is opened (gix sizes its table from the disk otherwise);
+/// git's automatic maintenance keeps the pack count far below it, and a
+/// repository past it reopens with the table sized from the disk.
+const INDEX_SLOTS: u16 = 1024;
+
+/// Name and email used when git config has no identity.
+const FALLBACK_NAME: &str = "git-loopx";
+const FALLBACK_EMAIL: &str = "git-loopx@localhost";
+
+/// A repository opened for its state branch.
+pub struct GixStore {
+    /// Replaced by a fresh open when gix's object store loses track of the
+    /// packs under a concurrent repack (see `settled_afresh`).
+    repo: RefCell<gix::Repository>,
+    common_dir: PathBuf,
+    workdir: Option<PathBuf>,
+    /// The cache's deltas (see `store::journal`).
+    journal: Journal,
+    /// Host-local records that must not expire (see `GixStore::host_record`).
+    records: Journal,
+    /// The objects of detached commits no ref reaches yet, kept to be
+    /// checked once one does (see `GixStore::settle_detached`).
+    pending: RefCell<Vec<(Oid, Vec<LooseObject>)>>,
+    /// The state of the last commit this store made (see `Store::memo_take`).
+    memo: RefCell<Option<(Oid, crate::model::State)>>,
+    /// What is synced to disk (see `store::durable`).
+    durability: Durability,
+    /// Whether this process removed what killed writers left (see
+    /// `health::remove_leftovers`); done once, by its first write.
+    cleaned: Cell<bool>,
+    /// Credential rules a write may pass (`--allow-secret-pattern`).
+    allowed_leaks: Vec<&'static str>,
+}
+
+fn git_err(context: &str, e: impl std::fmt::Display) -> Error {
+    Error::Git(format!("{context}: {e}"))
+}
+
+fn oid(id: impl Into<ObjectId>) -> Oid {
+    Oid(id.into().to_string())
+}
+
+fn object_id(oid: &Oid) -> Result<ObjectId, Error> {
+    ObjectId::from_hex(oid.0.as_bytes()).map_err(|e| git_err(&format!("bad object id {oid}"), e))
+}
+
+impl GixStore {
+    /// Finds the repository containing `dir` (a worktree, a linked worktree,
+    /// a subdirectory or a bare repository) and refuses what it cannot serve.
+    pub fn discover(dir: &Path) -> Result<Self, Error> {
+        let slots = |options: gix::open::Options, _| {
+            options.object_store_slots(gix::odb::store::init::Slots::Given(INDEX_SLOTS))
+        };
+        let repo = match gix::ThreadSafeRepository::discover_opts(dir, Default::default(), slots) {
+            Ok(repo) => gix::Repository::from(repo),
+            Err(_) if reftable_above(dir) => return Err(Error::UnsupportedRefStorage),
+            Err(e) => return Err(unopenable(dir, &e)),
+        };
+        if repo.common_dir().join("reftable").is_dir() || uses_reftable(&repo) {
+            return Err(Error::UnsupportedRefStorage);
+        }
+        let common_dir = repo.common_dir().to_owned();
+        let durability = {
+            let config = repo.config_snapshot();
+            let string = |key: &str| config.string(key).map(|v| v.to_str_lossy().into_owned());
+            Durability::from_config(
+                string("core.fsync").as_deref(),
+                config.boolean("core.fsyncObjectFiles"),
+                string("core.fsyncMethod").as_deref(),
+            )
+        };
+        let local = common_dir.join("loopx");
+        Ok(GixStore {
+            durability,
+            cleaned: Default::default(),
+            journal: Journal::new(local.join("cache")),
+            records: Journal::carrying(local.join("records")),
+            common_dir,
+            workdir: repo.workdir().map(Path::to_owned),
+            repo: RefCell::new(repo),
+            pending: Default::default(),
+            memo: RefCell::new(None),
+            allowed_leaks: Vec::new(),
+        })
+    }
+
+    /// Lets writes through this store commit text that the named credential
+    /// rules ([`crate::model::leaks::RULES`]) match (`--allow-secret-pattern`).
+    pub fn allow_leaks(&mut self, rules: Vec<&'static str>) {
+        self.allowed_leaks = rules;
+    }
+
+    /// A host-local record under `.git/loopx/records/` (never on the
+    /// branch): the value last set for `key`, `None` when unset or cleared.
+    /// Records are appended to one file, so setting one creates no file.
+    pub fn host_record(&self, key: &str) -> Option<Vec<u8>> {
+        self.records.get(key).filter(|v| !v.is_empty())
+    }
+
+    /// Sets a host-local record; an empty value clears it.
+    pub fn set_host_record(&self, key: &str, value: &[u8]) {
+        self.records.append(key, value);
+    }
+
+    /// The `.git` directory shared by all worktrees.
+    pub fn common_dir(&self) -> &Path {
+        &self.common_dir
+    }
+
+    /// Host-local, disposable data of git-loopx: `<common dir>/loopx`.
+    pub fn local_dir(&self) -> PathBuf {
+        self.common_dir.join("loopx")
+    }
+
+    /// The working tree of the repository we were discovered in, if any.
+    pub fn workdir(&self) -> Option<&Path> {
+        self.workdir.as_deref()
+    }
+
+    /// Opens (creating it once) a lock file under `.git/loopx/`; the lock is
+    /// the OS's, on the open file, and dies with its last holder.
+    fn lock_file(&self, name: &str) -> Option<std::fs::File> {
+        let dir = self.local_dir();
+        std::fs::create_dir_all(&dir).ok()?;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(name))
+            .ok()
+    }
+
+    /// A string from git config (`loopx.agent`, say).
+    pub fn config_string(&self, key: &str) -> Option<String> {
+        let repo = self.repo.borrow();
+        repo.config_snapshot()
+            .string(key)
+            .map(|v| v.to_str_lossy().into_owned())
+    }
+
+    /// Refuses to write while any worktree has `loopx-state` checked out:
+    /// its working tree would silently diverge from the branch.
+    pub fn check_not_checked_out(&self) -> Result<(), Error> {
+        let repo = self.repo.borrow();
+        match worktree_with_state_checked_out(repo.common_dir()) {
+            Some(path) => Err(Error::CheckedOut(path)),
+            None => Ok(()),
+        }
+    }
+
+    /// The committer's name and email as git resolves them (environment,
+    /// then `committer.*`, then `user.*`). Read directly rather than through
+    /// `Repository::committer`, which also works out the local time zone by
+    /// scanning the system's zoneinfo tree: a third of a small write's time.
+    fn identity(&self) -> (String, String) {
+        let repo = self.repo.borrow();
+        let config = repo.config_snapshot();
+        let pick = |var: &str, keys: [&str; 2], fallback: &str| {
+            std::env::var(var)
+                .ok()
+                .filter(|v| !v.is_empty())
+                .or_else(|| {
+                    keys.iter()
+                        .find_map(|k| config.string(*k))
+                        .map(|v| v.to_str_lossy().into_owned())
+                })
+                .unwrap_or_else(|| fallback.to_owned())
+        };
+        (
+            pick(
+                "GIT_COMMITTER_NAME",
+                ["committer.name", "user.name"],
+                FALLBACK_NAME,
+            ),
+            pick(
+                "GIT_COMMITTER_EMAIL",
+                ["committer.email", "user.email"],
+                FALLBACK_EMAIL,
+            ),
+        )
+    }
+
+    /// Who the state commits of this process are by, as git would name the
+    /// committer: `name <email>` (`GIT_COMMITTER_*`, else `committer.*` or
+    /// `user.*` config).
+    pub fn committer(&self) -> String {
+        let (name, email) = self.identity();
+        format!("{name} <{email}>")
+    }
+
+    /// The signature of a new state commit: git's identity, and `now` unless
+    /// `GIT_COMMITTER_DATE` pins the time (as it does for plain git).
+    fn signature(&self, now: Timestamp) -> gix::actor::Signature {
+        let repo = self.repo.borrow();
+        let (name, email) = self.identity();
+        let pinned = std::env::var_os("GIT_COMMITTER_DATE")
+            .and_then(|_| repo.committer())
+            .and_then(|sig| sig.ok())
+            .and_then(|sig| sig.time().ok());
+        gix::actor::Signature {
+            name: name.into(),
+            email: email.into(),
+            time: pinned.unwrap_or_else(|| gix::date::Time::new(now.unix(), 0)),
+        }
+    }
+
+    /// [`settled`], and from the second retry on with the repository opened
+    /// afresh: a long-lived gix object store can lose track of objects that
+    /// a repack moved, and then misses them for good; a new one lists the
+    /// packs as they are now.
+    ///
+    /// A panic inside gix is taken the same way: gix-odb has been seen to
+    /// assert on its own bookkeeping when a repack replaced packs under a
+    /// first lookup (`load_index.rs`, "if the generation changed…"). The
+    /// store is reopened and the attempt made again, instead of an agent's
+    /// command dying.
+    fn settled_afresh<T>(&self, mut attempt: impl FnMut() -> Result<T, Error>) -> Result<T, Error> {
+        let mut tries = 0;
+        let mut panicked = false;
+        settled(|| {
+            tries += 1;
+            if tries > 2 || std::mem::take(&mut panicked) {
+                self.reopen();
+            }
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut attempt)) {
+                Ok(result) => result,
+                Err(panic) => {
+                    panicked = true;
+                    let what = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_default();
+                    Err(git_err("reading the object store (gix panicked)", what))
+                }
+            }
+        })
+    }
+
+    fn reopen(&self) {
+        let git_dir = self.repo.borrow().git_dir().to_owned();
+        match gix::open(&git_dir) {
+            Ok(repo) => *self.repo.borrow_mut() = repo,
+            Err(e) => tracing::debug!("could not reopen {}: {e}", git_dir.display()),
+        }
+    }
+}
+
+impl Store for GixStore {
+    fn allowed_leaks(&self) -> &[&'static str] {
+        &self.allowed_leaks
+    }
+
+    fn tip(&self) -> Result<Option<Oid>, Error> {
+        self.try_find_ref(crate::store::STATE_REF)
+    }
+
+    fn read(&self, commit: &Oid) -> Result<Snapshot, Error> {
+        self.settled_afresh(|| self.try_read(commit))
+            .map_err(|e| self.diagnosed(commit, e))
+    }
+
+    fn read_file(&self, commit: &Oid, path: &str) -> Result<Option<Vec<u8>>, Error> {
+        self.settled_afresh(|| self.try_read_file(commit, path))
+    }
+
+    fn commit(
+        &self,
+        expected: Option<&Oid>,
+        merged: Option<&Oid>,
+        changes: &[FileChange],
+        message: &Message,
+        now: Timestamp,
+    ) -> Result<CasResult, Error> {
+        let others: Vec<Oid> = merged.into_iter().cloned().collect();
+        self.settled_afresh(|| self.try_commit(expected, &others, changes, message, now, false))
+            .map_err(|e| {
+                let parents = expected.into_iter().chain(merged);
+                parents.fold(e, |e, parent| self.diagnosed(parent, e))
+            })
+    }
+
+    fn memo_take(&self, commit: &Oid) -> Option<crate::model::State> {
+        let mut memo = self.memo.borrow_mut();
+        if memo.as_ref().is_some_and(|(id, _)| id == commit) {
+            memo.take().map(|(_, state)| state)
+        } else {
+            None
+        }
+    }
+
+    fn memo_put(&self, commit: Oid, state: crate::model::State) {
+        *self.memo.borrow_mut() = Some((commit, state));
+    }
+
+    fn writer_lock(&self) -> Option<std::fs::File> {
+        // A writer's first turn clears what killed writers left behind.
+        if !self.cleaned.replace(true) {
+            crate::store::health::remove_leftovers(&self.leftover_dirs());
+        }
+        // `LOOPX_WRITER_LOCK=0` turns the lock off: the race tests use it to
+        // race writers on the compare-and-swap alone.
+        if std::env::var_os("LOOPX_WRITER_LOCK").is_some_and(|v| v == "0") {
+            return None;
+        }
+        let file = self.lock_file("writer.lock")?;
+        file.lock().ok()?;
+        Some(file)
+    }
+
+    fn cache_read(&self, key: &str) -> Option<Vec<u8>> {
+        if key.starts_with("delta-") {
+            return self.journal.get_settled(key);
+        }
+        std::fs::read(self.local_dir().join("cache").join(key)).ok()
+    }
+
+    fn cache_write(&self, key: &str, bytes: &[u8]) {
+        // Deltas, one a writeback, go to the journal: no file to create.
+        if key.starts_with("delta-") {
+            return self.journal.append(key, bytes);
+        }
+        let dir = self.local_dir().join("cache");
+        if std::fs::create_dir_all(&dir).is_err() {
+            return;
+        }
+        // Write beside, then rename: a reader never sees half a file.
+        let tmp = dir.join(format!("{key}.{}.tmp", std::process::id()));
+        if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, dir.join(key)).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        prune_cache(&dir);
+    }
+
+    fn lock_age(&self) -> Option<(PathBuf, u64)> {
+        let lock = self
+            .common_dir
+            .join(format!("{}.lock", crate::store::STATE_REF));
+        let modified = std::fs::metadata(&lock).ok()?.modified().ok()?;
+        let age = modified.elapsed().map_or(0, |d| d.as_secs());
+        Some((lock, age))
+    }
+
+    fn first_parent_log(&self, from: &Oid, limit: usize) -> Result<Vec<CommitInfo>, Error> {
+        self.history(from, limit)
+    }
+}
+
+/// Runs an object-level read or write again when it fails with a git error:
+/// a `git gc` or `git maintenance` running beside us moves objects from loose
+/// files into packs and from pack to pack, and a lookup can fall between the
+/// two places. A short wait lets the other side finish its step; gix then
+/// rescans the packs on the next miss. Other errors are returned at once.
+fn settled<T>(mut attempt: impl FnMut() -> Result<T, Error>) -> Result<T, Error> {
+    let mut tries = 0;
+    loop {
+        match attempt() {
+            // Up to ~2 s in all: a repository repacked in a loop (the race
+            // tests do) can move an object twice under one lookup.
+            Err(Error::Git(e)) if tries < 8 => {
+                tracing::debug!("git error, trying again: {e}");
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10 << tries.min(5)));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// How many full parsed states the cache keeps as files (deltas live in the
+/// journal, which starts over by itself).
+const CACHE_SNAPSHOTS: usize = 3;
+
+/// Keeps the most recently written snapshots.
+fn prune_cache(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut snapshots: Vec<_> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("state-"))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    if snapshots.len() > CACHE_SNAPSHOTS {
+        snapshots.sort();
+        for (_, path) in &snapshots[..snapshots.len() - CACHE_SNAPSHOTS] {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+fn uses_reftable(repo: &gix::Repository) -> bool {
+    repo.config_snapshot()
+        .string("extensions.refStorage")
+        .is_some_and(|v| v.eq_ignore_ascii_case(b"reftable"))
+}
+
+/// Why a repository could not be opened: an object format this build does
+/// not read (SHA-256) is said as such, not as "not a git repository".
+fn unopenable(dir: &Path, e: &(dyn std::error::Error + 'static)) -> Error {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if text.contains("objectFormat") || text.contains("Object format") {
+            let format = text
+                .rsplit("input=")
+                .next()
+                .filter(|f| f.len() < text.len())
+                .unwrap_or("sha256")
+                .trim_matches('"');
+            return Error::UnsupportedObjectFormat(format.to_owned());
+        }
+        cause = c.source();
+    }
+    Error::NotARepo(dir.to_owned())
+}
+
+/// gix cannot open a reftable repository at all; tell that apart from "no repository".
+fn reftable_above(dir: &Path) -> bool {
+    dir.ancestors().any(|d| {
+        d.join(".git/reftable").is_dir()
+            || (d.join("reftable").is_dir() && d.join("HEAD").is_file())
+    })
+}
+
+/// The worktree whose HEAD is `refs/heads/loopx-state`, if any.
+fn worktree_with_state_checked_out(common_dir: &Path) -> Option<PathBuf> {
+    let state = crate::store::STATE_REF;
+    let points_at_state = |head: &Path| {
+        std::fs::read_to_string(head).is_ok_and(|text| text.trim() == format!("ref: {state}"))
+    };
+    if points_at_state(&common_dir.join("HEAD")) {
+        return Some(common_dir.parent().unwrap_or(common_dir).to_owned());
+    }
+    let entries = std::fs::read_dir(common_dir.join("worktrees")).ok()?;
+    for entry in entries.flatten() {
+        if points_at_state(&entry.path().join("HEAD")) {
+            let gitdir = std::fs::read_to_string(entry.path().join("gitdir")).unwrap_or_default();
+            let path = Path::new(gitdir.trim());
+            return Some(path.parent().unwrap_or(path).to_owned());
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_in_an_attempt_reopens_and_tries_again() {
+        let dir = tempfile::tempdir().unwrap();
+        gix::init(dir.path()).unwrap();
+        let store = GixStore::discover(dir.path()).unwrap();
+        let mut calls = 0;
+        let result = store.settled_afresh(|| {
+            calls += 1;
+            if calls == 1 {
+                panic!("the object store lost track");
+            }
+            Ok(calls)
+        });
+        assert_eq!(result.unwrap(), 2);
+        let mut calls = 0;
+        let failed: Result<(), Error> = store.settled_afresh(|| {
+            calls += 1;
+            panic!("always");
+        });
+        assert!(calls > 1, "tried again");
+        let message = failed.unwrap_err().to_string();
+        assert!(
+            message.contains("gix panicked") && message.contains("always"),
+            "{message}"
+        );
+    }
+}

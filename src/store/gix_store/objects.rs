@@ -1,0 +1,525 @@
+//! Objects: the files of a state commit read from its tree, and a new
+//! commit written as loose objects through gix, as `git commit` writes one.
+//!
+//! A written object is unreachable until a ref names its commit, and `git gc
+//! --prune=now` (or `git prune`) deletes unreachable loose objects whatever
+//! their age. So a write keeps what it wrote until a ref reaches it, then
+//! checks it is all still there, waiting first for a `git gc` that was
+//! already running, and writes again what is gone ([`GixStore::keep_loose`]).
+//! Only then is the write acknowledged.
+
+use std::path::{Path, PathBuf};
+
+use gix::bstr::ByteSlice;
+use gix::objs::tree::EntryKind;
+use gix::ObjectId;
+
+use super::{git_err, object_id, oid, GixStore};
+use crate::model::Timestamp;
+use crate::store::{
+    CasResult, CommitInfo, Error, FileChange, Message, Oid, Snapshot, Store, STATE_REF,
+};
+
+/// An object a write wrote, kept until a ref reaches it, to write it again
+/// if a prune deleted it meanwhile.
+pub(super) type LooseObject = (ObjectId, gix::objs::Kind, Vec<u8>);
+
+/// How long a writer waits, after its move, for a `git gc` that was
+/// already running to finish (see [`GixStore::keep_loose`]).
+const GC_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl GixStore {
+    pub(super) fn try_read(&self, commit: &Oid) -> Result<Snapshot, Error> {
+        let repo = self.repo.borrow();
+        let c = repo
+            .find_commit(object_id(commit)?)
+            .map_err(|e| git_err(&format!("reading commit {commit}"), e))?;
+        let tree = c.tree_id().map_err(|e| git_err("reading commit tree", e))?;
+        let mut files = std::collections::BTreeMap::new();
+        self.collect(commit, tree.detach(), "", &mut files)?;
+        Ok(Snapshot {
+            commit: Some(commit.clone()),
+            files,
+        })
+    }
+
+    pub(super) fn try_read_file(&self, commit: &Oid, path: &str) -> Result<Option<Vec<u8>>, Error> {
+        let repo = self.repo.borrow();
+        let tree = repo
+            .find_commit(object_id(commit)?)
+            .and_then(|c| c.tree())
+            .map_err(|e| git_err(&format!("reading commit {commit}"), e))?;
+        let Some(entry) = tree
+            .lookup_entry_by_path(path)
+            .map_err(|e| git_err(&format!("reading {path}"), e))?
+        else {
+            return Ok(None);
+        };
+        if !entry.mode().is_blob() {
+            return Ok(None);
+        }
+        let blob = entry
+            .object()
+            .map_err(|e| git_err(&format!("reading {path}"), e))?;
+        Ok(Some(blob.data.clone()))
+    }
+
+    fn collect(
+        &self,
+        commit: &Oid,
+        tree: ObjectId,
+        prefix: &str,
+        files: &mut std::collections::BTreeMap<String, Vec<u8>>,
+    ) -> Result<(), Error> {
+        let repo = self.repo.borrow();
+        let tree = repo
+            .find_tree(tree)
+            .map_err(|e| git_err(&format!("reading tree {prefix}"), e))?;
+        let decoded = tree.decode().map_err(|e| git_err("decoding tree", e))?;
+        for entry in &decoded.entries {
+            let name = entry.filename.to_str_lossy();
+            let path = if prefix.is_empty() {
+                name.into_owned()
+            } else {
+                format!("{prefix}/{name}")
+            };
+            if entry.mode.is_tree() {
+                self.collect(commit, entry.oid.to_owned(), &path, files)?;
+            } else if entry.mode.is_blob() {
+                let blob = repo
+                    .find_blob(entry.oid)
+                    .map_err(|e| git_err(&format!("reading {path}"), e))?;
+                files.insert(path, blob.data.clone());
+            } else {
+                // A symlink or a submodule where a file belongs: refused
+                // with its path, never skipped (a skipped todo is a lost one).
+                let what = if entry.mode.is_link() {
+                    "a symbolic link"
+                } else if entry.mode.is_commit() {
+                    "a submodule (gitlink)"
+                } else {
+                    "not a regular file"
+                };
+                return Err(Error::Corrupt {
+                    commit: commit.clone(),
+                    source: crate::codec::Error {
+                        path,
+                        message: format!("is {what}; the state holds only regular files"),
+                    },
+                });
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn history(&self, from: &Oid, limit: usize) -> Result<Vec<CommitInfo>, Error> {
+        let repo = self.repo.borrow();
+        let mut out = Vec::new();
+        let mut next = Some(object_id(from)?);
+        while let Some(id) = next.take() {
+            if out.len() >= limit {
+                break;
+            }
+            let c = match repo.find_commit(id) {
+                Ok(c) => c,
+                Err(_) if !repo.has_object(id) => {
+                    return Err(Error::ObjectMissing {
+                        at: format!("the history of {STATE_REF} from {from}"),
+                        kind: "commit",
+                        id: oid(id),
+                        path: None,
+                    })
+                }
+                Err(e) => return Err(git_err(&format!("reading commit {id}"), e)),
+            };
+            let decoded = c.decode().map_err(|e| git_err("decoding commit", e))?;
+            let parents: Vec<Oid> = decoded.parents().map(oid).collect();
+            next = decoded.parents().next();
+            let author = decoded.author().map_err(|e| git_err("commit author", e))?;
+            out.push(CommitInfo {
+                id: oid(id),
+                parents,
+                time: Timestamp::from_unix(author.seconds()),
+                author: author.name.to_str_lossy().into_owned(),
+                message: decoded.message.to_str_lossy().into_owned(),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Writes a commit of `changes` on `parent` and moves no ref; its
+    /// objects are checked once a ref reaches it ([`GixStore::settle_detached`]).
+    /// `sync` pushes such a commit before the local branch may point at it
+    /// (`ops::lease::claim_synced`). `None` when the tree did not change.
+    pub fn commit_detached(
+        &self,
+        parent: &Oid,
+        changes: &[FileChange],
+        message: &Message,
+        now: Timestamp,
+    ) -> Result<Option<Oid>, Error> {
+        let done = self
+            .settled_afresh(|| self.try_commit(Some(parent), &[], changes, message, now, true))?;
+        Ok(match done {
+            CasResult::Committed(id) => Some(id),
+            CasResult::Unchanged | CasResult::Retry => None,
+        })
+    }
+
+    /// Writes a commit of `changes` on the tree of `parents[0]` whose
+    /// parents are all of `parents` (a root commit on the empty tree when
+    /// there are none), and moves no ref, like [`GixStore::commit_detached`].
+    /// Always a commit, even when the tree did not change.
+    pub fn commit_detached_on(
+        &self,
+        parents: &[Oid],
+        changes: &[FileChange],
+        message: &Message,
+        now: Timestamp,
+    ) -> Result<Oid, Error> {
+        let (first, others) = match parents.split_first() {
+            Some((first, others)) => (Some(first), others),
+            None => (None, &[][..]),
+        };
+        let done =
+            self.settled_afresh(|| self.try_commit(first, others, changes, message, now, true))?;
+        match done {
+            CasResult::Committed(id) => Ok(id),
+            CasResult::Unchanged | CasResult::Retry => Err(git_err(
+                "writing a commit",
+                "a detached commit was not written",
+            )),
+        }
+    }
+
+    /// Writes a merge of `changes` on `expected`'s tree, whose parents are
+    /// `expected` then `others`, and moves the state ref to it only if it
+    /// still points at `expected`.
+    pub fn commit_merge(
+        &self,
+        expected: &Oid,
+        others: &[Oid],
+        changes: &[FileChange],
+        message: &Message,
+        now: Timestamp,
+    ) -> Result<CasResult, Error> {
+        self.settled_afresh(|| {
+            self.try_commit(Some(expected), others, changes, message, now, false)
+        })
+    }
+
+    /// Once a ref holds a detached commit (or it is given up): checks that
+    /// its objects survived any prune meanwhile, and forgets them.
+    pub fn settle_detached(&self, commit: &Oid) {
+        let kept = {
+            let mut pending = self.pending.borrow_mut();
+            let at = pending.iter().position(|(c, _)| c == commit);
+            at.map(|i| pending.remove(i).1)
+        };
+        if let Some(written) = kept {
+            self.keep_loose(&written);
+        }
+    }
+
+    pub(super) fn try_commit(
+        &self,
+        expected: Option<&Oid>,
+        merged: &[Oid],
+        changes: &[FileChange],
+        message: &Message,
+        now: Timestamp,
+        detached: bool,
+    ) -> Result<CasResult, Error> {
+        self.check_not_checked_out()?;
+        let repo = self.repo.borrow();
+        let hash = repo.object_hash();
+        let (base_tree, mut parents) = match expected {
+            Some(parent) => {
+                let id = object_id(parent)?;
+                let commit = repo
+                    .find_commit(id)
+                    .map_err(|e| git_err("reading parent", e))?;
+                let tree = commit.tree_id().map_err(|e| git_err("reading parent", e))?;
+                (tree.detach(), vec![id])
+            }
+            None => (ObjectId::empty_tree(hash), Vec::new()),
+        };
+        // The plumbing editor: gix's checked one stats every entry of every
+        // tree it writes (300 of them in a 256-shard todos tree) to prove the
+        // objects exist. Ours exist by construction: the base tree's entries,
+        // and blobs written just above; paths come from validated ids.
+        let root = if base_tree.is_empty_tree() {
+            gix::objs::Tree::empty()
+        } else {
+            let tree = repo
+                .find_tree(base_tree)
+                .map_err(|e| git_err("reading the state tree", e))?;
+            tree.decode()
+                .map_err(|e| git_err("reading the state tree", e))?
+                .into()
+        };
+        let mut editor = gix::objs::tree::Editor::new(root, &repo.objects, hash);
+        let mut written = Vec::new();
+        for change in changes {
+            match change {
+                FileChange::Upsert { path, bytes } => {
+                    let blob = self.write_loose(gix::objs::Kind::Blob, bytes, &mut written)?;
+                    editor
+                        .upsert(path.split('/'), EntryKind::Blob, blob)
+                        .map_err(|e| git_err(&format!("editing {path}"), e))?;
+                }
+                FileChange::Remove { path } => {
+                    editor
+                        .remove(path.split('/'))
+                        .map_err(|e| git_err(&format!("removing {path}"), e))?;
+                }
+            }
+        }
+        let tree = editor
+            .write(|tree| {
+                encoded(tree).and_then(|bytes| {
+                    self.write_loose(gix::objs::Kind::Tree, &bytes, &mut written)
+                        .map_err(std::io::Error::other)
+                })
+            })
+            .map_err(|e| git_err("writing tree", e))?;
+        for other in merged {
+            parents.push(object_id(other)?);
+        }
+        if tree == base_tree && expected.is_some() && merged.is_empty() {
+            return Ok(CasResult::Unchanged);
+        }
+        let signature = self.signature(now);
+        let commit = gix::objs::Commit {
+            tree,
+            parents: parents.into(),
+            author: signature.clone(),
+            committer: signature,
+            encoding: None,
+            message: message.render().into(),
+            extra_headers: Vec::new(),
+        };
+        let bytes = encoded(&commit).map_err(|e| git_err("encoding commit", e))?;
+        let id = oid(self.write_loose(gix::objs::Kind::Commit, &bytes, &mut written)?);
+        drop(repo);
+        if detached {
+            let mut pending = self.pending.borrow_mut();
+            if pending.len() >= 64 {
+                pending.remove(0);
+            }
+            pending.push((id.clone(), written));
+            return Ok(CasResult::Committed(id));
+        }
+        let reflog = format!("loopx: {}", message.subject);
+        if self.move_ref(STATE_REF, expected, &id, &reflog, now)? {
+            self.keep_loose(&written);
+            Ok(CasResult::Committed(id))
+        } else {
+            Ok(CasResult::Retry)
+        }
+    }
+
+    /// Moves the state ref from `broken` to a new commit on top of `intact`
+    /// with `intact`'s tree (a repair: nothing is rewritten; `doctor` then
+    /// drops the reflog entries naming missing commits). `None` when the ref
+    /// no longer holds `broken`.
+    pub fn restore(
+        &self,
+        broken: &Oid,
+        intact: &Oid,
+        message: &Message,
+        now: Timestamp,
+    ) -> Result<Option<Oid>, Error> {
+        let tree = {
+            let repo = self.repo.borrow();
+            let commit = repo
+                .find_commit(object_id(intact)?)
+                .map_err(|e| git_err(&format!("reading commit {intact}"), e))?;
+            commit
+                .tree_id()
+                .map_err(|e| git_err("reading commit tree", e))?
+                .detach()
+        };
+        let signature = self.signature(now);
+        let commit = gix::objs::Commit {
+            tree,
+            parents: vec![object_id(intact)?].into(),
+            author: signature.clone(),
+            committer: signature,
+            encoding: None,
+            message: message.render().into(),
+            extra_headers: Vec::new(),
+        };
+        let bytes = encoded(&commit).map_err(|e| git_err("encoding commit", e))?;
+        let mut written = Vec::new();
+        let id = oid(self.write_loose(gix::objs::Kind::Commit, &bytes, &mut written)?);
+        let reflog = format!("loopx: {}", message.subject);
+        let moved = self.move_ref(STATE_REF, Some(broken), &id, &reflog, now)?;
+        if moved {
+            self.keep_loose(&written);
+        }
+        Ok(moved.then_some(id))
+    }
+
+    /// The first object of `commit` (itself, then its tree's trees and
+    /// blobs, depth first) that the object store does not have: its kind,
+    /// id and path in the tree. Looked up in a freshly opened store.
+    pub fn missing_object(&self, commit: &Oid) -> Option<(&'static str, Oid, Option<String>)> {
+        self.reopen();
+        let repo = self.repo.borrow();
+        let id = object_id(commit).ok()?;
+        let Ok(found) = repo.find_commit(id) else {
+            return Some(("commit", commit.clone(), None));
+        };
+        let tree = found.tree_id().ok()?.detach();
+        let mut stack = vec![(tree, String::new())];
+        while let Some((tree, path)) = stack.pop() {
+            let shown = |p: &str| (!p.is_empty()).then(|| p.to_owned());
+            let Ok(found) = repo.find_tree(tree) else {
+                return Some(("tree", oid(tree), shown(&path)));
+            };
+            let decoded = found.decode().ok()?;
+            for entry in &decoded.entries {
+                let name = entry.filename.to_str_lossy();
+                let sub = if path.is_empty() {
+                    name.into_owned()
+                } else {
+                    format!("{path}/{name}")
+                };
+                if entry.mode.is_tree() {
+                    stack.push((entry.oid.to_owned(), sub));
+                } else if entry.mode.is_blob() && !repo.has_object(entry.oid) {
+                    return Some(("blob", oid(entry.oid.to_owned()), Some(sub)));
+                }
+            }
+        }
+        None
+    }
+
+    /// A git error met reading `commit`, made precise when the reason is
+    /// that one of its objects is gone.
+    pub(super) fn diagnosed(&self, commit: &Oid, error: Error) -> Error {
+        if !matches!(error, Error::Git(_)) {
+            return error;
+        }
+        match self.missing_object(commit) {
+            Some((kind, id, path)) => {
+                let at = match self.tip() {
+                    Ok(Some(tip)) if &tip == commit => format!("{STATE_REF} at {commit}"),
+                    _ => format!("state commit {commit}"),
+                };
+                Error::ObjectMissing { at, kind, id, path }
+            }
+            None => error,
+        }
+    }
+
+    /// Writes a loose object (again, if it exists: git freshens an object it
+    /// would write the same way), synced if git config asks.
+    fn write_loose(
+        &self,
+        kind: gix::objs::Kind,
+        bytes: &[u8],
+        written: &mut Vec<LooseObject>,
+    ) -> Result<ObjectId, Error> {
+        let repo = self.repo.borrow();
+        let id = persist(|| gix::objs::Write::write_buf(&repo.objects, kind, bytes))
+            .map_err(|e| git_err(&format!("writing a {kind}"), e))?;
+        self.sync_loose(&loose_path(&repo, &id));
+        written.push((id, kind, bytes.to_vec()));
+        Ok(id)
+    }
+
+    fn sync_loose(&self, path: &Path) {
+        let d = &self.durability;
+        let _ = d.sync_path(d.loose_objects, path);
+        let _ = d.sync_parent(d.loose_objects, path);
+    }
+
+    /// After a ref reached what a write wrote: makes sure it is all still
+    /// there. Until the move it was unreachable, and `git gc --prune=now`
+    /// deletes every unreachable loose object whatever its age: a gc that
+    /// read the refs before the move may delete them after it. So a writer
+    /// that finds a `git gc` running (its `gc.pid`; `git maintenance run`
+    /// goes through `git gc` too) waits for that gc to end (up to a minute;
+    /// a gc started after the move sees the ref), then writes again any
+    /// object that is gone.
+    pub(super) fn keep_loose(&self, written: &[LooseObject]) {
+        if written.is_empty() {
+            return;
+        }
+        wait_for_running_gc(&self.common_dir.join("gc.pid"), GC_WAIT);
+        let repo = self.repo.borrow();
+        for (id, kind, bytes) in written {
+            let path = loose_path(&repo, id);
+            if path.exists() || repo.has_object(id) {
+                continue;
+            }
+            tracing::warn!(
+                "{kind} {id} was deleted before {STATE_REF} reached it: writing it again"
+            );
+            if persist(|| gix::objs::Write::write_buf(&repo.objects, *kind, bytes)).is_ok() {
+                self.sync_loose(&path);
+            }
+        }
+    }
+}
+
+/// Waits until the `git gc` whose `gc.pid` is there now has ended: the file
+/// is gone or replaced (another gc), its process is not alive (where the OS
+/// says), or `limit` has passed.
+fn wait_for_running_gc(gc_pid: &Path, limit: std::time::Duration) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(first) = std::fs::metadata(gc_pid) else {
+        return;
+    };
+    let pid = std::fs::read_to_string(gc_pid)
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse::<u32>().ok());
+    let alive =
+        |pid: u32| !Path::new("/proc/self").exists() || Path::new(&format!("/proc/{pid}")).exists();
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline && pid.is_none_or(alive) {
+        match std::fs::metadata(gc_pid) {
+            Ok(now) if now.ino() == first.ino() && now.dev() == first.dev() => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            _ => return,
+        }
+    }
+}
+
+fn loose_path(repo: &gix::Repository, id: &ObjectId) -> PathBuf {
+    let hex = id.to_string();
+    repo.objects
+        .store_ref()
+        .path()
+        .join(&hex[..2])
+        .join(&hex[2..])
+}
+
+/// An object's canonical bytes, as git hashes and stores them.
+fn encoded(object: &impl gix::objs::WriteTo) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(object.size() as usize);
+    object.write_to(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Writes an object, trying again when the write fails: `git prune-packed`
+/// (run by `git maintenance` or `git gc`) removes fan-out directories it
+/// emptied, and one can vanish between gix creating it and moving the new
+/// object into it. git retries the same way. Objects are content-addressed,
+/// so writing one twice is harmless.
+fn persist<T, E: std::fmt::Display>(write: impl Fn() -> Result<T, E>) -> Result<T, E> {
+    let mut attempt = 1;
+    loop {
+        match write() {
+            Ok(v) => return Ok(v),
+            Err(e) if attempt < 5 => {
+                tracing::debug!("object write failed, trying again: {e}");
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}

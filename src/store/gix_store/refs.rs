@@ -1,0 +1,146 @@
+//! Refs: reading them, and moving them compare-and-swap through gix's ref
+//! transactions, as `git update-ref <ref> <new> <old>` does (an exclusive
+//! `<ref>.lock`, the old value checked under it, a reflog line, a rename).
+
+use gix::bstr::ByteSlice;
+use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
+use gix::refs::Target;
+
+use super::{git_err, object_id, oid, settled, GixStore};
+use crate::model::Timestamp;
+use crate::store::{Error, Oid};
+
+impl GixStore {
+    /// Every configured remote with its `remote.<name>.fetch` refspecs, by name.
+    pub fn remote_fetch_refspecs(&self) -> Vec<(String, Vec<String>)> {
+        let repo = self.repo.borrow();
+        let config = repo.config_snapshot();
+        repo.remote_names()
+            .into_iter()
+            .map(|name| {
+                let name = name.to_str_lossy().into_owned();
+                let specs = config
+                    .plumbing()
+                    .strings(format!("remote.{name}.fetch").as_str())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|s| s.to_str_lossy().into_owned())
+                    .collect();
+                (name, specs)
+            })
+            .collect()
+    }
+
+    /// `refs/remotes/<remote>/loopx-state` for every remote that has one, sorted.
+    pub fn remote_state_refs(&self) -> Result<Vec<(String, Oid)>, Error> {
+        let repo = self.repo.borrow();
+        let refs = repo.references().map_err(|e| git_err("listing refs", e))?;
+        let iter = refs
+            .prefixed("refs/remotes/")
+            .map_err(|e| git_err("listing remote refs", e))?;
+        let mut out = Vec::new();
+        for reference in iter.flatten() {
+            let name = reference.name().as_bstr().to_str_lossy().into_owned();
+            let Some(remote) = name
+                .strip_prefix("refs/remotes/")
+                .and_then(|rest| rest.strip_suffix("/loopx-state"))
+            else {
+                continue;
+            };
+            if let Some(id) = reference.target().try_id() {
+                out.push((remote.to_owned(), oid(id.to_owned())));
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Points `name` at `target` if `name` does not exist yet.
+    /// Returns `false` when someone created it first.
+    pub fn create_ref(
+        &self,
+        name: &str,
+        target: &Oid,
+        reflog: &str,
+        now: Timestamp,
+    ) -> Result<bool, Error> {
+        self.move_ref(name, None, target, reflog, now)
+    }
+
+    /// Moves `name` from `expected` (absent when `None`) to `target`, CAS-style.
+    /// Returns `false` when the ref held another value or its lock was taken.
+    pub fn move_ref(
+        &self,
+        name: &str,
+        expected: Option<&Oid>,
+        target: &Oid,
+        reflog: &str,
+        now: Timestamp,
+    ) -> Result<bool, Error> {
+        let repo = self.repo.borrow();
+        let expected = match expected {
+            Some(old) => PreviousValue::MustExistAndMatch(Target::Object(object_id(old)?)),
+            None => PreviousValue::MustNotExist,
+        };
+        let edit = RefEdit {
+            change: Change::Update {
+                log: LogChange {
+                    mode: RefLog::AndReference,
+                    force_create_reflog: false,
+                    message: reflog.into(),
+                },
+                expected,
+                new: Target::Object(object_id(target)?),
+            },
+            name: name.try_into().map_err(|e| git_err("ref name", e))?,
+            deref: false,
+        };
+        let signature = self.signature(now);
+        let mut time_buf = gix::date::parse::TimeBuf::default();
+        let committer = signature.to_ref(&mut time_buf);
+        let fail = gix::lock::acquire::Fail::Immediately;
+        let result = repo
+            .refs
+            .transaction()
+            .prepare(Some(edit), fail, fail)
+            .and_then(|tx| tx.commit(Some(committer)));
+        match result {
+            Ok(_) => {
+                // gix syncs nothing: the ref and its log, as git config asks.
+                let d = &self.durability;
+                if d.refs {
+                    let path = self.common_dir.join(name);
+                    let log = self.common_dir.join("logs").join(name);
+                    for file in [&path, &log] {
+                        let _ = d.sync_path(file.exists(), file);
+                    }
+                    let _ = d.sync_parent(true, &path);
+                }
+                Ok(true)
+            }
+            Err(e) if e.is_conflict() || e.is_retryable() => Ok(false),
+            Err(e) => Err(git_err(&format!("updating {name}"), e)),
+        }
+    }
+
+    /// Resolves any ref name to the commit it points at.
+    pub fn try_find_ref(&self, name: &str) -> Result<Option<Oid>, Error> {
+        let repo = self.repo.borrow();
+        let found = match repo.try_find_reference(name) {
+            Ok(Some(mut r)) => match r.target().try_id().map(ToOwned::to_owned) {
+                // A direct ref names its commit: no object lookup (the object
+                // may be in a pack a concurrent repack is moving).
+                Some(id) => Ok(Some(oid(id))),
+                None => settled(|| {
+                    r.peel_to_id()
+                        .map(|id| oid(id.detach()))
+                        .map_err(|e| git_err(&format!("peeling {name}"), e))
+                })
+                .map(Some),
+            },
+            Ok(None) => Ok(None),
+            Err(e) => Err(git_err(&format!("reading {name}"), e)),
+        };
+        found
+    }
+}

@@ -322,10 +322,14 @@ fn repair_state(
     let lost: Vec<String> = reflog[at + 1..]
         .iter()
         .map(|m| {
-            m.message
-                .strip_prefix("loopx: ")
-                .unwrap_or(&m.message)
-                .to_owned()
+            // Listed in the repair's message, which is scanned like any
+            // write: a credential a lost write let through is not repeated.
+            let subject = m.message.strip_prefix("loopx: ").unwrap_or(&m.message);
+            let secrets: Vec<String> = crate::model::leaks::scan(subject)
+                .into_iter()
+                .map(|l| l.secret)
+                .collect();
+            crate::model::leaks::redact(subject, &secrets)
         })
         .collect();
     let mut message = store::Message::new(
@@ -342,7 +346,8 @@ fn repair_state(
             message = message.line(format!("- {subject}"));
         }
     }
-    match ctx.store.restore(&tip, &good, &message, ctx.now)? {
+    let checked = store::Checked::new(&ctx.store, &[&good], Vec::new(), &message)?;
+    match ctx.store.restore(&tip, &good, &checked, ctx.now)? {
         Some(new) => {
             repaired.push(format!(
                 "moved {STATE_REF} from {} (objects missing) to {}, a new commit with the tree of {}",

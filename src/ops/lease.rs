@@ -18,7 +18,7 @@ use crate::model::lease::{self, ClaimAction};
 use crate::model::Timestamp;
 use crate::model::{select, Claim, Code, Refusal, State, Todo};
 use crate::ops::{local, mutate_maybe, resolve_todo, sync, touch, Context};
-use crate::store::{cache, transaction, Message, Oid, Store, STATE_REF};
+use crate::store::{cache, transaction, Checked, Message, Oid, Store, STATE_REF};
 use crate::Result;
 
 #[derive(Debug, Serialize)]
@@ -318,17 +318,20 @@ fn claim_synced(
             .trailer("Loopx-Goal", goal)
             .trailer("Loopx-Agent", agent);
         let changes = transaction::written(Some(&skeleton), &state);
-        transaction::check_readable(&changes)?;
-        let Some(commit) = ctx
-            .store
-            .commit_detached(&parent, &changes, &message, ctx.now)?
-        else {
+        let checked = Checked::new(&ctx.store, &[&parent], changes, &message)?;
+        let Some(commit) = ctx.store.commit_detached(&parent, &checked, ctx.now)? else {
             // Nothing to change: the remote holds this very claim already.
             return Ok(granted(ctx, agent, action, todo, None));
         };
         // Cached like any write (the push's leak check reads it next); an
         // entry for a commit that never lands on a ref is harmless.
-        cache::remember_delta(&ctx.store, &commit, Some(&parent), &state, &changes);
+        cache::remember_delta(
+            &ctx.store,
+            &commit,
+            Some(&parent),
+            &state,
+            checked.changes(),
+        );
         let pushed = sync::push(ctx, &remote, &commit, Some(&synced.remote_tip));
         if !matches!(pushed, Ok(true)) {
             ctx.store.settle_detached(&commit);
@@ -336,7 +339,10 @@ fn claim_synced(
             continue;
         }
         // On the remote: now the local branch may have it.
-        let reflog = format!("loopx: {} (confirmed on {remote})", message.subject);
+        let reflog = format!(
+            "loopx: {} (confirmed on {remote})",
+            checked.message().subject
+        );
         let moved = ctx
             .store
             .move_ref(STATE_REF, Some(&parent), &commit, &reflog, ctx.now);
@@ -457,8 +463,7 @@ fn claim_shared(
             .trailer("Loopx-Goal", goal.clone())
             .trailer("Loopx-Agent", agent);
         let changes = transaction::written(Some(&skeleton), &state);
-        transaction::check_readable(&changes)?;
-        transaction::refuse_new_leaks(&ctx.store, Some(&parent), &changes, &message)?;
+        let checked = Checked::new(&ctx.store, &[&parent], changes, &message)?;
         let published = Published::of(&goal, &todo.id, &claim);
         match shared::confirm(ctx, remote, &published, lease.map(|(oid, _)| oid)) {
             Ok(Confirm::Confirmed) => {}
@@ -475,7 +480,7 @@ fn claim_shared(
             Err(e) => return Err(starved(e, &patience)),
         }
         // On the remote: now the local branch records it.
-        let commit = commit_confirmed(ctx, remote, &parent, state, &changes, &message)?;
+        let commit = commit_confirmed(ctx, remote, &parent, state, &checked)?;
         return Ok(granted(ctx, agent, action, todo, Some(commit)));
     }
 }
@@ -489,14 +494,16 @@ fn commit_confirmed(
     remote: &str,
     parent: &Oid,
     mut state: State,
-    changes: &[crate::store::FileChange],
-    message: &Message,
+    checked: &Checked,
 ) -> Result<Oid> {
-    let commit =
-        ctx.store
-            .commit_detached_on(std::slice::from_ref(parent), changes, message, ctx.now)?;
-    cache::remember_delta(&ctx.store, &commit, Some(parent), &state, changes);
-    let reflog = format!("loopx: {} (confirmed on {remote})", message.subject);
+    let commit = ctx
+        .store
+        .commit_detached_on(std::slice::from_ref(parent), checked, ctx.now)?;
+    cache::remember_delta(&ctx.store, &commit, Some(parent), &state, checked.changes());
+    let reflog = format!(
+        "loopx: {} (confirmed on {remote})",
+        checked.message().subject
+    );
     let moved = ctx
         .store
         .move_ref(STATE_REF, Some(parent), &commit, &reflog, ctx.now);

@@ -25,7 +25,10 @@ use serde::Serialize;
 use crate::git_cmd::history;
 use crate::model::{leaks, Code, Refusal};
 use crate::ops::Context;
-use crate::store::{transaction, Error as StoreError, Oid, Store, REVIEWED_REF, STATE_REF};
+use crate::store::{
+    transaction, Checked, Error as StoreError, FileChange, Message, Oid, Store, REVIEWED_REF,
+    STATE_REF,
+};
 use crate::{Error, Result};
 
 /// Which files of the unpushed history to rewrite.
@@ -205,7 +208,7 @@ pub fn redact(
 
     let index = ctx.store.local_dir().join("redact.index");
     let mut commit_map: HashMap<String, String> = HashMap::new();
-    let mut blob_map: HashMap<String, Option<String>> = HashMap::new();
+    let mut blob_map: HashMap<String, Option<(String, Vec<u8>)>> = HashMap::new();
     let mut files: BTreeSet<String> = BTreeSet::new();
     let mut messages = 0;
     let mut rewritten = Vec::new();
@@ -224,19 +227,27 @@ pub fn redact(
                 let new = if clean == text {
                     None
                 } else {
-                    Some(
-                        history::write_object(&dir, "blob", clean.as_bytes())
-                            .map_err(git_failed)?,
-                    )
+                    let id = history::write_object(&dir, "blob", clean.as_bytes())
+                        .map_err(git_failed)?;
+                    Some((id, clean.into_bytes()))
                 };
                 blob_map.insert(object.id, new);
             }
+            let mut changes = Vec::new();
             for (blob, path) in here {
-                if let Some(Some(new)) = blob_map.get(&blob) {
+                if let Some(Some((new, bytes))) = blob_map.get(&blob) {
                     updates.push((path.clone(), new.clone()));
+                    changes.push(FileChange::Upsert {
+                        path: path.clone(),
+                        bytes: bytes.clone(),
+                    });
                     files.insert(path);
                 }
             }
+            // The rewritten files pass the checks of any write: they read
+            // back, and hold no credential the commit did not hold.
+            let what = Message::new("redact", format!("redact {}", commit.id));
+            Checked::new(&ctx.store, &[&Oid(commit.id.clone())], changes, &what)?;
         }
         let (headers, message) = split_commit(&commit.data);
         let message = String::from_utf8_lossy(message);

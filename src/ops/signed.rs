@@ -6,7 +6,7 @@
 use crate::codec;
 use crate::model::State;
 use crate::ops::Context;
-use crate::store::{cache, transaction, Committed, Message, STATE_REF};
+use crate::store::{cache, transaction, Checked, Committed, Message, STATE_REF};
 use crate::Result;
 
 /// How many times a signed write decides again after losing the race.
@@ -27,13 +27,8 @@ pub fn mutate_signed<R>(
         let (value, message) = f(&mut state, &goal)?;
         let message = message.trailer("Loopx-Goal", goal);
         let changes = transaction::written(Some(&skeleton), &state);
-        transaction::check_readable(&changes)?;
-        let passed = transaction::refuse_new_leaks(&ctx.store, Some(&parent), &changes, &message)?;
-        let message = transaction::with_allowances(&message, &passed).unwrap_or(message);
-        let Some(unsigned) = ctx
-            .store
-            .commit_detached(&parent, &changes, &message, ctx.now)?
-        else {
+        let checked = Checked::new(&ctx.store, &[&parent], changes, &message)?;
+        let Some(unsigned) = ctx.store.commit_detached(&parent, &checked, ctx.now)? else {
             return Ok(Committed {
                 value,
                 commit: None,
@@ -57,13 +52,14 @@ pub fn mutate_signed<R>(
                 .into());
             }
         };
-        let reflog = format!("loopx: {} (signed)", message.subject);
+        let reflog = format!("loopx: {} (signed)", checked.message().subject);
         let moved = ctx
             .store
             .move_ref(STATE_REF, Some(&parent), &signed, &reflog, ctx.now);
         ctx.store.settle_detached(&unsigned);
         if moved? {
-            cache::remember_delta(&ctx.store, &signed, Some(&parent), &state, &changes);
+            let changes = checked.changes();
+            cache::remember_delta(&ctx.store, &signed, Some(&parent), &state, changes);
             return Ok(Committed {
                 value,
                 commit: Some(signed),

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use crate::model::Timestamp;
-use crate::store::{CasResult, CommitInfo, Error, FileChange, Message, Oid, Snapshot, Store};
+use crate::store::{CasResult, Checked, CommitInfo, Error, FileChange, Oid, Snapshot, Store};
 
 #[derive(Default)]
 pub struct MemoryStore {
@@ -54,10 +54,10 @@ impl Store for MemoryStore {
         &self,
         expected: Option<&Oid>,
         merged: Option<&Oid>,
-        changes: &[FileChange],
-        message: &Message,
+        checked: &Checked,
         now: Timestamp,
     ) -> Result<CasResult, Error> {
+        let (changes, message) = (checked.changes(), checked.message());
         let mut inner = self.lock();
         if inner.tip.as_ref() != expected {
             return Ok(CasResult::Retry);

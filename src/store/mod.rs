@@ -21,7 +21,7 @@ use std::path::PathBuf;
 
 pub use gix_store::GixStore;
 pub use message::{trailer, Message};
-pub use transaction::{transact, Committed, Write};
+pub use transaction::{transact, Checked, Committed, Write};
 
 use crate::model::{State, Timestamp};
 
@@ -191,15 +191,15 @@ pub trait Store {
     /// All files of the tree of `commit`.
     fn read(&self, commit: &Oid) -> Result<Snapshot, Error>;
 
-    /// Writes `changes` on top of `expected`'s tree as a commit whose parent is
-    /// `expected` (a root commit when `None`) followed by `merged` (the other
-    /// side of a merge), then moves the ref only if it still points at `expected`.
+    /// Writes the checked changes on top of `expected`'s tree as a commit
+    /// whose parent is `expected` (a root commit when `None`) followed by
+    /// `merged` (the other side of a merge), then moves the ref only if it
+    /// still points at `expected`.
     fn commit(
         &self,
         expected: Option<&Oid>,
         merged: Option<&Oid>,
-        changes: &[FileChange],
-        message: &Message,
+        checked: &Checked,
         now: Timestamp,
     ) -> Result<CasResult, Error>;
 

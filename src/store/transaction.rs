@@ -98,13 +98,10 @@ where
         if changes.is_empty() {
             return Ok(done(None));
         }
-        check_readable(&changes)?;
-        let passed = refuse_new_leaks(store, base.as_ref(), &changes, message)?;
-        let allowed = with_allowances(message, &passed);
-        let message = allowed.as_ref().unwrap_or(message);
-        match store.commit(base.as_ref(), None, &changes, message, now)? {
+        let checked = Checked::new(store, &base.iter().collect::<Vec<_>>(), changes, message)?;
+        match store.commit(base.as_ref(), None, &checked, now)? {
             CasResult::Committed(oid) => {
-                remember_delta(store, &oid, base.as_ref(), new, &changes);
+                remember_delta(store, &oid, base.as_ref(), new, checked.changes());
                 if let Some(mut new) = state {
                     new.clean();
                     store.memo_put(oid.clone(), new);
@@ -131,9 +128,50 @@ where
     .into())
 }
 
+/// A change that passed every check a write makes, and the only thing the
+/// store commits ([`Store::commit`], and the git store's detached and merge
+/// commits all take one): whatever publishes a write — a compare-and-swap
+/// of the local ref, a commit pushed before the ref moves, a signed commit,
+/// a sync merge, a repair — cannot skip a check.
+///
+/// The checks, in order: the files read back ([`check_readable`]); the
+/// files and the message add no credential the parents did not hold
+/// ([`refuse_new_leaks`]), and a rule `--allow-secret-pattern` let through
+/// is named in a `Loopx-Allowed-Secret-Pattern` trailer ([`with_allowances`]).
+#[derive(Debug)]
+pub struct Checked {
+    changes: Vec<FileChange>,
+    message: Message,
+}
+
+impl Checked {
+    /// Checks `changes` and `message` for a commit whose parents are
+    /// `bases` (none for a root commit).
+    pub fn new<S: Store + ?Sized>(
+        store: &S,
+        bases: &[&Oid],
+        changes: Vec<FileChange>,
+        message: &Message,
+    ) -> Result<Self, Error> {
+        check_readable(&changes)?;
+        let passed = refuse_new_leaks(store, bases, &changes, message)?;
+        let message = with_allowances(message, &passed).unwrap_or_else(|| message.clone());
+        Ok(Checked { changes, message })
+    }
+
+    pub fn changes(&self) -> &[FileChange] {
+        &self.changes
+    }
+
+    /// The message, with its allowance trailers.
+    pub fn message(&self) -> &Message {
+        &self.message
+    }
+}
+
 /// Refuses changes a reader would refuse (a file too large, a time out of
 /// range): nothing is ever committed that would make the state unreadable.
-pub fn check_readable(changes: &[FileChange]) -> Result<(), Error> {
+fn check_readable(changes: &[FileChange]) -> Result<(), Error> {
     for change in changes {
         if let FileChange::Upsert { path, bytes } = change {
             codec::check_file(path, bytes).map_err(Error::Unwritable)?;
@@ -144,8 +182,9 @@ pub fn check_readable(changes: &[FileChange]) -> Result<(), Error> {
 
 /// Refuses a write that would commit a credential (SPEC §5, `leak_detected`):
 /// the changed files' bytes and the commit message are scanned
-/// ([`leaks::scan`]). A credential the file already held at `base` (one that
-/// arrived from a remote or predates the scan) does not block the write:
+/// ([`leaks::scan`]). A credential the file already held at one of `bases`
+/// (the parents: a merge has several; one that arrived from a remote or
+/// predates the scan) does not block the write:
 /// refusing it would make that todo unwritable, even to clear it, and the
 /// write adds nothing new. `sync` still refuses to push it, and `redact`
 /// removes it from unpushed history.
@@ -153,9 +192,9 @@ pub fn check_readable(changes: &[FileChange]) -> Result<(), Error> {
 /// A new hit of a rule the store allows ([`Store::allowed_leaks`]) passes;
 /// the rules that let one through are returned, for the commit's
 /// `Loopx-Allowed-Secret-Pattern` trailers ([`with_allowances`]).
-pub fn refuse_new_leaks<S: Store + ?Sized>(
+fn refuse_new_leaks<S: Store + ?Sized>(
     store: &S,
-    base: Option<&Oid>,
+    bases: &[&Oid],
     changes: &[FileChange],
     message: &Message,
 ) -> Result<Vec<&'static str>, Error> {
@@ -168,8 +207,9 @@ pub fn refuse_new_leaks<S: Store + ?Sized>(
         }
         ok
     };
-    let mut old: Vec<Option<Vec<u8>>> = Vec::new();
-    let mut old_at = |i: usize| -> Result<Option<Vec<u8>>, Error> {
+    // Each changed file as every base holds it, read once when needed.
+    let mut old: Vec<Vec<Vec<u8>>> = Vec::new();
+    let mut old_at = |i: usize| -> Result<Vec<Vec<u8>>, Error> {
         if old.is_empty() {
             old = changes
                 .iter()
@@ -177,19 +217,20 @@ pub fn refuse_new_leaks<S: Store + ?Sized>(
                     let path = match c {
                         FileChange::Upsert { path, .. } | FileChange::Remove { path } => path,
                     };
-                    match base {
-                        Some(b) => store.read_file(b, path),
-                        None => Ok(None),
+                    let mut held = Vec::new();
+                    for base in bases {
+                        held.extend(store.read_file(base, path)?);
                     }
+                    Ok(held)
                 })
-                .collect::<Result<_, _>>()?;
+                .collect::<Result<_, Error>>()?;
         }
         Ok(old[i].clone())
     };
-    let held_before = |secret: &str, bytes: &Option<Vec<u8>>| {
-        bytes
-            .as_ref()
-            .is_some_and(|b| String::from_utf8_lossy(b).contains(secret))
+    let held_before = |secret: &str, versions: &[Vec<u8>]| {
+        versions
+            .iter()
+            .any(|b| String::from_utf8_lossy(b).contains(secret))
     };
     for (i, change) in changes.iter().enumerate() {
         let FileChange::Upsert { path, bytes } = change else {
@@ -230,7 +271,7 @@ pub fn refuse_new_leaks<S: Store + ?Sized>(
 
 /// `message` with a `Loopx-Allowed-Secret-Pattern` trailer for each rule
 /// `--allow-secret-pattern` let through, so a reviewer sees the allowance.
-pub fn with_allowances(message: &Message, passed: &[&'static str]) -> Option<Message> {
+fn with_allowances(message: &Message, passed: &[&'static str]) -> Option<Message> {
     if passed.is_empty() {
         return None;
     }

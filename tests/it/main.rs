@@ -31,6 +31,7 @@ mod leaks;
 mod mcp;
 mod monitor;
 mod order;
+mod pipeline;
 mod pr;
 mod quiet;
 mod race;

@@ -16,7 +16,7 @@ use crate::model::merge::{self, Conflict, LostClaim};
 use crate::model::{leaks, Code, Refusal};
 use crate::ops::Context;
 use crate::store::{
-    cache, transaction, CasResult, Error as StoreError, Message, Oid, Store, STATE_REF,
+    cache, transaction, CasResult, Checked, Error as StoreError, Message, Oid, Store, STATE_REF,
 };
 use crate::{Error, Result};
 
@@ -362,8 +362,6 @@ fn merge_commit(
         )
     })?;
     let changes = transaction::changes(Some(&ours), &merged.state);
-    // Nothing a reader would refuse is committed, a merge included.
-    transaction::check_readable(&changes)?;
     let mut message = Message::new(
         "sync merge",
         format!(
@@ -384,9 +382,11 @@ fn merge_commit(
             l.todo, l.remote, l.local
         ));
     }
+    // Checked as any write (a merge adds no credential either side held).
+    let checked = Checked::new(&ctx.store, &[local, theirs], changes, &message)?;
     match ctx
         .store
-        .commit(Some(local), Some(theirs), &changes, &message, ctx.now)?
+        .commit(Some(local), Some(theirs), &checked, ctx.now)?
     {
         CasResult::Committed(oid) => {
             // Cached like any write, and kept in memory: the next command
@@ -396,7 +396,7 @@ fn merge_commit(
                 conflicts,
                 lost_claims,
             } = merged;
-            cache::remember_delta(&ctx.store, &oid, Some(local), &state, &changes);
+            cache::remember_delta(&ctx.store, &oid, Some(local), &state, checked.changes());
             state.clean();
             ctx.store.memo_put(oid.clone(), state);
             Ok(Some(MergeCommit {

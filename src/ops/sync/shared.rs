@@ -36,7 +36,7 @@ use crate::model::merge::{self, Conflict, LostClaim};
 use crate::model::{Code, Refusal, State};
 use crate::ops::Context;
 use crate::store::{
-    cache, transaction, CasResult, Error as StoreError, Message, Oid, Store, STATE_REF,
+    cache, transaction, CasResult, Checked, Error as StoreError, Message, Oid, Store, STATE_REF,
 };
 use crate::Result;
 
@@ -309,7 +309,6 @@ fn merge_heads(
         }
     };
     let changes = transaction::changes(Some(&ours), &merged);
-    transaction::check_readable(&changes)?;
     let mut message = Message::new(
         "sync merge",
         format!(
@@ -335,11 +334,11 @@ fn merge_heads(
             l.todo, l.remote, l.local
         ));
     }
+    // Checked as any write, against every parent.
+    let bases: Vec<&Oid> = std::iter::once(&first).chain(&others).collect();
+    let checked = Checked::new(&ctx.store, &bases, changes, &message)?;
     let commit = if local_on_top.is_some() {
-        match ctx
-            .store
-            .commit_merge(&first, &others, &changes, &message, ctx.now)?
-        {
+        match ctx.store.commit_merge(&first, &others, &checked, ctx.now)? {
             CasResult::Committed(oid) => oid,
             CasResult::Unchanged => unreachable!("a merge commit has several parents"),
             CasResult::Retry => return Ok(None),
@@ -347,21 +346,19 @@ fn merge_heads(
     } else {
         let mut parents = vec![first.clone()];
         parents.extend(others);
-        let oid = ctx
-            .store
-            .commit_detached_on(&parents, &changes, &message, ctx.now)?;
+        let oid = ctx.store.commit_detached_on(&parents, &checked, ctx.now)?;
         let moved = match local {
             Some(l) => ctx.store.move_ref(
                 STATE_REF,
                 Some(l),
                 &oid,
-                &format!("loopx: {}", message.subject),
+                &format!("loopx: {}", checked.message().subject),
                 ctx.now,
             ),
             None => ctx.store.create_ref(
                 STATE_REF,
                 &oid,
-                &format!("loopx: {}", message.subject),
+                &format!("loopx: {}", checked.message().subject),
                 ctx.now,
             ),
         };
@@ -372,7 +369,7 @@ fn merge_heads(
         oid
     };
     let mut state = merged;
-    cache::remember_delta(&ctx.store, &commit, Some(&first), &state, &changes);
+    cache::remember_delta(&ctx.store, &commit, Some(&first), &state, checked.changes());
     state.clean();
     ctx.store.memo_put(commit.clone(), state);
     Ok(Some(Integrated {
@@ -452,9 +449,10 @@ fn lease_commit(ctx: &Context, lease: &Published) -> Result<Oid> {
     for (k, v) in lease.trailers() {
         message = message.trailer(k, v);
     }
-    // Kept (see `GixStore::commit_detached`) until the caller settles it
-    // after the push.
-    Ok(ctx.store.commit_detached_on(&[], &[], &message, ctx.now)?)
+    // Checked as any write: the message names the agent. Kept (see
+    // `GixStore::settle_detached`) until the caller settles it after the push.
+    let checked = Checked::new(&ctx.store, &[], Vec::new(), &message)?;
+    Ok(ctx.store.commit_detached_on(&[], &checked, ctx.now)?)
 }
 
 /// What a publish did.

@@ -26,7 +26,7 @@ use gix::ObjectId;
 use crate::model::Timestamp;
 use crate::store::durable::Durability;
 use crate::store::journal::Journal;
-use crate::store::{CasResult, CommitInfo, Error, FileChange, Message, Oid, Snapshot, Store};
+use crate::store::{CasResult, Checked, CommitInfo, Error, Oid, Snapshot, Store};
 
 use objects::LooseObject;
 
@@ -302,16 +302,17 @@ impl Store for GixStore {
         &self,
         expected: Option<&Oid>,
         merged: Option<&Oid>,
-        changes: &[FileChange],
-        message: &Message,
+        checked: &Checked,
         now: Timestamp,
     ) -> Result<CasResult, Error> {
         let others: Vec<Oid> = merged.into_iter().cloned().collect();
-        self.settled_afresh(|| self.try_commit(expected, &others, changes, message, now, false))
-            .map_err(|e| {
-                let parents = expected.into_iter().chain(merged);
-                parents.fold(e, |e, parent| self.diagnosed(parent, e))
-            })
+        self.settled_afresh(|| {
+            self.try_commit(expected, &others, checked, now, objects::Publish::Ref)
+        })
+        .map_err(|e| {
+            let parents = expected.into_iter().chain(merged);
+            parents.fold(e, |e, parent| self.diagnosed(parent, e))
+        })
     }
 
     fn memo_take(&self, commit: &Oid) -> Option<crate::model::State> {

@@ -17,12 +17,22 @@ use gix::ObjectId;
 use super::{git_err, object_id, oid, GixStore};
 use crate::model::Timestamp;
 use crate::store::{
-    CasResult, CommitInfo, Error, FileChange, Message, Oid, Snapshot, Store, STATE_REF,
+    CasResult, Checked, CommitInfo, Error, FileChange, Oid, Snapshot, Store, STATE_REF,
 };
 
 /// An object a write wrote, kept until a ref reaches it, to write it again
 /// if a prune deleted it meanwhile.
 pub(super) type LooseObject = (ObjectId, gix::objs::Kind, Vec<u8>);
+
+/// Where a new commit goes: the state ref, compare-and-swap, or nowhere yet
+/// (a detached commit, kept until a ref reaches it); `DetachedAlways` makes
+/// the commit even when the tree did not change.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Publish {
+    Ref,
+    Detached,
+    DetachedAlways,
+}
 
 /// How long a writer waits, after its move, for a `git gc` that was
 /// already running to finish (see [`GixStore::keep_loose`]).
@@ -154,12 +164,12 @@ impl GixStore {
     pub fn commit_detached(
         &self,
         parent: &Oid,
-        changes: &[FileChange],
-        message: &Message,
+        checked: &Checked,
         now: Timestamp,
     ) -> Result<Option<Oid>, Error> {
-        let done = self
-            .settled_afresh(|| self.try_commit(Some(parent), &[], changes, message, now, true))?;
+        let done = self.settled_afresh(|| {
+            self.try_commit(Some(parent), &[], checked, now, Publish::Detached)
+        })?;
         Ok(match done {
             CasResult::Committed(id) => Some(id),
             CasResult::Unchanged | CasResult::Retry => None,
@@ -173,16 +183,16 @@ impl GixStore {
     pub fn commit_detached_on(
         &self,
         parents: &[Oid],
-        changes: &[FileChange],
-        message: &Message,
+        checked: &Checked,
         now: Timestamp,
     ) -> Result<Oid, Error> {
         let (first, others) = match parents.split_first() {
             Some((first, others)) => (Some(first), others),
             None => (None, &[][..]),
         };
-        let done =
-            self.settled_afresh(|| self.try_commit(first, others, changes, message, now, true))?;
+        let done = self.settled_afresh(|| {
+            self.try_commit(first, others, checked, now, Publish::DetachedAlways)
+        })?;
         match done {
             CasResult::Committed(id) => Ok(id),
             CasResult::Unchanged | CasResult::Retry => Err(git_err(
@@ -199,13 +209,10 @@ impl GixStore {
         &self,
         expected: &Oid,
         others: &[Oid],
-        changes: &[FileChange],
-        message: &Message,
+        checked: &Checked,
         now: Timestamp,
     ) -> Result<CasResult, Error> {
-        self.settled_afresh(|| {
-            self.try_commit(Some(expected), others, changes, message, now, false)
-        })
+        self.settled_afresh(|| self.try_commit(Some(expected), others, checked, now, Publish::Ref))
     }
 
     /// Once a ref holds a detached commit (or it is given up): checks that
@@ -225,11 +232,11 @@ impl GixStore {
         &self,
         expected: Option<&Oid>,
         merged: &[Oid],
-        changes: &[FileChange],
-        message: &Message,
+        checked: &Checked,
         now: Timestamp,
-        detached: bool,
+        publish: Publish,
     ) -> Result<CasResult, Error> {
+        let (changes, message) = (checked.changes(), checked.message());
         self.check_not_checked_out()?;
         let repo = self.repo.borrow();
         let hash = repo.object_hash();
@@ -286,7 +293,8 @@ impl GixStore {
         for other in merged {
             parents.push(object_id(other)?);
         }
-        if tree == base_tree && expected.is_some() && merged.is_empty() {
+        let unchanged = tree == base_tree && expected.is_some() && merged.is_empty();
+        if unchanged && publish != Publish::DetachedAlways {
             return Ok(CasResult::Unchanged);
         }
         let signature = self.signature(now);
@@ -302,7 +310,7 @@ impl GixStore {
         let bytes = encoded(&commit).map_err(|e| git_err("encoding commit", e))?;
         let id = oid(self.write_loose(gix::objs::Kind::Commit, &bytes, &mut written)?);
         drop(repo);
-        if detached {
+        if publish != Publish::Ref {
             let mut pending = self.pending.borrow_mut();
             if pending.len() >= 64 {
                 pending.remove(0);
@@ -327,38 +335,14 @@ impl GixStore {
         &self,
         broken: &Oid,
         intact: &Oid,
-        message: &Message,
+        checked: &Checked,
         now: Timestamp,
     ) -> Result<Option<Oid>, Error> {
-        let tree = {
-            let repo = self.repo.borrow();
-            let commit = repo
-                .find_commit(object_id(intact)?)
-                .map_err(|e| git_err(&format!("reading commit {intact}"), e))?;
-            commit
-                .tree_id()
-                .map_err(|e| git_err("reading commit tree", e))?
-                .detach()
-        };
-        let signature = self.signature(now);
-        let commit = gix::objs::Commit {
-            tree,
-            parents: vec![object_id(intact)?].into(),
-            author: signature.clone(),
-            committer: signature,
-            encoding: None,
-            message: message.render().into(),
-            extra_headers: Vec::new(),
-        };
-        let bytes = encoded(&commit).map_err(|e| git_err("encoding commit", e))?;
-        let mut written = Vec::new();
-        let id = oid(self.write_loose(gix::objs::Kind::Commit, &bytes, &mut written)?);
-        let reflog = format!("loopx: {}", message.subject);
-        let moved = self.move_ref(STATE_REF, Some(broken), &id, &reflog, now)?;
-        if moved {
-            self.keep_loose(&written);
-        }
-        Ok(moved.then_some(id))
+        let id = self.commit_detached_on(std::slice::from_ref(intact), checked, now)?;
+        let reflog = format!("loopx: {}", checked.message().subject);
+        let moved = self.move_ref(STATE_REF, Some(broken), &id, &reflog, now);
+        self.settle_detached(&id);
+        Ok(moved?.then_some(id))
     }
 
     /// The first object of `commit` (itself, then its tree's trees and

@@ -1,0 +1,295 @@
+//! One write pipeline: every way a write is published — a `--sync` claim on
+//! the branch or through shared refs, a signed write, a sync merge, a
+//! redaction, a repair — makes the checks of an ordinary write before
+//! anything is committed: the files read back, and nothing adds a
+//! credential. Each test breaks one path both ways and checks that no ref
+//! moved, here or on the remote.
+
+use std::path::{Path, PathBuf};
+
+use crate::env::TestEnv;
+
+/// An agent id the id rules accept and the credential scan does not: it
+/// has the shape of a Slack bot token. A claim writes it into the todo
+/// file, the commit message and the lease.
+const TOKEN_AGENT: &str = "xoxb-123456789012-123456789012-abcdefghijklmnopqrstuvwx";
+
+/// Every ref of `dir`, with its target (what "nothing written" compares).
+fn refs(env: &TestEnv, dir: &Path) -> String {
+    env.git(dir, &["for-each-ref", "--format=%(refname) %(objectname)"])
+}
+
+/// Pads todo `id` by hand (an unknown field the tool must keep) to 30
+/// bytes under the reader's 256 KiB limit, as a commit another tool made:
+/// any write that adds to the todo then passes the limit.
+fn pad(env: &TestEnv, repo: &Path, id: &str) {
+    let path = env.state_path_of(repo, id);
+    let todo = env.state_file(repo, &path);
+    let padded = format!(
+        "{todo}\npad: '{}'\n",
+        "p".repeat(256 * 1024 - todo.len() - 9 - 30)
+    );
+    env.commit_state_file(repo, &path, &padded);
+}
+
+fn code(out: &crate::env::Run) -> String {
+    let json = out.json();
+    json["error"]["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A remote and one clone holding a todo, published; `shared` picks the
+/// lease refs (the default) or the single branch (`loopx.shareRefs false`).
+fn published_todo(env: &TestEnv, shared: bool) -> (PathBuf, PathBuf, String) {
+    let (remote, dirs) = env.shared_state(&["a"]);
+    let a = dirs[0].clone();
+    if !shared {
+        env.git(&a, &["config", "loopx.shareRefs", "false"]);
+    }
+    let id = env.add_todo(&a, "claim me");
+    env.loopx(&a, &["sync"]).success();
+    (remote, a, id)
+}
+
+fn claim_sync_checks_like_any_write(shared: bool) {
+    let env = TestEnv::new();
+    let (remote, a, id) = published_todo(&env, shared);
+    let (here, there) = (refs(&env, &a), refs(&env, &remote));
+
+    let out = env.loopx(
+        &a,
+        &[
+            "--json",
+            "--agent",
+            TOKEN_AGENT,
+            "todo",
+            "claim",
+            &id,
+            "--sync",
+        ],
+    );
+    assert_eq!(code(&out), "leak_detected", "{}", out.stdout);
+    assert_eq!(refs(&env, &a), here, "nothing written here");
+    assert_eq!(refs(&env, &remote), there, "nothing pushed");
+
+    pad(&env, &a, &id);
+    env.loopx(&a, &["sync"]).success();
+    let (here, there) = (refs(&env, &a), refs(&env, &remote));
+    let out = env.loopx(
+        &a,
+        &["--json", "--agent", "a1", "todo", "claim", &id, "--sync"],
+    );
+    assert_eq!(code(&out), "invalid_input", "{}", out.stdout);
+    assert!(out.stdout.contains("more than"), "{}", out.stdout);
+    assert_eq!(refs(&env, &a), here, "nothing written here");
+    assert_eq!(refs(&env, &remote), there, "nothing pushed");
+}
+
+#[test]
+fn a_sync_claim_on_the_branch_checks_like_any_write() {
+    claim_sync_checks_like_any_write(false);
+}
+
+#[test]
+fn a_sync_claim_through_shared_refs_checks_like_any_write() {
+    claim_sync_checks_like_any_write(true);
+}
+
+/// `--allow-secret-pattern` lets a claim through, on either path, and the
+/// claim's commit names the rule it passed.
+#[test]
+fn an_allowed_pattern_on_a_sync_claim_is_named_in_its_commit() {
+    for shared in [false, true] {
+        let env = TestEnv::new();
+        let (_, a, id) = published_todo(&env, shared);
+        let out = env
+            .loopx(
+                &a,
+                &[
+                    "--json",
+                    "--allow-secret-pattern",
+                    "slack_token",
+                    "--agent",
+                    TOKEN_AGENT,
+                    "todo",
+                    "claim",
+                    &id,
+                    "--sync",
+                ],
+            )
+            .success();
+        let log = env.git(&a, &["log", "--format=%B", "loopx-state"]);
+        assert!(
+            log.contains("Loopx-Allowed-Secret-Pattern: slack_token"),
+            "shared refs {shared}: {}\n{log}",
+            out.stdout
+        );
+    }
+}
+
+fn merge_checks_like_any_write(shared: bool) {
+    let env = TestEnv::new();
+    let (remote, dirs) = env.shared_state(&["a", "b"]);
+    let (a, b) = (&dirs[0], &dirs[1]);
+    if !shared {
+        for dir in [a, b] {
+            env.git(dir, &["config", "loopx.shareRefs", "false"]);
+        }
+    }
+    let id = env.add_todo(a, "merged");
+    env.loopx(a, &["sync"]).success();
+    env.loopx(b, &["sync"]).success();
+    // b publishes the padded todo; a has an edit of its own that the
+    // merge would add to it, past the reader's limit.
+    pad(&env, b, &id);
+    env.loopx(b, &["sync"]).success();
+    env.loopx(a, &["todo", "update", &id, "--text", &"x".repeat(2000)])
+        .success();
+    let (here, there) = (refs(&env, a), refs(&env, &remote));
+    let out = env.loopx(a, &["--json", "sync"]);
+    assert_eq!(code(&out), "invalid_input", "{}", out.stdout);
+    assert!(out.stdout.contains("more than"), "{}", out.stdout);
+    let now = refs(&env, a);
+    let moved: Vec<&str> = now
+        .lines()
+        .filter(|l| !here.contains(l))
+        .filter(|l| !l.starts_with("refs/remotes/") && !l.starts_with("refs/loopx/remotes/"))
+        .collect();
+    assert!(moved.is_empty(), "only tracking refs moved: {moved:?}");
+    assert_eq!(refs(&env, &remote), there, "nothing pushed");
+    env.loopx(a, &["doctor"]).success();
+}
+
+#[test]
+fn a_sync_merge_on_the_branch_checks_like_any_write() {
+    merge_checks_like_any_write(false);
+}
+
+#[test]
+fn a_sync_merge_through_shared_refs_checks_like_any_write() {
+    merge_checks_like_any_write(true);
+}
+
+/// A person's ssh signing key, set as git's signing key in `repo`, and
+/// named a gate signer.
+fn signing(env: &TestEnv, repo: &Path) {
+    let key = env.path("home/person");
+    let made = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "person", "-f"])
+        .arg(&key)
+        .output()
+        .expect("ssh-keygen runs: these tests need openssh-client on the machine");
+    assert!(made.status.success(), "{made:?}");
+    let public = key.with_extension("pub");
+    env.git(repo, &["config", "gpg.format", "ssh"]);
+    env.git(
+        repo,
+        &["config", "user.signingkey", public.to_str().unwrap()],
+    );
+    env.loopx(repo, &["gate", "signers", "add", public.to_str().unwrap()])
+        .success();
+}
+
+#[test]
+fn a_signed_write_checks_like_any_write() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let todo = env.add_todo(&repo, "Publish the crate");
+    let gate = env
+        .loopx(
+            &repo,
+            &["--json", "gate", "add", "Publish?", "--unblocks", &todo],
+        )
+        .success()
+        .json()["gate"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    signing(&env, &repo);
+    let before = refs(&env, &repo);
+    let token = "xoxb-123456789012-123456789012-abcdefghijklmnopqrstuvwx";
+    let out = env.loopx(
+        &repo,
+        &[
+            "--json",
+            "gate",
+            "resolve",
+            &gate,
+            "--approve",
+            "--note",
+            token,
+        ],
+    );
+    assert_eq!(code(&out), "leak_detected", "{}", out.stdout);
+    assert_eq!(refs(&env, &repo), before, "nothing written");
+
+    pad(&env, &repo, &gate);
+    let before = refs(&env, &repo);
+    let out = env.loopx(&repo, &["--json", "gate", "resolve", &gate, "--approve"]);
+    assert_eq!(code(&out), "invalid_input", "{}", out.stdout);
+    assert_eq!(refs(&env, &repo), before, "nothing written");
+}
+
+/// A redaction rewrites files; a rewritten file that a reader would refuse
+/// is refused before any ref moves, as any write's would be.
+#[test]
+fn a_redaction_checks_like_any_write() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    env.add_todo(&repo, "plain");
+    let before = refs(&env, &repo);
+    // Removing this text takes a key out of every todo file.
+    let out = env.loopx(
+        &repo,
+        &["--json", "redact", "all", "--text", "status: open"],
+    );
+    assert_eq!(code(&out), "invalid_input", "{}", out.stdout);
+    assert_eq!(refs(&env, &repo), before, "nothing written");
+    env.loopx(&repo, &["doctor"]).success();
+}
+
+/// A repair lists the writes it could not recover in its message, which is
+/// checked like any write's: a credential a lost write let through (with
+/// `--allow-secret-pattern`) is left out of it, and the repair goes on.
+#[test]
+fn a_repair_message_repeats_no_credential() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    env.add_todo(&repo, "kept");
+    env.git(&repo, &["repack", "-a", "-d", "-q"]);
+    let token = "xoxb-123456789012-123456789012-abcdefghijklmnopqrstuvwx";
+    env.loopx(
+        &repo,
+        &[
+            "--allow-secret-pattern",
+            "slack_token",
+            "todo",
+            "add",
+            token,
+        ],
+    )
+    .success();
+    let subject = env.git(&repo, &["log", "-1", "--format=%s", "loopx-state"]);
+    assert!(
+        subject.contains(token),
+        "the lost write's subject: {subject}"
+    );
+    // The lost write's objects go, as a prune beside a writer would take them.
+    for dir in std::fs::read_dir(repo.join(".git/objects"))
+        .unwrap()
+        .flatten()
+    {
+        let name = dir.file_name().to_string_lossy().into_owned();
+        if name.len() == 2 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
+            std::fs::remove_dir_all(dir.path()).unwrap();
+        }
+    }
+    let out = env.loopx(&repo, &["--json", "doctor", "--repair"]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let message = env.git(&repo, &["log", "-1", "--format=%B", "loopx-state"]);
+    assert!(message.contains("Writes not recovered"), "{message}");
+    assert!(!message.contains(token), "{message}");
+    env.fsck(&repo, &[]);
+}

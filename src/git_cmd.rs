@@ -25,9 +25,25 @@ pub struct GitOutput {
     pub stderr: String,
 }
 
+/// The one way git-loopx starts git: `git -C <dir>` with the locale pinned
+/// (`LC_ALL=C`, `LANGUAGE` removed), as jj starts its git subprocesses.
+/// The code reads what git prints (`couldn't find remote ref`, `does not
+/// have any commits`, porcelain output), so git must print it the same way
+/// in every language; nothing else of the environment changes.
+pub fn git(dir: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.arg("-C").arg(dir);
+    pin_locale(&mut cmd);
+    cmd
+}
+
+fn pin_locale(cmd: &mut Command) {
+    cmd.env("LC_ALL", "C").env_remove("LANGUAGE");
+}
+
 /// Runs `git -C dir args…`.
 pub fn run(dir: &Path, args: &[&str]) -> std::io::Result<GitOutput> {
-    let out = Command::new("git").arg("-C").arg(dir).args(args).output()?;
+    let out = git(dir).args(args).output()?;
     Ok(GitOutput {
         success: out.status.success(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -37,7 +53,9 @@ pub fn run(dir: &Path, args: &[&str]) -> std::io::Result<GitOutput> {
 
 /// The installed git's version, if git runs at all.
 pub fn version() -> Option<(u32, u32, u32)> {
-    let out = Command::new("git").arg("--version").output().ok()?;
+    let mut cmd = Command::new("git");
+    pin_locale(&mut cmd);
+    let out = cmd.arg("--version").output().ok()?;
     parse_version(&String::from_utf8_lossy(&out.stdout))
 }
 
@@ -116,9 +134,7 @@ pub fn drop_broken_reflog_entries(
 /// it in the background. Failures are ignored: it is upkeep, and a later
 /// write asks again.
 pub fn maintenance_detached(dir: &Path) {
-    let started = Command::new("git")
-        .arg("-C")
-        .arg(dir)
+    let started = git(dir)
         .args(["maintenance", "run", "--auto", "--detach", "--quiet"])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -175,11 +191,6 @@ pub struct FetchUpdate {
     pub old: String,
     pub new: String,
     pub local_ref: String,
-}
-
-/// Runs git with `args` in `dir`, mapping a failure to start to an io error.
-fn git(dir: &Path, args: &[&str]) -> std::io::Result<GitOutput> {
-    run(dir, args)
 }
 
 /// The default limit on one network step of `sync` (a fetch, a probe, a push).
@@ -264,10 +275,8 @@ fn network(
             .map_err(|e| TransportError::Failed(format!("could not run git {step}: {e}")));
     };
     let own_group = !std::io::stdin().is_terminal();
-    let mut cmd = Command::new("git");
-    cmd.arg("-C")
-        .arg(dir)
-        .args(args)
+    let mut cmd = git(dir);
+    cmd.args(args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     if own_group {
@@ -304,27 +313,9 @@ fn network(
         });
     }
     drop(tx);
-    let start = Instant::now();
-    // Polled from 1 ms up to 20 ms: most network steps end within tens of
-    // milliseconds, and a fixed 20 ms wait would add ~10 ms to each.
-    let mut pause = Duration::from_millis(1);
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if start.elapsed() >= limit => break None,
-            Ok(None) => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(20));
-            }
-            Err(e) => {
-                return Err(TransportError::Failed(format!(
-                    "waiting for git {step}: {e}"
-                )))
-            }
-        }
-    };
+    let status = wait_limited(&mut child, limit, own_group, &mut |_| {})
+        .map_err(|e| TransportError::Failed(format!("waiting for git {step}: {e}")))?;
     let Some(status) = status else {
-        kill_tree(&mut child, own_group);
         return Err(TransportError::TimedOut {
             step,
             remote: remote.to_owned(),
@@ -349,16 +340,38 @@ fn network(
     })
 }
 
-/// Kills a git that ran out of time (with its process group when it has
-/// one of its own) and reaps it.
-fn kill_tree(child: &mut std::process::Child, own_group: bool) {
-    if own_group {
-        if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+/// Waits for `child` up to `limit`, polling from 1 ms up to 20 ms (most
+/// steps end within tens of milliseconds, and a fixed 20 ms wait would add
+/// ~10 ms to each) and calling `tick` with the time it has run. When the
+/// time is up it kills the child — with the process group it leads, when
+/// `own_group` — reaps it, and returns `None`. The one timeout-and-kill
+/// loop: git's network steps and validation commands both use it.
+pub fn wait_limited(
+    child: &mut std::process::Child,
+    limit: Duration,
+    own_group: bool,
+    tick: &mut dyn FnMut(Duration),
+) -> std::io::Result<Option<std::process::ExitStatus>> {
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
         }
+        if start.elapsed() >= limit {
+            if own_group {
+                if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
+                    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+                }
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(None);
+        }
+        tick(start.elapsed());
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(20));
     }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// Parses `git fetch --porcelain` lines: `<flag> <old> <new> <local-ref>`.
@@ -480,7 +493,7 @@ pub fn push_with_lease(
 
 /// `git merge-base a b`, if they share history.
 pub fn merge_base(dir: &Path, a: &str, b: &str) -> Result<Option<String>, String> {
-    let out = git(dir, &["merge-base", a, b])
+    let out = run(dir, &["merge-base", a, b])
         .map_err(|e| format!("could not run git merge-base: {e}"))?;
     if out.success {
         Ok(Some(out.stdout.trim().to_owned()))
@@ -493,7 +506,7 @@ pub fn merge_base(dir: &Path, a: &str, b: &str) -> Result<Option<String>, String
 
 /// Whether `ancestor` is an ancestor of (or equal to) `descendant`.
 pub fn is_ancestor(dir: &Path, ancestor: &str, descendant: &str) -> Result<bool, String> {
-    let out = git(dir, &["merge-base", "--is-ancestor", ancestor, descendant])
+    let out = run(dir, &["merge-base", "--is-ancestor", ancestor, descendant])
         .map_err(|e| format!("could not run git merge-base: {e}"))?;
     Ok(out.success)
 }

@@ -5,7 +5,7 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 /// One object's type and bytes.
 pub struct Object {
@@ -25,8 +25,8 @@ fn with_input(
     env: &[(&str, &Path)],
     input: &[u8],
 ) -> Result<Vec<u8>, String> {
-    let mut cmd = Command::new("git");
-    cmd.arg("-C").arg(dir).args(args);
+    let mut cmd = super::git(dir);
+    cmd.args(args);
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -4,7 +4,7 @@
 
 use std::io::Write as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 /// Re-makes `unsigned` (a commit the store wrote) as a commit git signs with
 /// the person's configured key (`user.signingkey`, `gpg.format`): the same
@@ -37,8 +37,8 @@ pub fn sign_commit(dir: &Path, unsigned: &str) -> Result<String, String> {
             "commit {unsigned} has no tree, author or committer"
         ));
     };
-    let mut cmd = Command::new("git");
-    cmd.arg("-C").arg(dir).args(["commit-tree", "-S", tree]);
+    let mut cmd = super::git(dir);
+    cmd.args(["commit-tree", "-S", tree]);
     for p in &parents {
         cmd.args(["-p", p]);
     }

@@ -254,27 +254,9 @@ pub fn run(
     let out = Capture::start(child.stdout.take());
     let err = Capture::start(child.stderr.take());
     let start = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if start.elapsed() >= timeout => {
-                // When the command leads its own group, kill what it started too.
-                if let Some(pid) =
-                    rustix::process::Pid::from_raw(child.id() as i32).filter(|_| !interactive)
-                {
-                    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-                }
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            Ok(None) => {
-                tick(start.elapsed());
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(_) => break None,
-        }
-    };
+    let status = crate::git_cmd::wait_limited(&mut child, timeout, !interactive, tick)
+        .ok()
+        .flatten();
     report.seconds = start.elapsed().as_secs_f64();
     // The pipes close when the command (and its group) is gone; a daemon it
     // left behind may keep them open, so do not wait for ever.

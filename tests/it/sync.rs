@@ -810,3 +810,64 @@ fn a_claim_whose_push_fails_leaves_nothing_behind() {
     );
     assert!(!file.contains("claim:"), "{file}");
 }
+
+/// git-loopx reads what git prints (`couldn't find remote ref` on a remote
+/// with no state yet), so it runs git with the locale pinned. Here the
+/// person's locale is German and git translates its messages: the first
+/// sync to an empty remote, a fresh clone's sync and a claim through it
+/// work as they do in English.
+///
+/// The git must translate: `LOOPX_TRANSLATED_GIT` names the directory of
+/// one (git ≥ 2.41 built with gettext; `.ci/run` builds one), else the
+/// `git` on `PATH` is used. Without a translating git the test is skipped,
+/// unless `LOOPX_REQUIRE_TRANSLATED_GIT=1` (CI) makes that a failure.
+#[test]
+fn sync_works_when_git_speaks_another_language() {
+    let env = TestEnv::new();
+    let mut path = std::env::split_paths(&crate::env::path_with_loopx()).collect::<Vec<_>>();
+    if let Some(dir) = std::env::var_os("LOOPX_TRANSLATED_GIT") {
+        path.insert(0, dir.into());
+    }
+    let path = std::env::join_paths(path).unwrap();
+    let german = |mut cmd: std::process::Command| {
+        cmd.env("PATH", &path)
+            .env_remove("LC_ALL")
+            .env("LANG", "de_DE.UTF-8")
+            .env("LANGUAGE", "de");
+        cmd
+    };
+    let remote = env.bare("remote.git");
+    // Does this git speak German here? (A missing ref, as sync meets it.)
+    let mut probe = german(env.git_cmd(&remote));
+    let probe = probe.args(["fetch", remote.to_str().unwrap(), "refs/heads/nope"]);
+    let said = String::from_utf8_lossy(&probe.output().unwrap().stderr).into_owned();
+    if said.contains("couldn't find remote ref") {
+        assert!(
+            std::env::var_os("LOOPX_REQUIRE_TRANSLATED_GIT").is_none(),
+            "LOOPX_REQUIRE_TRANSLATED_GIT=1 but git does not translate: {said}"
+        );
+        eprintln!("skipped: no git that translates its messages (set LOOPX_TRANSLATED_GIT)");
+        return;
+    }
+    let loopx = |dir: &Path, args: &[&str]| -> crate::env::Run {
+        let mut cmd = german(env.loopx_cmd(dir));
+        cmd.args(args).output().unwrap().into()
+    };
+    let a = env.repo("a");
+    env.git(&a, &["remote", "add", "origin", remote.to_str().unwrap()]);
+    loopx(&a, &["init", "--goal-text", "Ship the parser"]).success();
+    let id = env.add_todo(&a, "from a");
+    // The remote has no loopx-state yet: git says so in German.
+    loopx(&a, &["sync"]).success();
+    let b = env.clone_of(&remote, "b");
+    loopx(&b, &["sync"]).success();
+    assert_eq!(texts(&env, &b), vec!["from a".to_owned()]);
+    loopx(&b, &["--agent", "b1", "todo", "claim", &id, "--sync"]).success();
+    loopx(&b, &["sync"]).success();
+    loopx(&a, &["sync"]).success();
+    let holder = env
+        .loopx(&b, &["--json", "todo", "show", &id])
+        .success()
+        .json();
+    assert_eq!(holder["todo"]["claim"]["agent"], "b1", "{holder}");
+}

@@ -3,13 +3,11 @@
 pub mod check;
 pub mod diff;
 pub mod goal;
-pub mod handoff;
 pub mod help;
 pub mod hooks;
 pub mod import;
 pub mod markdown;
 pub mod pr;
-pub mod prompt;
 pub mod review;
 pub mod run;
 pub mod style;

@@ -26,6 +26,7 @@ mod hooks_runtimes;
 mod hostile;
 mod import;
 mod kernel;
+mod layers;
 mod layout;
 mod leaks;
 mod mcp;

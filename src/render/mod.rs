@@ -5,6 +5,7 @@ pub mod diff;
 pub mod goal;
 pub mod help;
 pub mod hooks;
+#[cfg(feature = "import-loopx")]
 pub mod import;
 pub mod markdown;
 pub mod pr;

@@ -10,10 +10,12 @@ pub mod cli;
 pub mod codec;
 pub mod error;
 pub mod git_cmd;
+#[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod model;
 pub mod ops;
 pub mod render;
+#[cfg(feature = "serve")]
 pub mod serve;
 pub mod store;
 

@@ -129,7 +129,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
         } => goal::add(ctx, id, objective, *default)?,
     };
     let text = if args.yaml {
-        String::from_utf8_lossy(&crate::codec::encode(&report.goal)).into_owned()
+        report.file()
     } else {
         let action = match &args.command {
             GoalCommand::Show => Action::Show,

@@ -1,11 +1,15 @@
-//! `git loopx import loopx`
+//! `git loopx import loopx` (the import is built with the `import-loopx`
+//! feature)
 
 use std::path::PathBuf;
 
-use crate::cli::Output;
-use crate::ops::{import, Context};
-use crate::render;
-use crate::{Error, Result};
+#[cfg(feature = "import-loopx")]
+use {
+    crate::cli::Output,
+    crate::ops::{import, Context},
+    crate::render,
+    crate::{Error, Result},
+};
 
 /// Bring state over from another tool, as one commit.
 #[derive(Debug, clap::Args)]
@@ -48,6 +52,7 @@ struct LoopxArgs {
     replace: bool,
 }
 
+#[cfg(feature = "import-loopx")]
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
     let From::Loopx(args) = &args.from;
     let runtime_root = match &args.runtime_root {

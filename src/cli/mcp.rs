@@ -1,8 +1,12 @@
 //! `git loopx mcp`: starts the MCP server (`crate::mcp`) on a
-//! current-thread tokio runtime; tokio lives in that module and here only.
+//! current-thread tokio runtime; tokio lives in that module and here only
+//! (both built with the `mcp` feature).
 
-use crate::cli::GlobalArgs;
-use crate::{Error, Result};
+#[cfg(feature = "mcp")]
+use {
+    crate::cli::GlobalArgs,
+    crate::{Error, Result},
+};
 
 /// Serve this repository's git-loopx as a Model Context Protocol server on
 /// stdin and stdout, for any MCP client (Claude Code, Codex, others).
@@ -21,6 +25,7 @@ pub struct Args {}
 
 /// Runs the server until the client closes stdin; an error before the
 /// session starts (no repository, no agent) goes to stderr, never stdout.
+#[cfg(feature = "mcp")]
 pub fn run(global: &GlobalArgs, _args: &Args) -> Result<()> {
     let dir = match &global.dir {
         Some(dir) => dir.clone(),

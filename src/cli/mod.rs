@@ -227,11 +227,33 @@ fn now() -> Result<Timestamp> {
     }
 }
 
+/// The answer of a command whose Cargo feature this build left out. The
+/// command stays listed (help, completions, manual pages), so that a script
+/// or a person using it learns which feature brings it back.
+fn not_built(command: &Command) -> Option<Error> {
+    let (command, feature) = match command {
+        Command::Serve(_) if !cfg!(feature = "serve") => ("serve", "serve"),
+        Command::Mcp(_) if !cfg!(feature = "mcp") => ("mcp", "mcp"),
+        Command::Import(_) if !cfg!(feature = "import-loopx") => ("import", "import-loopx"),
+        _ => return None,
+    };
+    let refusal =
+        crate::model::Refusal::invalid_input(format!("this git-loopx was built without `{command}`"))
+            .with_hint(format!(
+                "build git-loopx with the Cargo feature `{feature}`: default builds have it, `--no-default-features` leaves it out"
+            ));
+    Some(refusal.into())
+}
+
 fn dispatch(cli: &Cli) -> Result<Output> {
+    if let Some(err) = not_built(&cli.command) {
+        return Err(err);
+    }
     // What needs no repository.
     match &cli.command {
         Command::Completions(args) => return completions::run(args),
         Command::InstallMan(args) => return install_man::run(args),
+        #[cfg(feature = "serve")]
         Command::Serve(args) => return serve::run(&cli.global, args),
         _ => {}
     }
@@ -251,6 +273,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
     );
     let result = match &cli.command {
         Command::Init(args) => init::run(&ctx, args),
+        #[cfg(feature = "import-loopx")]
         Command::Import(args) => import::run(&ctx, args),
         Command::Status(args) => status::run(&ctx, args),
         Command::Log(args) => log::run(&ctx, args),
@@ -276,7 +299,11 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         Command::Completions(_) | Command::InstallMan(_) | Command::Serve(_) => {
             unreachable!("run above")
         }
-        Command::Mcp(_) => unreachable!("the MCP server runs from `main`, before a Context"),
+        #[cfg(not(feature = "import-loopx"))]
+        Command::Import(_) => unreachable!("refused above: not built"),
+        Command::Mcp(_) => {
+            unreachable!("run from `main`, before a Context; refused above when not built")
+        }
     };
     match &cli.command {
         // sync has fetched: its "no state" means the remote has none either.
@@ -383,7 +410,9 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
     if let Command::Hook(args) = &cli.command {
         return hook::main(&cli.global, args);
     }
-    // stdout is the MCP session's: an error goes to stderr only.
+    // stdout is the MCP session's: an error goes to stderr only. (Without
+    // the feature, `dispatch` answers that it is not built.)
+    #[cfg(feature = "mcp")]
     if let Command::Mcp(args) = &cli.command {
         return match mcp::run(&cli.global, args) {
             Ok(()) => 0,

@@ -1,13 +1,17 @@
-//! `git loopx serve`
+//! `git loopx serve` (its server is built with the `serve` feature)
 
-use std::io::Write as _;
 use std::net::IpAddr;
 
-use crate::cli::{GlobalArgs, Output};
-use crate::model::{parse_duration, Timestamp};
-use crate::ops::Context;
-use crate::serve::{self, Options};
-use crate::{Error, Result};
+use crate::model::parse_duration;
+#[cfg(feature = "serve")]
+use {
+    crate::cli::{GlobalArgs, Output},
+    crate::model::Timestamp,
+    crate::ops::Context,
+    crate::serve::{self, Options},
+    crate::{Error, Result},
+    std::io::Write as _,
+};
 
 /// Serve a read-only dashboard of the state on http://127.0.0.1:<PORT>/.
 ///
@@ -48,8 +52,10 @@ fn duration(text: &str) -> std::result::Result<i64, String> {
 
 /// How far apart the times are that answers are built for, on the system
 /// clock: a burst of requests in one step shares its answers.
+#[cfg(feature = "serve")]
 const CLOCK_STEP: i64 = 5;
 
+#[cfg(feature = "serve")]
 pub fn run(global: &GlobalArgs, args: &Args) -> Result<Output> {
     let dir = match &global.dir {
         Some(dir) => dir.clone(),
@@ -104,6 +110,7 @@ pub fn run(global: &GlobalArgs, args: &Args) -> Result<Output> {
     Ok(Output::new(&serde_json::json!({}), String::new()))
 }
 
+#[cfg(feature = "serve")]
 fn open_browser(url: &str) {
     let opener = if cfg!(target_os = "macos") {
         "open"

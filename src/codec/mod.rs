@@ -890,6 +890,19 @@ mod tests {
         assert_eq!(files, written);
     }
 
+    /// `redact` keeps a state file readable: a plain YAML value it replaces
+    /// still parses, holding the marker.
+    #[test]
+    fn a_plain_yaml_value_stays_valid_yaml_after_redaction() {
+        use crate::model::leaks::{redact, scan, REDACTED};
+        const GH: &str = "R8x2Kq9LmN4pVt7Zw3Yc6Hj1Bs5Df0Ga8Ue2";
+        let file = format!("text: ghp_{GH}\n");
+        let leak = &scan(&file)[0];
+        let clean = redact(&file, std::slice::from_ref(&leak.secret));
+        let value: serde_json::Value = decode("x.yaml", clean.as_bytes()).unwrap();
+        assert_eq!(value["text"], REDACTED);
+    }
+
     #[test]
     fn layout_paths() {
         assert!(is_layout_path("goals/main/todos/ab/todo_ab0000000000.yaml"));

@@ -1,12 +1,14 @@
 //! A handoff packet: what an agent passing a todo on tells the next one
 //! (the work done, approaches tried and why they failed, next steps, open
-//! questions, files to read), and the Markdown form it can be written in.
+//! questions, files to read), the Markdown form it can be written in, and
+//! its sections as the receiver reads them.
 //!
 //! Field names follow LoopX 2.1.1's continuation note where the meaning is
 //! the same (`work_summary`, `approaches_tried[{approach, reason}]`,
 //! `next_steps`, `open_questions`); `files` are files the receiver should
 //! read, not LoopX's `files_touched` (docs/loopx-compat.md).
 
+use std::fmt::Write as _;
 use std::path::{Component, Path};
 
 use serde::{Deserialize, Serialize};
@@ -220,6 +222,51 @@ impl Handoff {
         } else {
             parts.join(", ")
         }
+    }
+
+    /// The packet's sections as lines of text, each line starting with
+    /// `indent`; `t` writes a piece of agent-written text (escaped for
+    /// Markdown, or as it is). The receiver's prompt and `review` show it so.
+    pub fn sections(&self, indent: &str, t: &dyn Fn(&str) -> String) -> String {
+        let mut out = String::new();
+        if let Some(s) = &self.work_summary {
+            let _ = writeln!(out, "{indent}Work done so far:");
+            for line in s.lines() {
+                let _ = writeln!(out, "{indent}  {}", t(line));
+            }
+        }
+        if !self.approaches_tried.is_empty() {
+            let _ = writeln!(out, "{indent}Tried, and why it did not work:");
+            for a in &self.approaches_tried {
+                match &a.reason {
+                    Some(r) => {
+                        let _ = writeln!(out, "{indent}- {}: {}", t(&a.approach), t(r));
+                    }
+                    None => {
+                        let _ = writeln!(out, "{indent}- {}", t(&a.approach));
+                    }
+                }
+            }
+        }
+        if !self.next_steps.is_empty() {
+            let _ = writeln!(out, "{indent}Next steps:");
+            for (i, s) in self.next_steps.iter().enumerate() {
+                let _ = writeln!(out, "{indent}{}. {}", i + 1, t(s));
+            }
+        }
+        if !self.open_questions.is_empty() {
+            let _ = writeln!(out, "{indent}Open questions:");
+            for q in &self.open_questions {
+                let _ = writeln!(out, "{indent}- {}", t(q));
+            }
+        }
+        if !self.files.is_empty() {
+            let _ = writeln!(out, "{indent}Files to read:");
+            for f in &self.files {
+                let _ = writeln!(out, "{indent}- {}", t(f));
+            }
+        }
+        out
     }
 }
 

@@ -1,7 +1,9 @@
 //! Identifier grammar (SPEC §2): goal and agent names, todo and run ids, and
-//! unique-prefix resolution in the style of git's short object names.
+//! unique-prefix resolution in the style of git's short object names; new
+//! ids (derived from their parts and a nonce), and the one-line headline of
+//! a text that commit subjects quote next to an id.
 
-use crate::model::Refusal;
+use crate::model::{Refusal, Timestamp};
 
 /// Longest goal or agent id.
 const MAX_NAME: usize = 64;
@@ -52,6 +54,41 @@ pub fn derive_id(prefix: &str, parts: &[&str]) -> String {
     }
     let hex = hasher.digest().to_string();
     format!("{prefix}{}", &hex[..12])
+}
+
+/// A random value for id derivation, so two peers adding the same text at
+/// the same second still get different ids: std's per-process random hash
+/// keys and the process id.
+pub fn nonce() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    format!("{:016x}", h.finish())
+}
+
+/// A fresh todo id: a hash of goal, text, creator, time and a nonce.
+pub fn new_todo_id(
+    goal: &str,
+    text: &str,
+    creator: Option<&str>,
+    now: Timestamp,
+    nonce: &str,
+) -> String {
+    derive_id(
+        "todo_",
+        &[goal, text, creator.unwrap_or(""), &now.to_string(), nonce],
+    )
+}
+
+/// First line of `text`, cut to `max` characters, for commit subjects.
+pub fn headline(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or("");
+    if line.chars().count() <= max {
+        line.to_owned()
+    } else {
+        let cut: String = line.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    }
 }
 
 /// The two-hex-digit shard directory of a todo or run id (`todo_3f2a…` → `3f`).

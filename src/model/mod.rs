@@ -2,6 +2,8 @@
 //!
 //! Nothing here performs I/O, reads a clock or knows about git or YAML: time
 //! comes in as a [`Timestamp`] argument, and results come back as values.
+//! The one value drawn from outside is the random part of a new id,
+//! [`ids::nonce`].
 
 pub mod diff;
 mod entity;

@@ -4,11 +4,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::model::ids::{headline, new_todo_id, nonce};
 use crate::model::{
     ids, lease, Code, Extra, Outcome, Refusal, Role, Run, RunKind, Todo, TodoClass, TodoStatus,
     Validation,
 };
-use crate::ops::todo::{headline, new_todo_id, nonce};
 use crate::ops::validate::{self, ValidationRun};
 use crate::ops::{local, mutate, non_empty, resolve_todo, touch, Context};
 use crate::store::{Message, Oid};

@@ -10,8 +10,8 @@
 use serde::Serialize;
 
 use crate::model::gate::{self, GateAction};
+use crate::model::ids::{headline, new_todo_id, nonce};
 use crate::model::{ids, Decision, Priority, Refusal, Role, Todo, TodoClass, TodoStatus};
-use crate::ops::todo::{headline, new_todo_id, nonce};
 use crate::ops::{add_note, mutate, non_empty, resolve_todo, touch, Context};
 use crate::store::{Message, Oid};
 use crate::Result;

@@ -15,6 +15,13 @@ pub struct GoalReport {
     pub commit: Option<Oid>,
 }
 
+impl GoalReport {
+    /// The goal's file as the state branch holds it (`goal … --yaml`).
+    pub fn file(&self) -> String {
+        String::from_utf8_lossy(&crate::codec::encode(&self.goal)).into_owned()
+    }
+}
+
 pub fn show(ctx: &Context) -> Result<GoalReport> {
     let (_, state) = ctx.load()?;
     let gs = ctx.goal(&state)?;

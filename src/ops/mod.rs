@@ -322,6 +322,7 @@ mod tests {
 pub mod agent;
 pub mod check;
 pub mod check_state;
+#[cfg(feature = "serve")]
 pub mod dashboard;
 pub mod diff;
 pub mod done;
@@ -330,6 +331,7 @@ pub mod goal;
 pub mod hook;
 pub mod hook_git;
 pub mod hooks;
+#[cfg(feature = "import-loopx")]
 pub mod import;
 pub mod install_man;
 pub mod lease;

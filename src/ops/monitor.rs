@@ -5,9 +5,10 @@
 use serde::Serialize;
 
 use crate::model::{
-    parse_duration, Code, Extra, Monitor, Poll, Refusal, Timestamp, Todo, TodoClass, TodoStatus,
+    ids, parse_duration, Code, Extra, Monitor, Poll, Refusal, Timestamp, Todo, TodoClass,
+    TodoStatus,
 };
-use crate::ops::{non_empty, todo, Context};
+use crate::ops::{non_empty, Context};
 use crate::store::{Message, Oid};
 use crate::Result;
 
@@ -171,7 +172,7 @@ pub fn poll(ctx: &Context, query: &str, args: &PollArgs) -> Result<PollReport> {
     }
     let agent = ctx.agent().map(str::to_owned);
     let now = ctx.now;
-    let nonce = todo::nonce();
+    let nonce = ids::nonce();
     let done = super::mutate(ctx, |state, goal| {
         let gs = state.goals.get_mut(goal).expect("goal exists");
         let id = super::resolve_todo(gs, query)?;
@@ -224,7 +225,7 @@ pub fn poll(ctx: &Context, query: &str, args: &PollArgs) -> Result<PollReport> {
             })?;
         let follow_up_id = next
             .as_deref()
-            .map(|text| todo::new_todo_id(goal, text, agent.as_deref(), now, &nonce));
+            .map(|text| ids::new_todo_id(goal, text, agent.as_deref(), now, &nonce));
         let record = Poll {
             at: now,
             agent: agent.clone(),

@@ -4,7 +4,6 @@ use serde::Serialize;
 
 use crate::model::quota::{self, Usage};
 use crate::model::{ids, Code, Refusal, Run, RunFacts, RunKind};
-use crate::ops::todo::nonce;
 use crate::ops::{mutate_maybe, non_empty, Context};
 use crate::store::{Message, Oid};
 use crate::Result;
@@ -43,7 +42,7 @@ pub fn spend(
     if slots == 0 {
         return Err(Refusal::invalid_input("--slots must be at least 1").into());
     }
-    let nonce = nonce();
+    let nonce = ids::nonce();
     let done = mutate_maybe(ctx, |state, goal| {
         let gs = &state.goals[goal];
         let live_spends = quota::live_spends(gs);
@@ -190,7 +189,7 @@ pub struct VoidReport {
 pub fn void(ctx: &Context, query: &str, reason: &str) -> Result<VoidReport> {
     let reason = non_empty("--note", reason)?;
     let agent = ctx.agent().map(str::to_owned);
-    let nonce = nonce();
+    let nonce = ids::nonce();
     let done = mutate_maybe(ctx, |state, goal| {
         let gs = &state.goals[goal];
         let id = resolve_run(gs, query)?;
@@ -217,10 +216,7 @@ pub fn void(ctx: &Context, query: &str, reason: &str) -> Result<VoidReport> {
         crate::ops::append_run(state, goal, &mut run);
         let message = Message::new(
             "quota void",
-            format!(
-                "quota void {id}: {}",
-                crate::ops::todo::headline(&reason, 60)
-            ),
+            format!("quota void {id}: {}", ids::headline(&reason, 60)),
         )
         .trailer("Loopx-Run", run_id);
         Ok(((run, false), Some(message)))

@@ -304,7 +304,7 @@ fn turn_series(agent: &str, now: Timestamp) -> String {
         .chars()
         .filter(char::is_ascii_alphanumeric)
         .collect();
-    let nonce = crate::ops::todo::nonce();
+    let nonce = crate::model::ids::nonce();
     format!("{agent}-run-{stamp}-{}", &nonce[..6])
 }
 

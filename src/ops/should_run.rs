@@ -3,9 +3,9 @@
 
 use serde::Serialize;
 
+use crate::model::ids::nonce;
 use crate::model::should_run::{self, Decision};
 use crate::model::{ids, GoalState, Refusal, Run, RunKind, State, Timestamp};
-use crate::ops::todo::nonce;
 use crate::ops::{mutate_maybe, non_empty, Context};
 use crate::store::{self, transaction, Message, Oid};
 use crate::{Error, Result};

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::model::gate::GateAction;
-use crate::model::{ids, Priority, Refusal, Role, State, Timestamp, Todo, TodoClass, TodoStatus};
+use crate::model::{ids, Priority, Refusal, Role, State, Todo, TodoClass, TodoStatus};
 use crate::ops::{non_empty, Context};
 use crate::store::{Message, Oid, Write};
 use crate::Result;
@@ -28,40 +28,6 @@ pub struct TodoReport {
     pub todo: Todo,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit: Option<Oid>,
-}
-
-/// A random value for id derivation, so two peers adding the same text at
-/// the same second still get different ids.
-pub fn nonce() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u32(std::process::id());
-    format!("{:016x}", h.finish())
-}
-
-/// A fresh todo id: a hash of goal, text, creator, time and a nonce.
-pub fn new_todo_id(
-    goal: &str,
-    text: &str,
-    creator: Option<&str>,
-    now: Timestamp,
-    nonce: &str,
-) -> String {
-    ids::derive_id(
-        "todo_",
-        &[goal, text, creator.unwrap_or(""), &now.to_string(), nonce],
-    )
-}
-
-/// First line of `text`, cut to `max` characters, for commit subjects.
-pub fn headline(text: &str, max: usize) -> String {
-    let line = text.lines().next().unwrap_or("");
-    if line.chars().count() <= max {
-        line.to_owned()
-    } else {
-        let cut: String = line.chars().take(max.saturating_sub(1)).collect();
-        format!("{cut}…")
-    }
 }
 
 fn check_class(role: Role, class: Option<TodoClass>) -> Result<TodoClass> {
@@ -109,7 +75,7 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<TodoReport> {
     let monitor = crate::ops::monitor::for_new_todo(class, &args.monitor, ctx.now)?;
     let agent = ctx.agent().map(str::to_owned);
     let now = ctx.now;
-    let nonce = nonce();
+    let nonce = ids::nonce();
     ctx.adopt_remote_state()?;
     let done = crate::ops::transact(ctx, |state: &mut Option<State>| {
         let state = super::existing(state)?;
@@ -119,7 +85,7 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<TodoReport> {
             .as_deref()
             .map(|r| resolve_resume_when(state, &goal, r))
             .transpose()?;
-        let id = new_todo_id(&goal, &text, agent.as_deref(), now, &nonce);
+        let id = ids::new_todo_id(&goal, &text, agent.as_deref(), now, &nonce);
         let mut todo = Todo::new(
             id.clone(),
             &goal,
@@ -139,7 +105,7 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<TodoReport> {
         let todo = gs.add_todo(todo);
         let mut message = Message::new(
             "todo add",
-            format!("todo add {id}: {}", headline(&text, 60)),
+            format!("todo add {id}: {}", ids::headline(&text, 60)),
         )
         .trailer("Loopx-Goal", goal)
         .trailer("Loopx-Todo", id);

@@ -186,7 +186,7 @@ impl ValidationRun {
     pub fn last_line(&self) -> Option<String> {
         [&self.stderr, &self.stdout].into_iter().find_map(|t| {
             let line = t.text.lines().rev().find(|l| !l.trim().is_empty())?;
-            Some(crate::ops::todo::headline(line.trim(), 200))
+            Some(crate::model::ids::headline(line.trim(), 200))
         })
     }
 }

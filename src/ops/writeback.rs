@@ -4,8 +4,8 @@ use serde::Serialize;
 
 use crate::git_cmd;
 use crate::model::gate::{self, GateAction};
+use crate::model::ids::{headline, nonce};
 use crate::model::{ids, lease, Code, Extra, Outcome, Refusal, Run, RunKind, Validation};
-use crate::ops::todo::{headline, nonce};
 use crate::ops::{local, mutate_maybe, non_empty, resolve_todo, Context};
 use crate::store::{Message, Oid};
 use crate::Result;

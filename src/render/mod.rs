@@ -3,13 +3,12 @@
 pub mod check;
 pub mod diff;
 pub mod goal;
-pub mod handoff;
 pub mod help;
 pub mod hooks;
+#[cfg(feature = "import-loopx")]
 pub mod import;
 pub mod markdown;
 pub mod pr;
-pub mod prompt;
 pub mod review;
 pub mod run;
 pub mod style;

@@ -143,7 +143,7 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
         );
         if let Some(p) = &x.packet {
             let indent = if md { "  " } else { "    " };
-            out.push_str(&crate::render::handoff::packet(p, indent, &t));
+            out.push_str(&p.sections(indent, &t));
         }
     }
 

@@ -24,12 +24,18 @@ mod hook_programs;
 mod hooks_install;
 mod hooks_runtimes;
 mod hostile;
+#[cfg(feature = "import-loopx")]
 mod import;
 mod kernel;
+mod layers;
 mod layout;
 mod leaks;
+#[cfg(feature = "mcp")]
 mod mcp;
 mod monitor;
+// Only a build that leaves a front end out has something to test here.
+#[cfg(not(all(feature = "serve", feature = "mcp", feature = "import-loopx")))]
+mod not_built;
 mod order;
 mod pipeline;
 mod pr;
@@ -39,6 +45,7 @@ mod reviewing;
 mod run;
 mod runtimes;
 mod scope;
+#[cfg(feature = "serve")]
 mod serve;
 mod state_diff;
 mod sync;
@@ -48,5 +55,6 @@ mod workflows;
 
 #[path = "../../examples/support/state.rs"]
 mod state;
+#[cfg(feature = "serve")]
 #[path = "../../examples/support/webdriver.rs"]
 mod webdriver;

@@ -26,12 +26,12 @@ pub use input::{HookInput, NotifyInput};
 
 use serde::Serialize;
 
+use crate::model::ids::nonce;
 use crate::model::should_run::{self, Decision};
 use crate::model::{GoalState, RunKind};
 use crate::ops::prompt::{self, PromptReport, Runtime};
 use crate::ops::should_run::{find_receipt, new_receipt, TurnReceipt};
 use crate::ops::status::{self, StatusReport};
-use crate::ops::todo::nonce;
 use crate::ops::{mutate_maybe, Context};
 use crate::store::Oid;
 use crate::Result;

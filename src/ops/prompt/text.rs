@@ -1,9 +1,12 @@
-//! The heartbeat prompt: goal, selected todo, the exact commands, the rules.
+//! The heartbeat prompt's text: goal, selected todo, the exact commands, the
+//! rules. It is what the use case hands the agent, so it is made here and
+//! carried in the report; the CLI, the hooks and the MCP server print it as
+//! it is.
 
 use std::fmt::Write as _;
 
+use super::{PromptReport, Runtime};
 use crate::model::Timestamp;
-use crate::ops::prompt::{PromptReport, Runtime};
 
 /// The prompt for `r`. With an agent known, every `git loopx` command in it
 /// names the agent (`git loopx --agent A …`), so the commands act as the
@@ -95,7 +98,7 @@ fn body(r: &PromptReport, now: Timestamp) -> String {
             "{} passed this todo to you. Start from what it left you:",
             h.from
         );
-        out.push_str(&crate::render::handoff::packet(h, "", &|s| s.to_owned()));
+        out.push_str(&h.sections("", &|s| s.to_owned()));
     }
     gates(&mut out, r);
 

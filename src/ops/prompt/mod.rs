@@ -1,5 +1,7 @@
 //! `prompt`: the task body a host loop hands its agent each turn.
 
+mod text;
+
 use serde::Serialize;
 
 use crate::model::handoff::Handoff;
@@ -119,7 +121,7 @@ pub fn report(
         done,
         prompt: String::new(),
     };
-    report.prompt = crate::render::prompt::prompt(&report, now);
+    report.prompt = text::prompt(&report, now);
     report
 }
 

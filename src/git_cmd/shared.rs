@@ -36,9 +36,9 @@ pub fn fetch(dir: &Path, remote: &str) -> Result<bool, TransportError> {
             "--porcelain",
             "--no-write-fetch-head",
             "--no-tags",
-            // Our store rolls up packs itself (`GixStore::repack_due`), off
-            // the command's path; git's own check after every fetch would
-            // cost a `git maintenance` process per sync.
+            // A write starts git's own maintenance when git would (see
+            // `GixStore::maintenance_due`); git's check after every fetch
+            // would cost a `git maintenance` process per sync.
             "--no-auto-maintenance",
             "--prune",
             remote,

@@ -320,7 +320,7 @@ fn a_persons_resolution_names_them_in_review_status_and_gate_list() {
 
 /// A person's ssh signing key in the test's HOME, set up as git's signing
 /// key in `repo`; returns the public key file.
-fn signing_key(env: &TestEnv, repo: &Path, name: &str) -> PathBuf {
+pub(crate) fn signing_key(env: &TestEnv, repo: &Path, name: &str) -> PathBuf {
     let key = env.path(&format!("home/{name}"));
     let made = std::process::Command::new("ssh-keygen")
         .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])

@@ -175,19 +175,7 @@ fn a_sync_merge_through_shared_refs_checks_like_any_write() {
 /// A person's ssh signing key, set as git's signing key in `repo`, and
 /// named a gate signer.
 fn signing(env: &TestEnv, repo: &Path) {
-    let key = env.path("home/person");
-    let made = std::process::Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-C", "person", "-f"])
-        .arg(&key)
-        .output()
-        .expect("ssh-keygen runs: these tests need openssh-client on the machine");
-    assert!(made.status.success(), "{made:?}");
-    let public = key.with_extension("pub");
-    env.git(repo, &["config", "gpg.format", "ssh"]);
-    env.git(
-        repo,
-        &["config", "user.signingkey", public.to_str().unwrap()],
-    );
+    let public = crate::gates::signing_key(env, repo, "person");
     env.loopx(repo, &["gate", "signers", "add", public.to_str().unwrap()])
         .success();
 }

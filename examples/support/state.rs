@@ -17,7 +17,9 @@ use loopx::model::{ids, Outcome, Priority, Role, Run, RunKind, Timestamp, Todo, 
 pub enum RunLayout {
     /// Where git-loopx writes them: `runs/<day>/<xx>/<id>.yaml`.
     Sharded,
-    /// Where versions before the shard level wrote them: `runs/<day>/<id>.yaml`.
+    /// Directly under the day, `runs/<day>/<id>.yaml`: not in the layout,
+    /// so git-loopx refuses the state (`unexpected file in the state
+    /// layout`). Only `bench`'s `runs-flat` case still names it.
     Unsharded,
 }
 
@@ -83,7 +85,9 @@ pub fn stream(seed: &str, todos: usize, runs: usize, layout: RunLayout, at: Time
         run.summary = Some(format!("{seed} writeback {i}"));
         let path = match layout {
             RunLayout::Sharded => loopx::codec::run_path(&run),
-            RunLayout::Unsharded => loopx::codec::unsharded_run_path(&run),
+            RunLayout::Unsharded => {
+                format!("goals/{}/runs/{}/{}.yaml", run.goal, run.at.day(), run.id)
+            }
         };
         file(path, loopx::codec::encode(&run));
     }

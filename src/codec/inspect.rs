@@ -101,7 +101,7 @@ where
                             "id",
                             format!("`{id}` is not a run id (run_ and 12 hex digits)"),
                         );
-                    } else if let Some(shard) = shard.filter(|&s| s != ids::shard(id)) {
+                    } else if ids::shard(id) != shard {
                         out.problem(
                             "id",
                             format!(

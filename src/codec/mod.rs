@@ -121,15 +121,6 @@ pub fn run_path(run: &Run) -> String {
     )
 }
 
-/// Where versions before the shard level wrote a run:
-/// `goals/<goal>/runs/<day>/<id>.yaml`. Such files are read as ever and
-/// never written again: every write of a run at [`run_path`] also removes
-/// this path (a no-op unless the run lived there), so a rewritten run moves
-/// instead of being stored twice.
-pub fn unsharded_run_path(run: &Run) -> String {
-    format!("goals/{}/runs/{}/{}.yaml", run.goal, run.at.day(), run.id)
-}
-
 /// The canonical file set of a state.
 pub fn encode_state(state: &State) -> BTreeMap<String, Vec<u8>> {
     let mut files = BTreeMap::new();
@@ -203,12 +194,9 @@ pub fn written_files(before: Option<&Skeleton>, new: &State) -> Vec<FileEdit> {
             }
         }
         // Runs are append-only: a written run is (re)stored where its day
-        // and shard say, and its unsharded path is removed first (see
-        // `unsharded_run_path`; first, so that a cached delta replayed in
-        // order removes nothing but the old place).
+        // and shard say.
         for id in gs.runs.dirty() {
             if let Some(run) = gs.runs.get(id) {
-                out.push((unsharded_run_path(run), None));
                 out.push((run_path(run), Some(encode(run))));
             }
         }
@@ -335,34 +323,17 @@ pub type FileEdit = (String, Option<Vec<u8>>);
 
 /// The files that differ between `old` and `new`: only changed entities are
 /// encoded, so a write costs what it changes, not what the state holds.
-/// A run rewritten or removed here (a merge taking the other side's) also
-/// loses its unsharded path, as in [`written_files`].
 pub fn changed_files(old: Option<&State>, new: &State) -> Vec<FileEdit> {
     let mut out = Vec::new();
-    /// Where an entity is written, and where else an older layout may hold it.
-    struct Place<T> {
-        path: fn(&T) -> String,
-        older: Option<fn(&T) -> String>,
-    }
-    impl<T> Clone for Place<T> {
-        fn clone(&self) -> Self {
-            *self
-        }
-    }
-    impl<T> Copy for Place<T> {}
     fn entity<T: Serialize + PartialEq>(
         out: &mut Vec<FileEdit>,
         old: Option<&T>,
         new: Option<&T>,
-        place: Place<T>,
+        path: fn(&T) -> String,
     ) {
-        let path = place.path;
         match (old, new) {
             (Some(a), Some(b)) if a == b => {}
             (Some(a), b) => {
-                if let Some(older) = place.older {
-                    out.push((older(a), None));
-                }
                 let pa = path(a);
                 match b {
                     Some(b) => {
@@ -383,53 +354,36 @@ pub fn changed_files(old: Option<&State>, new: &State) -> Vec<FileEdit> {
         out: &mut Vec<FileEdit>,
         old: Option<&dyn Entities<T>>,
         new: &dyn Entities<T>,
-        place: Place<T>,
+        path: fn(&T) -> String,
     ) {
         for id in new.entity_keys() {
-            entity(out, old.and_then(|o| o.entity(id)), new.entity(id), place);
+            entity(out, old.and_then(|o| o.entity(id)), new.entity(id), path);
         }
         for id in old.into_iter().flat_map(|o| o.entity_keys()) {
             if new.entity(id).is_none() {
-                entity(out, old.and_then(|o| o.entity(id)), None, place);
+                entity(out, old.and_then(|o| o.entity(id)), None, path);
             }
         }
     }
-    fn only<T>(path: fn(&T) -> String) -> Place<T> {
-        Place { path, older: None }
-    }
-    let todos = only(todo_path);
-    let runs = Place {
-        path: run_path,
-        older: Some(unsharded_run_path),
-    };
-    entity(
-        &mut out,
-        old.map(|o| &o.meta),
-        Some(&new.meta),
-        only(|_| META_PATH.to_owned()),
-    );
-    map(
-        &mut out,
-        old.map(|o| &o.agents as _),
-        &new.agents,
-        only(|a| agent_path(&a.id)),
-    );
+    entity(&mut out, old.map(|o| &o.meta), Some(&new.meta), |_| {
+        META_PATH.to_owned()
+    });
+    map(&mut out, old.map(|o| &o.agents as _), &new.agents, |a| {
+        agent_path(&a.id)
+    });
     for (gid, gs) in &new.goals {
         let og = old.and_then(|o| o.goals.get(gid));
-        entity(
-            &mut out,
-            og.map(|g| &g.goal),
-            Some(&gs.goal),
-            only(|g| goal_path(&g.id)),
-        );
-        map(&mut out, og.map(|g| &g.todos as _), &gs.todos, todos);
-        map(&mut out, og.map(|g| &g.runs as _), &gs.runs, runs);
+        entity(&mut out, og.map(|g| &g.goal), Some(&gs.goal), |g| {
+            goal_path(&g.id)
+        });
+        map(&mut out, og.map(|g| &g.todos as _), &gs.todos, todo_path);
+        map(&mut out, og.map(|g| &g.runs as _), &gs.runs, run_path);
     }
     for (gid, og) in old.map(|o| &o.goals).into_iter().flatten() {
         if !new.goals.contains_key(gid) {
             out.push((goal_path(gid), None));
-            map(&mut out, Some(&og.todos), &Tracked::new(), todos);
-            map(&mut out, Some(&og.runs), &Tracked::new(), runs);
+            map(&mut out, Some(&og.todos), &Tracked::new(), todo_path);
+            map(&mut out, Some(&og.runs), &Tracked::new(), run_path);
         }
     }
     out
@@ -468,12 +422,10 @@ enum Slot<'a> {
         shard: &'a str,
         id: &'a str,
     },
-    /// `shard` is `None` for a run in the unsharded layout of older
-    /// versions (`runs/<day>/<id>.yaml`), still read.
     Run {
         goal: &'a str,
         day: &'a str,
-        shard: Option<&'a str>,
+        shard: &'a str,
         id: &'a str,
     },
     Foreign,
@@ -497,13 +449,7 @@ fn classify(path: &str) -> Result<Slot<'_>, Error> {
         ["goals", goal, "runs", day, shard, file] if yaml(file).is_some() => Slot::Run {
             goal,
             day,
-            shard: Some(shard),
-            id: &file[..file.len() - 5],
-        },
-        ["goals", goal, "runs", day, file] if yaml(file).is_some() => Slot::Run {
-            goal,
-            day,
-            shard: None,
+            shard,
             id: &file[..file.len() - 5],
         },
         ["agents", ..] | ["goals", ..] => {
@@ -614,7 +560,7 @@ where
                 if !ids::is_valid_run_id(id) {
                     return Err(err(path, format!("`{id}` is not a run id")));
                 }
-                if let Some(shard) = shard.filter(|&s| s != ids::shard(id)) {
+                if ids::shard(id) != shard {
                     return Err(err(
                         path,
                         format!("`{id}` is not a run id of shard `{shard}`"),
@@ -633,30 +579,27 @@ where
             .ok_or_else(|| err(path, format!("goal `{}` has no goal.yaml", todo.goal)))?;
         gs.todos.insert(todo.id.clone(), todo);
     }
-    let mut run_paths: Vec<&str> = Vec::with_capacity(runs.len());
     for (path, run) in runs {
-        let path: &str = path;
         let gs = state
             .goals
             .get_mut(&run.goal)
             .ok_or_else(|| err(path, format!("goal `{}` has no goal.yaml", run.goal)))?;
-        run_paths.push(path);
         if let Some(first) = gs.runs.insert(run.id.clone(), run) {
-            // The same run in both layouts (or under two days) is refused:
-            // which of the two holds it would be a guess.
-            let file = format!("/{}.yaml", first.id);
-            let other = run_paths
-                .iter()
-                .find(|&&p| p != path && p.ends_with(&file))
-                .map_or("another file", |p| p);
+            // The same run under two days is refused: which of the two
+            // holds it would be a guess. Each was read where its day and
+            // shard say, so `run_path` is where the first one is.
             return Err(err(
                 path,
-                format!("duplicate run id `{}`: also stored at {other}", first.id),
+                format!(
+                    "duplicate run id `{}`: also stored at {}",
+                    first.id,
+                    run_path(&first)
+                ),
             ));
         }
     }
     state.check().map_err(|(entity, message)| {
-        let path = path_of_entity(&state, &entity, &run_paths).unwrap_or_else(|| entity.clone());
+        let path = path_of_entity(&state, &entity).unwrap_or_else(|| entity.clone());
         err(&path, message)
     })?;
     state.clean();
@@ -664,7 +607,7 @@ where
 }
 
 /// The file `entity` (as `State::check` names it) was read from.
-fn path_of_entity(state: &State, entity: &str, run_paths: &[&str]) -> Option<String> {
+fn path_of_entity(state: &State, entity: &str) -> Option<String> {
     let (kind, id) = entity.split_once(' ').unwrap_or((entity, ""));
     match kind {
         "loopx" => Some(META_PATH.to_owned()),
@@ -675,18 +618,11 @@ fn path_of_entity(state: &State, entity: &str, run_paths: &[&str]) -> Option<Str
             .values()
             .find_map(|gs| gs.todos.get(id))
             .map(todo_path),
-        // A run's file may be in either layout: the one it was read from.
-        "run" => run_paths
-            .iter()
-            .find(|p| p.ends_with(&format!("/{id}.yaml")))
-            .map(|p| (*p).to_owned())
-            .or_else(|| {
-                state
-                    .goals
-                    .values()
-                    .find_map(|gs| gs.runs.get(id))
-                    .map(run_path)
-            }),
+        "run" => state
+            .goals
+            .values()
+            .find_map(|gs| gs.runs.get(id))
+            .map(run_path),
         _ => None,
     }
 }
@@ -805,9 +741,8 @@ mod tests {
         eprintln!("hostile nesting decoded in {:?}", started.elapsed());
     }
 
-    /// A state with one run, and its files in the layout before the shard
-    /// level (the run at `runs/<day>/<id>.yaml`).
-    fn with_unsharded_run() -> (State, Run, BTreeMap<String, Vec<u8>>) {
+    /// A state with one run, and its files.
+    fn with_run() -> (State, Run, BTreeMap<String, Vec<u8>>) {
         let now = Timestamp::from_unix(1_800_000_000);
         let mut state = State::with_goal(Goal::new("main", "o", now), now);
         let run = Run::new(
@@ -820,9 +755,7 @@ mod tests {
         let gs = state.goals.get_mut("main").unwrap();
         gs.runs.insert(run.id.clone(), run.clone());
         state.clean();
-        let mut files = encode_state(&state);
-        let bytes = files.remove(&run_path(&run)).unwrap();
-        files.insert(unsharded_run_path(&run), bytes);
+        let files = encode_state(&state);
         (state, run, files)
     }
 
@@ -830,64 +763,55 @@ mod tests {
         decode_state(files.iter().map(|(p, b)| (p.as_str(), b.as_slice())))
     }
 
+    /// Moves the file at `from` to `to`.
+    fn moved(files: &BTreeMap<String, Vec<u8>>, from: &str, to: &str) -> BTreeMap<String, Vec<u8>> {
+        let mut files = files.clone();
+        let bytes = files.remove(from).unwrap();
+        files.insert(to.to_owned(), bytes);
+        files
+    }
+
     #[test]
-    fn runs_are_sharded_and_the_unsharded_layout_still_reads() {
-        let (state, run, files) = with_unsharded_run();
+    fn runs_are_sharded_by_day_and_id() {
+        let (state, run, files) = with_run();
         assert_eq!(
             run_path(&run),
             format!("goals/main/runs/{}/ab/run_ab0123456789.yaml", run.at.day())
         );
-        assert_eq!(read(&encode_state(&state)).unwrap(), state);
         assert_eq!(read(&files).unwrap(), state);
         // In the wrong shard: refused, naming the file.
-        let mut wrong = encode_state(&state);
-        let bytes = wrong.remove(&run_path(&run)).unwrap();
         let path = run_path(&run).replace("/ab/", "/cd/");
-        wrong.insert(path.clone(), bytes);
-        let e = read(&wrong).unwrap_err();
+        let e = read(&moved(&files, &run_path(&run), &path)).unwrap_err();
         assert_eq!(e.path, path);
         assert!(e.message.contains("shard `cd`"), "{e}");
     }
 
+    /// A run directly under its day (`runs/<day>/<id>.yaml`, no shard) is
+    /// not in the layout: refused, naming the file, and never written.
     #[test]
-    fn a_run_in_both_layouts_is_a_duplicate_naming_both_files() {
-        let (_, run, mut files) = with_unsharded_run();
-        let bytes = files[&unsharded_run_path(&run)].clone();
-        files.insert(run_path(&run), bytes);
+    fn a_run_without_its_shard_is_an_unexpected_file() {
+        let (_, run, files) = with_run();
+        let flat = format!("goals/main/runs/{}/{}.yaml", run.at.day(), run.id);
+        let e = read(&moved(&files, &run_path(&run), &flat)).unwrap_err();
+        assert_eq!(e.path, flat);
+        assert!(
+            e.message.contains("unexpected file in the state layout"),
+            "{e}"
+        );
+        let e = check_file(&flat, &encode(&run)).unwrap_err();
+        assert_eq!(e.path, flat);
+    }
+
+    #[test]
+    fn a_run_under_two_days_is_a_duplicate_naming_both_files() {
+        let (_, run, mut files) = with_run();
+        let mut later = run.clone();
+        later.at = Timestamp::from_unix(run.at.unix() + 86_400);
+        files.insert(run_path(&later), encode(&later));
         let e = read(&files).unwrap_err();
-        assert_eq!(e.path, unsharded_run_path(&run));
+        assert_eq!(e.path, run_path(&later));
         assert!(e.message.contains("duplicate run id"), "{e}");
         assert!(e.message.contains(&run_path(&run)), "{e}");
-    }
-
-    /// Applies edits in order, as the store and a replayed delta do.
-    fn apply(files: &mut BTreeMap<String, Vec<u8>>, edits: Vec<FileEdit>) {
-        for (path, bytes) in edits {
-            match bytes {
-                Some(b) => files.insert(path, b),
-                None => files.remove(&path),
-            };
-        }
-    }
-
-    #[test]
-    fn a_rewritten_unsharded_run_moves_and_is_never_stored_twice() {
-        let (state, run, mut files) = with_unsharded_run();
-        // A write through the transaction (the run marked written).
-        let mut new = read(&files).unwrap();
-        let gs = new.goals.get_mut("main").unwrap();
-        gs.runs.get_mut(&run.id).unwrap().summary = Some("redone".into());
-        let edits = written_files(Some(&Skeleton::of(&state)), &new);
-        assert_eq!(edits[0], (unsharded_run_path(&run), None), "{edits:?}");
-        let mut written = files.clone();
-        apply(&mut written, edits);
-        assert_eq!(read(&written).unwrap(), new);
-        assert!(written.contains_key(&run_path(&run)));
-        assert!(!written.contains_key(&unsharded_run_path(&run)));
-        // The same change as a merge makes it (one state against another).
-        let old = read(&files).unwrap();
-        apply(&mut files, changed_files(Some(&old), &new));
-        assert_eq!(files, written);
     }
 
     /// `redact` keeps a state file readable: a plain YAML value it replaces

@@ -475,8 +475,8 @@ pub struct Validation {
     pub extra: Extra,
 }
 
-/// `goals/<goal>/runs/<yyyy-mm-dd>/<xx>/<id>.yaml` (older versions: without
-/// the `<xx>` shard): the append-only evidence ledger.
+/// `goals/<goal>/runs/<yyyy-mm-dd>/<xx>/<id>.yaml` (`<xx>` the id's shard):
+/// the append-only evidence ledger.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Run {
     pub id: String,

@@ -79,8 +79,8 @@ fn git_failed(message: String) -> Error {
 }
 
 /// The files of the todo or run `id` (a unique prefix) among `paths`: one
-/// entity, at one path or (a run kept in the unsharded layout by some
-/// commits and moved by others) at several.
+/// entity, at one path or, where commits of the history moved it (a run
+/// rewritten under another day), at several.
 fn entity_paths(scope: Scope, id: &str, paths: &[String]) -> Result<Vec<String>> {
     let dir = if scope == Scope::Todo {
         "/todos/"

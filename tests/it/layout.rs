@@ -1,7 +1,7 @@
 //! Issue 18, part 3: run records are sharded by id under their day
-//! (`goals/<goal>/runs/<day>/<xx>/<id>.yaml`), and a state written before
-//! the shard level (`runs/<day>/<id>.yaml`) still reads, takes new
-//! writebacks and syncs; a run in both layouts is refused as a duplicate.
+//! (`goals/<goal>/runs/<day>/<xx>/<id>.yaml`); a run anywhere else under
+//! `runs/` (directly under its day, say) is not in the layout, and the
+//! state holding it is refused, naming the file and the commit.
 
 use std::path::Path;
 
@@ -27,7 +27,8 @@ fn writeback(env: &TestEnv, repo: &Path, todo: &str, summary: &str) -> String {
         .to_owned()
 }
 
-/// The sharded and the unsharded path of run `id` of goal `main` today.
+/// Where run `id` of goal `main` made today is stored, and the same
+/// without the shard (`runs/<day>/<id>.yaml`), which is not in the layout.
 fn paths(id: &str) -> (String, String) {
     let day = &crate::env::NOW[..10];
     (
@@ -37,7 +38,7 @@ fn paths(id: &str) -> (String, String) {
 }
 
 /// Moves the file at `from` to `to` on loopx-state in one commit made with
-/// git plumbing, as a version before the shard level would have stored it.
+/// git plumbing.
 fn move_state_file(env: &TestEnv, repo: &Path, from: &str, to: &str) -> String {
     let index = env.path("move.index");
     let _ = std::fs::remove_file(&index);
@@ -76,13 +77,6 @@ fn move_state_file(env: &TestEnv, repo: &Path, from: &str, to: &str) -> String {
     commit
 }
 
-fn files(env: &TestEnv, repo: &Path) -> Vec<String> {
-    env.git(repo, &["ls-tree", "-r", "--name-only", "loopx-state"])
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
-
 #[test]
 fn a_writeback_lands_in_its_days_shard() {
     let env = TestEnv::new();
@@ -104,89 +98,33 @@ fn a_writeback_lands_in_its_days_shard() {
 }
 
 #[test]
-fn a_state_in_the_unsharded_layout_reads_and_takes_new_writebacks() {
-    let env = TestEnv::new();
-    let remote = env.bare("remote.git");
-    let repo = env.state_repo("r");
-    env.git(
-        &repo,
-        &["remote", "add", "origin", remote.to_str().unwrap()],
-    );
-    let todo = env.add_todo(&repo, "work");
-    let old = writeback(&env, &repo, &todo, "written by an older version");
-    let (old_sharded, old_flat) = paths(&old);
-    move_state_file(&env, &repo, &old_sharded, &old_flat);
-    // Read cold (the cache has never seen this commit), then again with no
-    // cache at all.
-    for _ in 0..2 {
-        let history = env.loopx(&repo, &["--json", "history"]).success().json();
-        assert_eq!(history["runs"][0]["id"], old.as_str(), "{history}");
-        let status = env.loopx(&repo, &["--json", "status"]).success().json();
-        assert_eq!(status["recent_runs"][0]["id"], old.as_str(), "{status}");
-        std::fs::remove_dir_all(repo.join(".git/loopx/cache")).unwrap();
-    }
-
-    // A new writeback is sharded; the old run stays where it is, once.
-    let new = writeback(&env, &repo, &todo, "written by this version");
-    let (new_sharded, _) = paths(&new);
-    let listed = files(&env, &repo);
-    assert!(listed.contains(&new_sharded), "{listed:?}");
-    assert!(listed.contains(&old_flat), "{listed:?}");
-    assert!(!listed.contains(&old_sharded), "{listed:?}");
-    let history = env.loopx(&repo, &["--json", "history"]).success().json();
-    assert_eq!(history["runs"].as_array().unwrap().len(), 2, "{history}");
-
-    // log, diff (of the new writeback, and across the hand-made commit), doctor.
-    let log = env.loopx(&repo, &["log", "-n", "5"]).success().stdout;
-    assert!(log.contains("written by this version"), "{log}");
-    let diff = env.loopx(&repo, &["diff"]).success().stdout;
-    assert!(diff.contains("written by this version"), "{diff}");
-    let patch = env
-        .loopx(&repo, &["diff", "loopx-state~3..loopx-state", "--patch"])
-        .success()
-        .stdout;
-    assert!(patch.contains(&new_sharded), "{patch}");
-    assert!(patch.contains(&old_flat), "{patch}");
-    let tip = env.tip(&repo);
-    env.loopx(&repo, &["doctor", "--rev", &tip]).success();
-
-    // A clone syncs it, writes, and the merge back keeps each run once.
-    env.loopx(&repo, &["sync"]).success();
-    let other = env.clone_of(&remote, "other");
-    env.loopx(&other, &["sync"]).success();
-    let theirs = writeback(&env, &other, &todo, "written on the clone");
-    env.loopx(&other, &["sync"]).success();
-    let ours = writeback(&env, &repo, &todo, "written here meanwhile");
-    let synced = env.loopx(&repo, &["--json", "sync"]).success().json();
-    assert_eq!(synced["action"], "merged", "{synced}");
-    let listed = files(&env, &repo);
-    for id in [&old, &new, &theirs, &ours] {
-        let found = listed
-            .iter()
-            .filter(|p| p.ends_with(&format!("/{id}.yaml")));
-        assert_eq!(found.count(), 1, "{id} in {listed:?}");
-    }
-    let history = env.loopx(&repo, &["--json", "history"]).success().json();
-    assert_eq!(history["runs"].as_array().unwrap().len(), 4, "{history}");
-    env.fsck(&repo, &[]);
-}
-
-#[test]
-fn a_run_in_both_layouts_is_refused_naming_the_file_and_commit() {
+fn a_run_without_its_shard_is_refused_naming_the_file_and_commit() {
     let env = TestEnv::new();
     let repo = env.state_repo("r");
     let todo = env.add_todo(&repo, "work");
     let run = writeback(&env, &repo, &todo, "did it");
     let (sharded, flat) = paths(&run);
-    let bytes = env.state_file(&repo, &sharded);
-    let commit = env.commit_state_file(&repo, &flat, &format!("{bytes}\n"));
+    let commit = move_state_file(&env, &repo, &sharded, &flat);
+    // Read cold (the cache has never seen this commit), then as a write,
+    // which commits nothing.
     let out = env.loopx(&repo, &["--json", "status"]).failure(3).json();
     assert_eq!(out["error"]["code"], "state_invalid", "{out}");
     let message = out["error"]["message"].as_str().unwrap();
     assert!(message.contains(&flat), "{message}");
-    assert!(message.contains(&sharded), "{message}");
-    assert!(message.contains("duplicate run id"), "{message}");
+    assert!(
+        message.contains("unexpected file in the state layout"),
+        "{message}"
+    );
     assert!(message.contains(&commit[..7]), "{message}");
+    let out = env
+        .loopx(
+            &repo,
+            &["--json", "--agent", "agent-a", "todo", "claim", &todo],
+        )
+        .failure(3)
+        .json();
+    assert_eq!(out["error"]["code"], "state_invalid", "{out}");
+    assert_eq!(env.tip(&repo), commit);
     let out = env.loopx(&repo, &["doctor", "--rev", &commit]).failure(3);
     assert!(out.stdout.contains(&flat), "{}", out.stdout);
 }

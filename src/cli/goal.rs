@@ -25,7 +25,7 @@ enum GoalCommand {
     /// Change the goal's fields and quota policy.
     Set {
         /// The goal's objective: what the agents work towards.
-        #[arg(long, value_name = "TEXT", alias = "goal-text")]
+        #[arg(long, value_name = "TEXT")]
         objective: Option<String>,
         /// What should happen next, shown to every agent.
         #[arg(long, value_name = "TEXT", conflicts_with = "clear_next_action")]
@@ -80,7 +80,7 @@ enum GoalCommand {
         /// The new goal's id: 1-64 of a-z, 0-9, `_`, `.`, `-`, starting with a letter.
         id: String,
         /// The goal's objective: what the agents work towards.
-        #[arg(long, value_name = "TEXT", alias = "goal-text")]
+        #[arg(long, value_name = "TEXT")]
         objective: String,
         /// Make it the default goal.
         #[arg(long)]

@@ -15,6 +15,8 @@ use crate::Result;
 pub struct Args {
     /// The objective of the first goal. On existing state whose goal has
     /// another objective, init refuses (exit 1) unless --force.
+    // `--goal-text` is LoopX 2.1.1's spelling (`start-goal`,
+    // `bootstrap-command-pack`), kept hidden for parity.
     #[arg(long = "objective", alias = "goal-text", value_name = "TEXT")]
     goal_text: Option<String>,
     /// Replace the existing goal's objective with --objective.

@@ -34,7 +34,7 @@ enum QuotaCommand {
         /// The spend's run id or a unique prefix.
         run: String,
         /// Why it should not count, for the record.
-        #[arg(long, alias = "reason", value_name = "TEXT")]
+        #[arg(long, value_name = "TEXT")]
         note: String,
     },
     /// Show the allowance, what is spent, and when the next slot frees.

@@ -36,11 +36,7 @@ enum TodoCommand {
         #[arg(long, value_parser = enum_arg::<Priority>, default_value = "P2")]
         priority: Priority,
         /// A capability the agent must have (repeatable).
-        #[arg(
-            long = "requires-capability",
-            alias = "requires-cap",
-            value_name = "CAP"
-        )]
+        #[arg(long = "requires-capability", value_name = "CAP")]
         requires_cap: Vec<String>,
         /// An agent that must not take it (repeatable).
         #[arg(long = "exclude-agent", value_name = "AGENT")]

@@ -323,7 +323,7 @@ fn every_commit_of_a_rich_history_passes() {
     let run = wb["run"]["id"].as_str().unwrap().to_owned();
     let spend = as_a(&["quota", "spend", "--writeback", &run]);
     let spend = spend["spend"]["id"].as_str().unwrap().to_owned();
-    as_a(&["quota", "void", &spend, "--reason", "charged twice"]);
+    as_a(&["quota", "void", &spend, "--note", "charged twice"]);
     as_a(&["quota", "spend", "--writeback", &run]);
     as_a(&[
         "todo",

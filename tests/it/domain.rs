@@ -42,7 +42,7 @@ fn two_agents_through_claims_gate_writebacks_and_handoff() {
         "P1",
         "--validate",
         "true",
-        "--requires-cap",
+        "--requires-capability",
         "rust",
     ])
     .success());

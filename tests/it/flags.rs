@@ -1,6 +1,6 @@
-//! Issue 16.7: one flag name per concept (old names kept, hidden), human
-//! text from `goal`, `init` that never drops an objective silently, and a
-//! "no state" error that points at an unfetched remote.
+//! Issue 16.7: one flag name per concept (LoopX's own spelling kept,
+//! hidden), human text from `goal`, `init` that never drops an objective
+//! silently, and a "no state" error that points at an unfetched remote.
 
 use crate::env::TestEnv;
 
@@ -101,9 +101,6 @@ fn goal_commands_print_text_and_yaml_only_on_request() {
     assert!(out.stdout.starts_with("added goal docs"), "{}", out.stdout);
     assert!(out.stdout.contains("Write the docs"), "{}", out.stdout);
     assert!(!out.stdout.contains("created_at:"), "{}", out.stdout);
-    // The old flag name still works.
-    env.loopx(&repo, &["goal", "add", "ops", "--goal-text", "Run it"])
-        .success();
 
     let out = env.loopx(&repo, &["goal", "show"]).success();
     assert!(
@@ -132,27 +129,49 @@ fn goal_commands_print_text_and_yaml_only_on_request() {
     assert_eq!(json["goal"]["status"], "active");
 }
 
+/// One name per flag. The only other spelling accepted is LoopX 2.1.1's
+/// `--goal-text` on `init` (its `start-goal` and `bootstrap-command-pack`
+/// take it), hidden from help; names from before the first release are
+/// usage errors.
 #[test]
-fn renamed_flags_keep_their_old_names() {
+fn each_flag_has_one_name_and_loopxs_goal_text_is_kept() {
     let env = TestEnv::new();
     let repo = env.state_repo("r");
-    for flag in ["--requires-capability", "--requires-cap"] {
-        let json = env
-            .loopx(&repo, &["--json", "todo", "add", "train", flag, "gpu"])
-            .success()
-            .json();
-        assert_eq!(json["todo"]["requires_capabilities"][0], "gpu", "{flag}");
+    let json = env
+        .loopx(
+            &repo,
+            &[
+                "--json",
+                "todo",
+                "add",
+                "train",
+                "--requires-capability",
+                "gpu",
+            ],
+        )
+        .success()
+        .json();
+    assert_eq!(json["todo"]["requires_capabilities"][0], "gpu");
+    for args in [
+        &["todo", "add", "train", "--requires-cap", "gpu"][..],
+        &["quota", "void", "run_0", "--reason", "twice"],
+        &["goal", "set", "--goal-text", "Run it"],
+        &["goal", "add", "ops", "--goal-text", "Run it"],
+    ] {
+        let out = env.loopx(&repo, args).failure(2);
+        assert!(
+            out.stderr.contains("unexpected argument"),
+            "{args:?}: {}",
+            out.stderr
+        );
     }
-    let help = env.loopx(&repo, &["todo", "add", "--help"]).success();
-    assert!(
-        help.stdout.contains("--requires-capability"),
-        "{}",
-        help.stdout
-    );
-    assert!(!help.stdout.contains("--requires-cap "), "{}", help.stdout);
-    let help = env.loopx(&repo, &["quota", "void", "--help"]).success();
-    assert!(help.stdout.contains("--note"), "{}", help.stdout);
-    assert!(!help.stdout.contains("--reason"), "{}", help.stdout);
+    let same = env
+        .loopx(&repo, &["--json", "init", "--goal-text", "Ship the parser"])
+        .success()
+        .json();
+    assert_eq!(same["action"], "existing");
+    let help = env.loopx(&repo, &["init", "--help"]).success();
+    assert!(!help.stdout.contains("--goal-text"), "{}", help.stdout);
 }
 
 #[test]

@@ -392,7 +392,7 @@ fn help_works_without_a_repository() {
     }
     let out = env.loopx(&home, &["help", "init"]).success();
     assert!(out.stdout.contains("--objective"), "{}", out.stdout);
-    // The old spelling still works but is not advertised.
+    // LoopX's spelling, --goal-text, still works but is not advertised.
     assert!(!out.stdout.contains("--goal-text"), "{}", out.stdout);
     env.loopx(&home, &["--version"]).success();
     let out = env.loopx(&home, &["--json", "frobnicate"]).failure(2);

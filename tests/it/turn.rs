@@ -165,7 +165,7 @@ fn two_agents_run_full_turns_until_throttled() {
     run(
         "agent-a",
         later,
-        &["quota", "void", &first, "--reason", "duplicate turn"],
+        &["quota", "void", &first, "--note", "duplicate turn"],
     )
     .success();
     let d = run("agent-a", later, &["should-run"]).success().json();

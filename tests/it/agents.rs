@@ -13,7 +13,8 @@
 //!
 //! The CLIs come from `LOOPX_RUNTIMES_BIN` (`.ci/run` installs pinned
 //! versions there). Without one the test says so and passes, unless
-//! `LOOPX_REQUIRE_RUNTIMES=1` (set by `.ci/run`), where it fails.
+//! `LOOPX_REQUIRE_RUNTIMES=1` (set by `.ci/run`), where it fails
+//! (`crate::require`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -42,10 +43,7 @@ pub fn cli(name: &str) -> Option<PathBuf> {
          LOOPX_RUNTIMES_BIN names another directory)",
         dir.display()
     );
-    if std::env::var_os("LOOPX_REQUIRE_RUNTIMES").is_some() {
-        panic!("{why}");
-    }
-    eprintln!("skipped: {why}");
+    crate::require::skip("LOOPX_REQUIRE_RUNTIMES", &why);
     None
 }
 

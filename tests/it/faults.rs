@@ -239,7 +239,13 @@ fn doctor_says_writes_will_fail_in_a_repository_refusing_files() {
         if std::fs::write(heads.join("probe"), "").is_ok() {
             let _ = std::fs::remove_file(heads.join("probe"));
             std::fs::set_permissions(&heads, std::fs::Permissions::from_mode(0o755)).unwrap();
-            eprintln!("skipped: cannot make a directory refuse writes here (root without chattr)");
+            crate::require::skip(
+                "LOOPX_REQUIRE_IMMUTABLE_DIR",
+                &format!(
+                    "cannot make {} refuse writes here (root, and `chattr +i` failed)",
+                    heads.display()
+                ),
+            );
             return;
         }
         let heads = heads.clone();

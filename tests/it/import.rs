@@ -3,7 +3,8 @@
 //! as one commit and decides the same; a second import writes nothing; bad
 //! inputs are refused with nothing written. With the reference installed
 //! (LOOPX_REF_BIN, LOOPX_REF_PATH), a fresh reference state is imported and
-//! both tools' should-run decisions are compared.
+//! both tools' should-run decisions are compared; `.ci/run` installs it and
+//! sets `LOOPX_REQUIRE_REFERENCE=1`, under which a missing one fails.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -304,7 +305,10 @@ fn a_state_made_by_the_reference_decides_the_same_after_import() {
         std::env::var_os("LOOPX_REF_BIN").filter(|v| !v.is_empty()),
         std::env::var_os("LOOPX_REF_PATH").filter(|v| !v.is_empty()),
     ) else {
-        eprintln!("skipped: LOOPX_REF_BIN not set (scripts/install-reference.sh prints it)");
+        crate::require::skip(
+            "LOOPX_REQUIRE_REFERENCE",
+            "LOOPX_REF_BIN and LOOPX_REF_PATH are not set (scripts/install-reference.sh prints them)",
+        );
         return;
     };
     let env = TestEnv::new();

@@ -41,6 +41,7 @@ mod pipeline;
 mod pr;
 mod quiet;
 mod race;
+mod require;
 mod reviewing;
 mod run;
 mod runtimes;

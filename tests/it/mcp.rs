@@ -3,8 +3,8 @@
 //! starts the server as the SDK's stdio client does: with the `initialize`
 //! handshake (2025-11-25), and as its default client negotiates (2026-07-28,
 //! `subscriptions/listen`). A test prints why and returns when
-//! `python3 -c 'import mcp'` fails; `.ci/run` installs the SDK, so in CI
-//! they run.
+//! `python3 -c 'import mcp'` fails, unless `LOOPX_REQUIRE_MCP_SDK=1`, where
+//! it fails: `.ci/run` installs the SDK and sets it, so in CI they run.
 
 use std::path::{Path, PathBuf};
 
@@ -51,13 +51,17 @@ fn sdk_missing(env: &TestEnv) -> Option<String> {
     }
 }
 
-/// Returns from the test, saying why, when the SDK is not importable.
+/// Returns from the test, saying why, when the SDK is not importable
+/// (fails instead under `LOOPX_REQUIRE_MCP_SDK=1`).
 macro_rules! need_sdk {
     ($env:expr) => {
         if let Some(why) = sdk_missing(&$env) {
-            eprintln!(
-                "skipped: the MCP Python SDK cannot be imported ({why}); \
-                 `python3 -m pip install mcp` installs it (.ci/run does)"
+            crate::require::skip(
+                "LOOPX_REQUIRE_MCP_SDK",
+                &format!(
+                    "the MCP Python SDK cannot be imported ({why}); \
+                     `python3 -m pip install mcp` installs it (.ci/run does, pinned)"
+                ),
             );
             return;
         }

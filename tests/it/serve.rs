@@ -3,8 +3,8 @@
 //! repositories.
 //!
 //! The browser tests skip with a printed reason when no Chromium or
-//! ChromeDriver is installed, unless `LOOPX_REQUIRE_BROWSER` is set (CI sets
-//! it once it has installed them), so a skip can never pass for a run.
+//! ChromeDriver is installed, unless `LOOPX_REQUIRE_BROWSER=1` (`.ci/run`
+//! installs them and sets it), so a skip can never pass for a run.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
@@ -95,11 +95,13 @@ fn status_line_with_host(port: u16, host: &str) -> String {
 fn browser() -> Option<Browser> {
     match Browser::start(1400, 1800) {
         Ok(b) => Some(b),
-        Err(why) if std::env::var_os("LOOPX_REQUIRE_BROWSER").is_none() => {
-            eprintln!("skipped: no browser to test the dashboard in: {why}");
+        Err(why) => {
+            crate::require::skip(
+                "LOOPX_REQUIRE_BROWSER",
+                &format!("no browser to test the dashboard in: {why}"),
+            );
             None
         }
-        Err(why) => panic!("LOOPX_REQUIRE_BROWSER is set, but: {why}"),
     }
 }
 

@@ -32,6 +32,8 @@ mod layout;
 mod leaks;
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "mcp")]
+mod mcp_rmcp;
 mod monitor;
 // Only a build that leaves a front end out has something to test here.
 #[cfg(not(all(feature = "serve", feature = "mcp", feature = "import-loopx")))]

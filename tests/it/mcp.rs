@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::env::{Redactor, TestEnv};
 
-const TOOLS: [&str; 13] = [
+pub const TOOLS: [&str; 13] = [
     "add_gate",
     "add_todo",
     "claim",
@@ -100,7 +100,7 @@ fn client(env: &TestEnv, scenario: &str, repo: &Path, agent: &str, args: &[&str]
 
 /// A repository with state, `agents` registered, and one todo whose
 /// `validate` passes; the todo's id.
-fn setup(env: &TestEnv, name: &str, agents: &[&str]) -> (PathBuf, String) {
+pub fn setup(env: &TestEnv, name: &str, agents: &[&str]) -> (PathBuf, String) {
     let repo = env.state_repo(name);
     for agent in agents {
         env.loopx(&repo, &["agent", "register", agent]).success();
@@ -125,7 +125,7 @@ fn setup(env: &TestEnv, name: &str, agents: &[&str]) -> (PathBuf, String) {
 }
 
 /// The state branch's commits, oldest first: subject, body and trailers.
-fn state_log(env: &TestEnv, repo: &Path) -> String {
+pub fn state_log(env: &TestEnv, repo: &Path) -> String {
     env.git(
         repo,
         &["log", "--reverse", "--format=%B%x00", "loopx-state"],
@@ -134,7 +134,7 @@ fn state_log(env: &TestEnv, repo: &Path) -> String {
 
 /// A `--json` answer without what differs between two runs of the same
 /// thing (how long `validate` took).
-fn steady(mut value: Value) -> Value {
+pub fn steady(mut value: Value) -> Value {
     if let Some(validation) = value.get_mut("validation").and_then(Value::as_object_mut) {
         validation.remove("seconds");
     }

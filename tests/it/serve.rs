@@ -472,7 +472,9 @@ fn the_dashboard_shows_every_goal_and_follows_the_state_live_in_a_real_browser()
     );
 
     // Live: a writeback and a gate's answer from the command line show up
-    // within 2 s, with no reload (the page's own variable survives).
+    // with no reload (the page's own variable survives). The page polls
+    // once a second; the waits end as soon as the page shows it, and are
+    // long only so that a loaded machine does not fail them.
     browser
         .run("window.loopxMarker = 42; return 1;", json!([]))
         .unwrap();
@@ -494,9 +496,9 @@ fn the_dashboard_shows_every_goal_and_follows_the_state_live_in_a_real_browser()
     let (_, took) = browser
         .wait_for(
             "document.querySelector('#recent tr.wb').textContent.includes('Strings and escapes') && window.loopxMarker === 42",
-            Duration::from_secs(2),
+            Duration::from_secs(20),
         )
-        .expect("the new writeback is on the page within 2 s, without a reload");
+        .expect("the new writeback is on the page within 20 s, without a reload");
     eprintln!("writeback shown after {took:?}");
     env.loopx(
         &f.dir,
@@ -516,8 +518,8 @@ fn the_dashboard_shows_every_goal_and_follows_the_state_live_in_a_real_browser()
         docs = f.docs
     );
     let (_, took) = browser
-        .wait_for(&gone, Duration::from_secs(2))
-        .expect("the answered gate leaves `Needs you` and its todo is ready within 2 s");
+        .wait_for(&gone, Duration::from_secs(20))
+        .expect("the answered gate leaves `Needs you` and its todo is ready within 20 s");
     eprintln!("gate answer shown after {took:?}");
     assert_eq!(browser.alert_text(), None);
 }

@@ -153,7 +153,7 @@ async def notify(repo, todo):
         written = time.monotonic()
         out["cli_exit"] = done.returncode
         out["cli_stderr"] = done.stderr
-        with anyio.move_on_after(5):
+        with anyio.move_on_after(30):
             await seen.wait()
         out["seconds"] = time.monotonic() - written if seen.is_set() else None
     return out
@@ -181,7 +181,7 @@ async def listen(repo, todo):
             written = time.monotonic()
             out["cli_exit"] = done.returncode
             out["cli_stderr"] = done.stderr
-            with anyio.move_on_after(5):
+            with anyio.move_on_after(30):
                 async for event in sub:
                     out["events"].append(
                         {"type": type(event).__name__, "uri": getattr(event, "uri", None)}

@@ -70,7 +70,7 @@ fn move_state_file(env: &TestEnv, repo: &Path, from: &str, to: &str) -> String {
             "-p",
             "loopx-state",
             "-m",
-            "older layout",
+            "a file moved by hand",
         ],
     );
     env.git(repo, &["update-ref", "refs/heads/loopx-state", &commit]);

@@ -19,8 +19,6 @@ mod binary;
 #[path = "support/state.rs"]
 mod state;
 
-use state::RunLayout;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -190,25 +188,18 @@ fn todo_id(i: usize) -> String {
 
 /// A repository whose state has `n` open todos, packed (see `support/state.rs`).
 fn build(env: &Env, name: &str, n: usize) -> PathBuf {
-    build_with_runs(env, name, n, 0, RunLayout::Sharded, now())
+    build_with_runs(env, name, n, 0, now())
 }
 
 /// [`build`], with `runs` writeback records made `at` (one per todo in
 /// turn) in the same `git fast-import` commit.
-fn build_with_runs(
-    env: &Env,
-    name: &str,
-    n: usize,
-    runs: usize,
-    layout: RunLayout,
-    at: Timestamp,
-) -> PathBuf {
+fn build_with_runs(env: &Env, name: &str, n: usize, runs: usize, at: Timestamp) -> PathBuf {
     let dir = env.root.path().join(name);
     std::fs::create_dir_all(&dir).unwrap();
     env.git(&dir, &["init", "-q", "-b", "main"]);
     env.git(&dir, &["commit", "-q", "--allow-empty", "-m", "base"]);
     env.loopx_ok(&dir, &["init", "--objective", "bench"]);
-    let stream = state::stream("bench", n, runs, layout, at);
+    let stream = state::stream("bench", n, runs, at);
     state::import(
         hermetic(Command::new("git").current_dir(&dir), &env.home()),
         &stream,
@@ -639,8 +630,7 @@ fn divergent_merge(env: &Env, o: &Opts, t: &mut Table) {
 /// before), so only the day's own count differs; in-process and as a `git
 /// loopx writeback` process, 1,000 todos each. Also, for scale: the same
 /// writeback with no runs at all (what the state's size costs, whatever the
-/// day), and after the day's runs in the unsharded layout of older versions
-/// (whose day tree every writeback of that day still rewrites).
+/// day).
 fn runs_in_a_day(env: &Env, o: &Opts, t: &mut Table) {
     const TODOS: usize = 1_000;
     let runs = o.runs_in_a_day;
@@ -649,35 +639,20 @@ fn runs_in_a_day(env: &Env, o: &Opts, t: &mut Table) {
         (
             "runs-empty",
             runs,
-            RunLayout::Sharded,
             yesterday,
             format!("empty day ({runs} runs the day before)"),
         ),
         (
             "runs-full",
             runs,
-            RunLayout::Sharded,
             now(),
             format!("after {runs} runs that day"),
         ),
-        (
-            "runs-flat",
-            runs,
-            RunLayout::Unsharded,
-            now(),
-            format!("after {runs} unsharded runs that day"),
-        ),
-        (
-            "runs-none",
-            0,
-            RunLayout::Sharded,
-            now(),
-            "no runs at all".to_owned(),
-        ),
+        ("runs-none", 0, now(), "no runs at all".to_owned()),
     ];
     let mut figures = Vec::new();
-    for (name, n_runs, layout, at, label) in cases {
-        let dir = build_with_runs(env, name, TODOS, n_runs, layout, at);
+    for (name, n_runs, at, label) in cases {
+        let dir = build_with_runs(env, name, TODOS, n_runs, at);
         let ctx = loopx::ops::Context::open(&dir, now(), Some("bench".into()), None).unwrap();
         let inproc = time(o.reps, |i| {
             loopx::ops::mutate(&ctx, |s: &mut State, goal: &str| {

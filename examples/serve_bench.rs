@@ -175,7 +175,7 @@ fn main() {
     git(&["commit", "-q", "--allow-empty", "-m", "base"]);
     loopx(&["init", "--objective", "serve bench"]);
     let now = loopx::model::Timestamp::from_unix(chrono::Utc::now().timestamp() - 600);
-    let stream = state::stream("bench", o.todos, o.runs, state::RunLayout::Sharded, now);
+    let stream = state::stream("bench", o.todos, o.runs, now);
     state::import(
         hermetic(Command::new("git").current_dir(&dir), &home),
         &stream,

@@ -12,17 +12,6 @@ use std::io::Write as _;
 
 use loopx::model::{ids, Outcome, Priority, Role, Run, RunKind, Timestamp, Todo, TodoClass};
 
-/// Where [`stream`] puts its runs.
-#[derive(Clone, Copy, PartialEq)]
-pub enum RunLayout {
-    /// Where git-loopx writes them: `runs/<day>/<xx>/<id>.yaml`.
-    Sharded,
-    /// Directly under the day, `runs/<day>/<id>.yaml`: not in the layout,
-    /// so git-loopx refuses the state (`unexpected file in the state
-    /// layout`). Only `bench`'s `runs-flat` case still names it.
-    Unsharded,
-}
-
 /// Feeds `stream` to `git fast-import` run by `git` (a command already in
 /// the repository, with its environment set); panics when git refuses it.
 pub fn import(git: &mut std::process::Command, stream: &[u8]) {
@@ -43,7 +32,7 @@ pub fn todo_id(seed: &str, i: usize) -> String {
 /// A commit on `refs/heads/loopx-state` (on top of its tip) adding `todos`
 /// open agent todos of goal `main` created `at`, and `runs` writebacks made
 /// `at` by agent `seed`, one per todo in turn.
-pub fn stream(seed: &str, todos: usize, runs: usize, layout: RunLayout, at: Timestamp) -> Vec<u8> {
+pub fn stream(seed: &str, todos: usize, runs: usize, at: Timestamp) -> Vec<u8> {
     let mut out = Vec::new();
     let message = format!("{seed}: {todos} todos, {runs} runs");
     write!(
@@ -83,13 +72,7 @@ pub fn stream(seed: &str, todos: usize, runs: usize, layout: RunLayout, at: Time
         run.todo = Some(todo_id(seed, i % todos.max(1)));
         run.outcome = Some(Outcome::OutcomeProgress);
         run.summary = Some(format!("{seed} writeback {i}"));
-        let path = match layout {
-            RunLayout::Sharded => loopx::codec::run_path(&run),
-            RunLayout::Unsharded => {
-                format!("goals/{}/runs/{}/{}.yaml", run.goal, run.at.day(), run.id)
-            }
-        };
-        file(path, loopx::codec::encode(&run));
+        file(loopx::codec::run_path(&run), loopx::codec::encode(&run));
     }
     out
 }

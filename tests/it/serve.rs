@@ -760,7 +760,7 @@ fn an_unchanged_state_answers_304_and_a_write_moves_the_etag() {
 fn many_todos(env: &TestEnv, n: usize) -> PathBuf {
     let dir = env.state_repo("big");
     let now = loopx::model::Timestamp::parse(crate::env::NOW).unwrap();
-    let stream = crate::state::stream("serve", n, 0, crate::state::RunLayout::Sharded, now);
+    let stream = crate::state::stream("serve", n, 0, now);
     crate::state::import(&mut env.git_cmd(&dir), &stream);
     dir
 }

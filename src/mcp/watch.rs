@@ -22,7 +22,6 @@ use tokio::sync::watch;
 use crate::mcp::resources::{self, Target};
 use crate::mcp::Options;
 use crate::ops::Context;
-use crate::store::Store as _;
 use crate::{Error, Result};
 
 /// How often the tip is read.

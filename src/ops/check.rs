@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::model::{leaks, Code, Refusal};
 use crate::ops::Context;
-use crate::store::{self, Store as _};
+use crate::store::{self};
 use crate::Result;
 
 /// A file larger than this is skipped (and counted), not scanned.

@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::codec;
 use crate::model::validate::{self, Problem, Severity};
 use crate::ops::Context;
-use crate::store::{Oid, Store as _};
+use crate::store::Oid;
 use crate::Result;
 
 #[derive(Debug, Serialize)]

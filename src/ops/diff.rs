@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::model::diff::semantic::{self, Fact};
 use crate::model::{Refusal, State};
 use crate::ops::{revision, Context};
-use crate::store::{transaction, Oid, Store as _};
+use crate::store::{transaction, Oid};
 use crate::Result;
 
 #[derive(Debug, Serialize)]

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::ops::Context;
-use crate::store::{self, health, transaction, Oid, Store, STATE_REF};
+use crate::store::{self, health, transaction, Oid, STATE_REF};
 use crate::Result;
 use crate::{codec, git_cmd};
 

@@ -18,7 +18,7 @@ use crate::model::lease::{self, ClaimAction};
 use crate::model::Timestamp;
 use crate::model::{select, Claim, Code, Refusal, State, Todo};
 use crate::ops::{local, mutate_maybe, resolve_todo, sync, touch, Context};
-use crate::store::{cache, transaction, Checked, Message, Oid, Store, STATE_REF};
+use crate::store::{cache, transaction, Checked, Message, Oid, STATE_REF};
 use crate::Result;
 
 #[derive(Debug, Serialize)]

@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::model::Timestamp;
 use crate::ops::Context;
-use crate::store::{trailer, Oid, Store};
+use crate::store::{trailer, Oid};
 use crate::Result;
 
 #[derive(Debug, Default)]

@@ -187,7 +187,6 @@ impl Context {
     /// Before a write on a fresh clone: point the local branch at the
     /// remote's state, so the write builds on it instead of a second root.
     pub fn adopt_remote_state(&self) -> Result<Option<String>> {
-        use store::Store as _;
         if self.store.tip()?.is_some() {
             return Ok(None);
         }

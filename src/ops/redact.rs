@@ -26,8 +26,7 @@ use crate::git_cmd::history;
 use crate::model::{leaks, Code, Refusal};
 use crate::ops::Context;
 use crate::store::{
-    transaction, Checked, Error as StoreError, FileChange, Message, Oid, Store, REVIEWED_REF,
-    STATE_REF,
+    transaction, Checked, Error as StoreError, FileChange, Message, Oid, REVIEWED_REF, STATE_REF,
 };
 use crate::{Error, Result};
 

@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::model::diff::{self, Change};
 use crate::model::{Run, RunKind, Todo, TodoClass, TodoStatus};
 use crate::ops::Context;
-use crate::store::{transaction, Error as StoreError, Oid, Store, REVIEWED_REF};
+use crate::store::{transaction, Error as StoreError, Oid, REVIEWED_REF};
 use crate::Result;
 
 #[derive(Debug, Serialize)]

@@ -8,7 +8,7 @@
 
 use crate::model::Refusal;
 use crate::ops::Context;
-use crate::store::{Oid, Store as _};
+use crate::store::Oid;
 use crate::Result;
 
 /// The state commit `rev` names.

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 
 use crate::model::{Code, Refusal, State, Todo, TodoClass, TodoStatus};
 use crate::ops::Context;
-use crate::store::{Oid, Store as _};
+use crate::store::Oid;
 use crate::Result;
 
 /// How many commits' policies the host-local cache keeps.

@@ -16,7 +16,7 @@ use crate::codec::binary;
 use crate::codec::binary::{DeltaFile, DeltaFileRef};
 use crate::codec::EntityFile;
 use crate::model::State;
-use crate::store::{Error, FileChange, Oid, Snapshot, Store};
+use crate::store::{Error, FileChange, GixStore, Oid, Snapshot};
 
 fn cache_key(commit: &Oid) -> String {
     format!("state-{}-{}.bin", env!("CARGO_PKG_VERSION"), commit)
@@ -39,7 +39,7 @@ const MAX_DELTA_FILES: usize = 64;
 /// The state at `commit`: from the parsed-state cache when this host has
 /// seen the commit before (a snapshot, or a chain of deltas ending in one),
 /// else read from git, decoded, and cached.
-pub fn state_at<S: Store + ?Sized>(store: &S, commit: &Oid) -> Result<State, Error> {
+pub fn state_at(store: &GixStore, commit: &Oid) -> Result<State, Error> {
     if let Some((state, depth)) = cached(store, commit, 0) {
         if depth >= MAX_DELTAS {
             remember(store, commit, &state);
@@ -70,7 +70,7 @@ fn decode(snapshot: &Snapshot) -> Result<Option<State>, Error> {
     })
 }
 
-fn cached<S: Store + ?Sized>(store: &S, commit: &Oid, depth: usize) -> Option<(State, usize)> {
+fn cached(store: &GixStore, commit: &Oid, depth: usize) -> Option<(State, usize)> {
     // A long-lived store replays other writers' deltas onto its own last state.
     if let Some(state) = store.memo_take(commit) {
         return Some((state, depth));
@@ -91,14 +91,14 @@ fn cached<S: Store + ?Sized>(store: &S, commit: &Oid, depth: usize) -> Option<(S
 }
 
 /// Caches the full state of `commit`.
-pub fn remember<S: Store + ?Sized>(store: &S, commit: &Oid, state: &State) {
+pub fn remember(store: &GixStore, commit: &Oid, state: &State) {
     store.cache_write(&cache_key(commit), &binary::encode(state));
 }
 
 /// Caches the state of a commit this host just made: as a delta on its
 /// parent when it is small, else as a snapshot.
-pub fn remember_delta<S: Store + ?Sized>(
-    store: &S,
+pub fn remember_delta(
+    store: &GixStore,
     commit: &Oid,
     parent: Option<&Oid>,
     state: &State,

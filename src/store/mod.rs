@@ -1,17 +1,16 @@
 //! The seam between the control plane and git.
 //!
-//! [`Store`] is all the rest of the crate knows of a repository: the tip of
-//! `refs/heads/loopx-state`, the files of a commit, and a compare-and-swap
-//! commit. [`gix_store`] is the only file that imports `gix`; [`memory`] is a
-//! store for unit tests. [`transaction`] builds the load → mutate → CAS →
-//! retry loop on top, and is the only way the crate writes state.
+//! [`GixStore`] is all the rest of the crate knows of a repository: the tip
+//! of `refs/heads/loopx-state`, the files of a commit, and a compare-and-swap
+//! commit; [`gix_store`] is the only module that imports `gix`.
+//! [`transaction`] builds the load → mutate → check → CAS → retry loop on
+//! top, and every commit goes through its [`Checked`].
 
 pub mod cache;
 pub mod durable;
 pub mod gix_store;
 pub mod health;
 mod journal;
-pub mod memory;
 mod message;
 pub mod transaction;
 
@@ -23,7 +22,7 @@ pub use gix_store::GixStore;
 pub use message::{trailer, Message};
 pub use transaction::{transact, Checked, Committed, Write};
 
-use crate::model::{State, Timestamp};
+use crate::model::Timestamp;
 
 /// The branch all state lives on.
 pub const STATE_REF: &str = "refs/heads/loopx-state";
@@ -181,68 +180,4 @@ impl Error {
             }
         })
     }
-}
-
-/// A repository's state branch: read a tip, read a commit's files, CAS a commit.
-pub trait Store {
-    /// The commit `refs/heads/loopx-state` points at, if any.
-    fn tip(&self) -> Result<Option<Oid>, Error>;
-
-    /// All files of the tree of `commit`.
-    fn read(&self, commit: &Oid) -> Result<Snapshot, Error>;
-
-    /// Writes the checked changes on top of `expected`'s tree as a commit
-    /// whose parent is `expected` (a root commit when `None`) followed by
-    /// `merged` (the other side of a merge), then moves the ref only if it
-    /// still points at `expected`.
-    fn commit(
-        &self,
-        expected: Option<&Oid>,
-        merged: Option<&Oid>,
-        checked: &Checked,
-        now: Timestamp,
-    ) -> Result<CasResult, Error>;
-
-    /// The bytes of one file of `commit`'s tree (`None`: no such file).
-    fn read_file(&self, commit: &Oid, path: &str) -> Result<Option<Vec<u8>>, Error> {
-        Ok(self.read(commit)?.files.remove(path))
-    }
-
-    /// Age in seconds of a lock file left on the state ref, if one exists.
-    fn lock_age(&self) -> Option<(PathBuf, u64)>;
-
-    /// Credential rules a write may pass (`--allow-secret-pattern`); each
-    /// one passed is named in the commit's `Loopx-Allowed-Secret-Pattern`
-    /// trailer (see `transaction::refuse_new_leaks`).
-    fn allowed_leaks(&self) -> &[&'static str] {
-        &[]
-    }
-
-    /// Commits reachable from `from` along first parents, newest first.
-    fn first_parent_log(&self, from: &Oid, limit: usize) -> Result<Vec<CommitInfo>, Error>;
-
-    /// Serializes this host's writers, so they take turns instead of losing
-    /// CAS races and redoing their work. Only an optimisation: correctness
-    /// comes from the compare-and-swap, and the lock (an OS file lock) is
-    /// released by the kernel if its holder dies. `None` when unavailable.
-    fn writer_lock(&self) -> Option<std::fs::File> {
-        None
-    }
-
-    /// Takes the state this store last committed, if `commit` is still it:
-    /// a long-lived process then skips reloading its own writes.
-    fn memo_take(&self, _commit: &Oid) -> Option<State> {
-        None
-    }
-
-    /// Remembers the state of the commit this store just made.
-    fn memo_put(&self, _commit: Oid, _state: State) {}
-
-    /// A host-local cache entry, if present (never on the branch).
-    fn cache_read(&self, _key: &str) -> Option<Vec<u8>> {
-        None
-    }
-
-    /// Stores a host-local cache entry; failures are ignored (it is a cache).
-    fn cache_write(&self, _key: &str, _bytes: &[u8]) {}
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::codec;
 use crate::model::{leaks, State, Timestamp};
 use crate::store::cache::remember_delta;
-use crate::store::{CasResult, Error, FileChange, Message, Oid, Store};
+use crate::store::{CasResult, Error, FileChange, GixStore, Message, Oid};
 
 /// How many times a writer reloads after losing the race before it gives up.
 pub const MAX_ATTEMPTS: u32 = 200;
@@ -57,7 +57,7 @@ pub struct Committed<R> {
 pub use crate::store::cache::state_at;
 
 /// The current tip and its state (read-only).
-pub fn load<S: Store + ?Sized>(store: &S) -> Result<(Option<Oid>, Option<State>), Error> {
+pub fn load(store: &GixStore) -> Result<(Option<Oid>, Option<State>), Error> {
     match store.tip()? {
         Some(tip) => {
             let state = state_at(store, &tip)?;
@@ -68,9 +68,8 @@ pub fn load<S: Store + ?Sized>(store: &S) -> Result<(Option<Oid>, Option<State>)
 }
 
 /// Runs `mutate` on the freshest state until its change lands (see module docs).
-pub fn transact<S, R, E, F>(store: &S, now: Timestamp, mut mutate: F) -> Result<Committed<R>, E>
+pub fn transact<R, E, F>(store: &GixStore, now: Timestamp, mut mutate: F) -> Result<Committed<R>, E>
 where
-    S: Store + ?Sized,
     E: From<Error>,
     F: FnMut(&mut Option<State>) -> Result<Write<R>, E>,
 {
@@ -129,7 +128,7 @@ where
 }
 
 /// A change that passed every check a write makes, and the only thing the
-/// store commits ([`Store::commit`], and the git store's detached and merge
+/// store commits ([`GixStore::commit`], and its detached and merge
 /// commits all take one): whatever publishes a write — a compare-and-swap
 /// of the local ref, a commit pushed before the ref moves, a signed commit,
 /// a sync merge, a repair — cannot skip a check.
@@ -147,8 +146,8 @@ pub struct Checked {
 impl Checked {
     /// Checks `changes` and `message` for a commit whose parents are
     /// `bases` (none for a root commit).
-    pub fn new<S: Store + ?Sized>(
-        store: &S,
+    pub fn new(
+        store: &GixStore,
         bases: &[&Oid],
         changes: Vec<FileChange>,
         message: &Message,
@@ -189,11 +188,11 @@ fn check_readable(changes: &[FileChange]) -> Result<(), Error> {
 /// write adds nothing new. `sync` still refuses to push it, and `redact`
 /// removes it from unpushed history.
 ///
-/// A new hit of a rule the store allows ([`Store::allowed_leaks`]) passes;
+/// A new hit of a rule the store allows ([`GixStore::allowed_leaks`]) passes;
 /// the rules that let one through are returned, for the commit's
 /// `Loopx-Allowed-Secret-Pattern` trailers ([`with_allowances`]).
-fn refuse_new_leaks<S: Store + ?Sized>(
-    store: &S,
+fn refuse_new_leaks(
+    store: &GixStore,
     bases: &[&Oid],
     changes: &[FileChange],
     message: &Message,
@@ -375,7 +374,6 @@ impl Jitter {
 mod tests {
     use super::*;
     use crate::model::Goal;
-    use crate::store::memory::MemoryStore;
 
     fn t(s: i64) -> Timestamp {
         Timestamp::from_unix(1_800_000_000 + s)
@@ -385,8 +383,23 @@ mod tests {
         State::with_goal(Goal::new("g", "o", t(0)), t(0))
     }
 
-    fn run(store: &MemoryStore, f: impl Fn(&mut Option<State>)) -> Committed<()> {
-        transact::<_, _, Error, _>(store, t(1), |s| {
+    /// A store on a new, empty repository.
+    fn store() -> (tempfile::TempDir, GixStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let made = std::process::Command::new("git")
+            .args(["init", "-q"])
+            .arg(dir.path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let store = GixStore::discover(dir.path()).unwrap();
+        (dir, store)
+    }
+
+    fn run(store: &GixStore, f: impl Fn(&mut Option<State>)) -> Committed<()> {
+        transact::<_, Error, _>(store, t(1), |s| {
             f(s);
             Ok(Write::commit((), Message::new("test", "test")))
         })
@@ -395,7 +408,7 @@ mod tests {
 
     #[test]
     fn root_commit_then_no_commit_when_nothing_changes() {
-        let store = MemoryStore::new();
+        let (_dir, store) = store();
         let first = run(&store, |s| *s = Some(fresh()));
         assert!(first.commit.is_some() && first.base.is_none());
         let second = run(&store, |_| {});
@@ -415,22 +428,23 @@ mod tests {
 
     #[test]
     fn a_lost_race_reruns_the_mutation_on_the_new_tip() {
-        let store = MemoryStore::new();
+        let (_dir, store) = store();
         run(&store, |s| *s = Some(fresh()));
         let mut calls = 0;
-        let done = transact::<_, _, Error, _>(&store, t(2), |s| {
+        let done = transact::<_, Error, _>(&store, t(2), |s| {
             calls += 1;
             if calls == 1 {
-                // Another writer lands between our read and our CAS.
-                run(&store, |s| {
-                    s.as_mut()
-                        .unwrap()
-                        .goals
-                        .get_mut("g")
-                        .unwrap()
-                        .goal
-                        .objective = "theirs".into()
-                });
+                // Another writer lands between our read and our CAS (its
+                // commit made directly: this attempt holds the writer lock).
+                let (tip, Some(theirs)) = load(&store).unwrap() else {
+                    unreachable!("the state exists")
+                };
+                let mut new = theirs.clone();
+                new.goals.get_mut("g").unwrap().goal.objective = "theirs".into();
+                let message = Message::new("test", "theirs");
+                let checked = Checked::new(&store, &[], changes(Some(&theirs), &new), &message);
+                let moved = store.commit(tip.as_ref(), None, &checked.unwrap(), t(2));
+                assert!(matches!(moved, Ok(CasResult::Committed(_))));
             }
             let gs = s.as_mut().unwrap().goals.get_mut("g").unwrap();
             gs.goal.rev += 1;

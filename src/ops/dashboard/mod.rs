@@ -339,7 +339,6 @@ fn find_commits(ctx: &Context, recent: &mut [RecentWriteback]) -> Result<()> {
 /// The state commit a read would see now, from the ref alone (on a fresh
 /// clone, the remote's, as [`Context::load`] reads it).
 pub fn tip(ctx: &Context) -> Result<Oid> {
-    use crate::store::Store as _;
     match ctx.store.tip()? {
         Some(tip) => Ok(tip),
         None => Ok(ctx.load()?.0),

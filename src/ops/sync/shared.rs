@@ -36,7 +36,7 @@ use crate::model::merge::{self, Conflict, LostClaim};
 use crate::model::{Code, Refusal, State};
 use crate::ops::Context;
 use crate::store::{
-    cache, transaction, CasResult, Checked, Error as StoreError, Message, Oid, Store, STATE_REF,
+    cache, transaction, CasResult, Checked, Error as StoreError, Message, Oid, STATE_REF,
 };
 use crate::Result;
 

@@ -1,4 +1,4 @@
-//! The gix implementation of [`Store`]: the only module that imports `gix`.
+//! The repository behind the state branch: the only module that imports `gix`.
 //!
 //! Split by concern: this file opens the repository and reads its config
 //! and identity; [`objects`] reads state trees and writes commits as loose
@@ -26,7 +26,7 @@ use gix::ObjectId;
 use crate::model::Timestamp;
 use crate::store::durable::Durability;
 use crate::store::journal::Journal;
-use crate::store::{CasResult, Checked, CommitInfo, Error, Oid, Snapshot, Store};
+use crate::store::{CasResult, Checked, CommitInfo, Error, Oid, Snapshot};
 
 use objects::LooseObject;
 
@@ -55,7 +55,7 @@ pub struct GixStore {
     /// The objects of detached commits no ref reaches yet, kept to be
     /// checked once one does (see `GixStore::settle_detached`).
     pending: RefCell<Vec<(Oid, Vec<LooseObject>)>>,
-    /// The state of the last commit this store made (see `Store::memo_take`).
+    /// The state of the last commit this store made (see `GixStore::memo_take`).
     memo: RefCell<Option<(Oid, crate::model::State)>>,
     /// What is synced to disk (see `store::durable`).
     durability: Durability,
@@ -280,25 +280,38 @@ impl GixStore {
     }
 }
 
-impl Store for GixStore {
-    fn allowed_leaks(&self) -> &[&'static str] {
+/// The state branch: read a tip, read a commit's files, commit on an
+/// expected tip, and the host-local pieces a write uses (writer lock,
+/// parsed-state memo and cache).
+impl GixStore {
+    /// Credential rules a write may pass (`--allow-secret-pattern`); each
+    /// one passed is named in the commit's `Loopx-Allowed-Secret-Pattern`
+    /// trailer (see `transaction::Checked`).
+    pub fn allowed_leaks(&self) -> &[&'static str] {
         &self.allowed_leaks
     }
 
-    fn tip(&self) -> Result<Option<Oid>, Error> {
+    /// The commit `refs/heads/loopx-state` points at, if any.
+    pub fn tip(&self) -> Result<Option<Oid>, Error> {
         self.try_find_ref(crate::store::STATE_REF)
     }
 
-    fn read(&self, commit: &Oid) -> Result<Snapshot, Error> {
+    /// All files of the tree of `commit`.
+    pub fn read(&self, commit: &Oid) -> Result<Snapshot, Error> {
         self.settled_afresh(|| self.try_read(commit))
             .map_err(|e| self.diagnosed(commit, e))
     }
 
-    fn read_file(&self, commit: &Oid, path: &str) -> Result<Option<Vec<u8>>, Error> {
+    /// The bytes of one file of `commit`'s tree (`None`: no such file).
+    pub fn read_file(&self, commit: &Oid, path: &str) -> Result<Option<Vec<u8>>, Error> {
         self.settled_afresh(|| self.try_read_file(commit, path))
     }
 
-    fn commit(
+    /// Writes the checked changes on top of `expected`'s tree as a commit
+    /// whose parent is `expected` (a root commit when `None`) followed by
+    /// `merged` (the other side of a merge), then moves the ref only if it
+    /// still points at `expected`.
+    pub fn commit(
         &self,
         expected: Option<&Oid>,
         merged: Option<&Oid>,
@@ -315,7 +328,9 @@ impl Store for GixStore {
         })
     }
 
-    fn memo_take(&self, commit: &Oid) -> Option<crate::model::State> {
+    /// Takes the state this store last committed, if `commit` is still it:
+    /// a long-lived process then skips reloading its own writes.
+    pub fn memo_take(&self, commit: &Oid) -> Option<crate::model::State> {
         let mut memo = self.memo.borrow_mut();
         if memo.as_ref().is_some_and(|(id, _)| id == commit) {
             memo.take().map(|(_, state)| state)
@@ -324,11 +339,16 @@ impl Store for GixStore {
         }
     }
 
-    fn memo_put(&self, commit: Oid, state: crate::model::State) {
+    /// Remembers the state of the commit this store just made.
+    pub fn memo_put(&self, commit: Oid, state: crate::model::State) {
         *self.memo.borrow_mut() = Some((commit, state));
     }
 
-    fn writer_lock(&self) -> Option<std::fs::File> {
+    /// Serializes this host's writers, so they take turns instead of losing
+    /// CAS races and redoing their work. Only an optimisation: correctness
+    /// comes from the compare-and-swap, and the lock (an OS file lock) is
+    /// released by the kernel if its holder dies. `None` when unavailable.
+    pub fn writer_lock(&self) -> Option<std::fs::File> {
         // A writer's first turn clears what killed writers left behind.
         if !self.cleaned.replace(true) {
             crate::store::health::remove_leftovers(&self.leftover_dirs());
@@ -343,14 +363,16 @@ impl Store for GixStore {
         Some(file)
     }
 
-    fn cache_read(&self, key: &str) -> Option<Vec<u8>> {
+    /// A host-local cache entry, if present (never on the branch).
+    pub fn cache_read(&self, key: &str) -> Option<Vec<u8>> {
         if key.starts_with("delta-") {
             return self.journal.get_settled(key);
         }
         std::fs::read(self.local_dir().join("cache").join(key)).ok()
     }
 
-    fn cache_write(&self, key: &str, bytes: &[u8]) {
+    /// Stores a host-local cache entry; failures are ignored (it is a cache).
+    pub fn cache_write(&self, key: &str, bytes: &[u8]) {
         // Deltas, one a writeback, go to the journal: no file to create.
         if key.starts_with("delta-") {
             return self.journal.append(key, bytes);
@@ -367,7 +389,8 @@ impl Store for GixStore {
         prune_cache(&dir);
     }
 
-    fn lock_age(&self) -> Option<(PathBuf, u64)> {
+    /// Age in seconds of a lock file left on the state ref, if one exists.
+    pub fn lock_age(&self) -> Option<(PathBuf, u64)> {
         let lock = self
             .common_dir
             .join(format!("{}.lock", crate::store::STATE_REF));
@@ -376,7 +399,8 @@ impl Store for GixStore {
         Some((lock, age))
     }
 
-    fn first_parent_log(&self, from: &Oid, limit: usize) -> Result<Vec<CommitInfo>, Error> {
+    /// Commits reachable from `from` along first parents, newest first.
+    pub fn first_parent_log(&self, from: &Oid, limit: usize) -> Result<Vec<CommitInfo>, Error> {
         self.history(from, limit)
     }
 }

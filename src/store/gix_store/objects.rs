@@ -16,9 +16,7 @@ use gix::ObjectId;
 
 use super::{git_err, object_id, oid, GixStore};
 use crate::model::Timestamp;
-use crate::store::{
-    CasResult, Checked, CommitInfo, Error, FileChange, Oid, Snapshot, Store, STATE_REF,
-};
+use crate::store::{CasResult, Checked, CommitInfo, Error, FileChange, Oid, Snapshot, STATE_REF};
 
 /// An object a write wrote, kept until a ref reaches it, to write it again
 /// if a prune deleted it meanwhile.

@@ -802,6 +802,24 @@ mod tests {
         assert_eq!(e.path, flat);
     }
 
+    /// Found by `fuzz_codec`: `.nan` read as a quota, and the writer wrote it
+    /// back as `null`, which no reader takes. Not a number is refused where
+    /// it is read, with the file and the field.
+    #[test]
+    fn a_quota_that_is_not_a_finite_number_is_refused() {
+        let goal = "id: main\nobjective: o\nstatus: active\nquota:\n  compute: {}\n\
+                    created_at: '2026-12-01T00:00:00Z'\nupdated_at: '2026-12-01T00:00:00Z'\nrev: 1\n";
+        let path = "goals/main/goal.yaml";
+        for value in [".nan", ".inf", "-.inf"] {
+            let bytes = goal.replace("{}", value);
+            let e = check_file(path, bytes.as_bytes()).unwrap_err();
+            assert!(e.message.contains("quota"), "{value}: {e}");
+            assert!(e.message.contains("`compute`"), "{value}: {e}");
+            assert!(e.message.contains("not a finite number"), "{value}: {e}");
+        }
+        check_file(path, goal.replace("{}", "2.5").as_bytes()).unwrap();
+    }
+
     #[test]
     fn a_run_under_two_days_is_a_duplicate_naming_both_files() {
         let (_, run, mut files) = with_run();

@@ -61,7 +61,7 @@ pub struct AuthoritySource {
 /// The compute quota policy of a goal (SPEC §2.1).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct QuotaPolicy {
-    #[serde(default = "default_compute")]
+    #[serde(default = "default_compute", deserialize_with = "finite")]
     pub compute: f64,
     #[serde(default = "default_window_hours")]
     pub window_hours: u32,
@@ -75,6 +75,20 @@ pub struct QuotaPolicy {
 
 fn default_compute() -> f64 {
     1.0
+}
+
+/// A finite number: YAML's `.nan` and `.inf` read as numbers, but the
+/// writer has no spelling for them (they would be written as `null`, which
+/// no reader takes), and a quota of either means nothing.
+fn finite<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+    let value = f64::deserialize(deserializer)?;
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "`compute` is {value}, not a finite number"
+        )))
+    }
 }
 fn default_window_hours() -> u32 {
     24

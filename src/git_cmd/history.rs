@@ -141,25 +141,27 @@ pub fn commit_adding(dir: &Path, blob: &str, tip: &str, exclude: &[&str]) -> Opt
 }
 
 /// Whether `needle` appears in a change or message of history reachable
-/// from `refs` (git's pickaxe, and `--grep` with a fixed string).
+/// from `refs`: git's pickaxe for changes; messages are searched here, as
+/// `--grep` would take a needle holding a newline for several patterns.
 pub fn history_contains(dir: &Path, refs: &[&str], needle: &str) -> Result<bool, String> {
     if refs.is_empty() {
         return Ok(false);
     }
     let pick = format!("-S{needle}");
-    let grep = format!("--grep={needle}");
-    for how in [
-        vec!["log", "-m", "--format=%H", "-1", &pick],
-        vec!["log", "--format=%H", "-1", "-F", &grep],
-    ] {
-        let mut args = how;
-        args.extend(refs);
-        args.push("--");
-        if !text(dir, &args)?.trim().is_empty() {
-            return Ok(true);
-        }
+    let mut args = vec!["log", "-m", "--format=%H", "-1", &pick];
+    args.extend(refs);
+    args.push("--");
+    if !text(dir, &args)?.trim().is_empty() {
+        return Ok(true);
     }
-    Ok(false)
+    let mut args = vec!["log", "-z", "--format=%B"];
+    args.extend(refs);
+    args.push("--");
+    let messages = with_input(dir, &args, &[], b"")?;
+    Ok(messages.split(|&c| c == 0).any(|m| {
+        m.windows(needle.len().max(1))
+            .any(|w| w == needle.as_bytes())
+    }))
 }
 
 /// Paths changed by any of `commits` (against each parent; all of a root's).

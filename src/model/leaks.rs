@@ -143,6 +143,9 @@ const PREFIXES: &[Prefix] = &[
     p("rk_live_", "stripe_key", 20, Body::Alnum),
     g("npm_", "npm_token", 36, Body::Alnum),
     g("hf_", "huggingface_token", 30, Body::Alnum),
+    p("hvs.", "vault_token", 24, Body::Dash),
+    p("hvb.", "vault_token", 24, Body::Dash),
+    p("hvr.", "vault_token", 24, Body::Dash),
     p("AKIA", "aws_access_key", 16, Body::Upper),
     p("ASIA", "aws_access_key", 16, Body::Upper),
     p("AGPA", "aws_access_key", 16, Body::Upper),
@@ -172,6 +175,13 @@ pub const RULES: &[&str] = &[
     "private_key",
     "jwt",
     "bearer_token",
+    "basic_auth",
+    "command_credentials",
+    "netrc_password",
+    "slack_webhook",
+    "azure_key",
+    "sendgrid_key",
+    "vault_token",
 ];
 
 /// The 1-based line numbers on which `secret` starts in `text` (every
@@ -299,6 +309,12 @@ fn scan_into(text: &str, deep: bool, out: &mut Vec<Leak>) {
     aws_secrets(text, out);
     assignments(text, out);
     bearers(text, out);
+    basic_auth(text, out);
+    command_credentials(text, out);
+    netrc_passwords(text, out);
+    slack_webhooks(text, out);
+    azure_keys(text, out);
+    sendgrid_keys(text, out);
     if deep {
         split(text, out);
         base64_runs(text, out);
@@ -564,6 +580,173 @@ fn bearers(text: &str, out: &mut Vec<Leak>) {
     }
 }
 
+/// `Basic <base64 of user:password>` (an HTTP `Authorization` value, any
+/// case), when the value decodes to `user:password` with a password.
+fn basic_auth(text: &str, out: &mut Vec<Leak>) {
+    let bytes = text.as_bytes();
+    let lower = text.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(at) = lower[from..].find("basic").map(|i| i + from) {
+        from = at + 5;
+        if at > 0 && is_ident(bytes[at - 1]) {
+            continue;
+        }
+        let spaces = bytes[from..].iter().take_while(|&&c| c == b' ').count();
+        let start = from + spaces;
+        let len = bytes[start..]
+            .iter()
+            .take_while(|&&c| is_b64(c) || c == b'=')
+            .count();
+        if spaces == 0 || len < 8 {
+            continue;
+        }
+        let value = &text[start..start + len];
+        let decoded = b64_decode(value.trim_end_matches('=').as_bytes())
+            .and_then(|d| String::from_utf8(d).ok());
+        let Some((user, password)) = decoded.as_deref().and_then(|d| d.split_once(':')) else {
+            continue;
+        };
+        let printable = |s: &str| s.chars().all(|c| c.is_ascii_graphic() || c == ' ');
+        if !user.is_empty() && !placeholder(password) && printable(user) && printable(password) {
+            push(out, found("basic_auth", value));
+        }
+    }
+}
+
+/// A value that stands for a secret rather than being one: empty, a
+/// variable (`$X`, `${X}`, `%X%`), a `<placeholder>`, or stars.
+fn placeholder(value: &str) -> bool {
+    value.is_empty()
+        || value.starts_with(['$', '<', '{', '%'])
+        || value.bytes().all(|c| c == b'*' || c == b'x' || c == b'X')
+}
+
+/// `curl -u user:password` / `--user user:password`, and wget's
+/// `--password=` / `--http-password=`: a password on a command line.
+fn command_credentials(text: &str, out: &mut Vec<Leak>) {
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let curl = words.iter().any(|w| w.ends_with("curl"));
+        let wget = words.iter().any(|w| w.ends_with("wget"));
+        for (i, word) in words.iter().enumerate() {
+            let unquote = |w: &str| w.trim_matches(|c| c == '\'' || c == '"').to_owned();
+            let value = if curl && (*word == "-u" || *word == "--user") {
+                words.get(i + 1).map(|w| unquote(w))
+            } else if curl && word.starts_with("-u") && word.len() > 2 {
+                Some(unquote(&word[2..]))
+            } else if curl && word.starts_with("--user=") {
+                Some(unquote(&word[7..]))
+            } else if wget
+                && (word.starts_with("--password=") || word.starts_with("--http-password="))
+            {
+                word.split_once('=')
+                    .map(|(_, v)| format!(":{}", unquote(v)))
+            } else {
+                None
+            };
+            let Some(value) = value else { continue };
+            if let Some((_, password)) = value.split_once(':') {
+                if !placeholder(password) {
+                    push(out, found("command_credentials", password));
+                }
+            }
+        }
+    }
+}
+
+/// A netrc entry's password: `password <value>` after `machine …` or
+/// `login …` (on one line or over several, as netrc allows).
+fn netrc_passwords(text: &str, out: &mut Vec<Leak>) {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    for (i, word) in words.iter().enumerate() {
+        if *word != "password" || i < 2 {
+            continue;
+        }
+        // `machine M login L password P` (or `default login L …`), or
+        // `machine M password P`.
+        let entry = words[i - 2] == "machine"
+            || (words[i - 2] == "login" && i >= 4 && matches!(words[i - 4], "machine" | "default"));
+        let Some(value) = words.get(i + 1) else {
+            continue;
+        };
+        if entry && !placeholder(value) && value.len() >= 4 {
+            push(out, found("netrc_password", value));
+        }
+    }
+}
+
+/// A Slack incoming-webhook URL (`hooks.slack.com/services/T…/B…/…`, or a
+/// workflow trigger): the URL is the credential.
+fn slack_webhooks(text: &str, out: &mut Vec<Leak>) {
+    for host in [
+        "hooks.slack.com/services/",
+        "hooks.slack.com/workflows/",
+        "hooks.slack.com/triggers/",
+    ] {
+        let mut from = 0;
+        while let Some(at) = text[from..].find(host).map(|i| i + from) {
+            from = at + host.len();
+            let len = text.as_bytes()[from..]
+                .iter()
+                .take_while(|&&c| c.is_ascii_alphanumeric() || c == b'/' || c == b'_' || c == b'-')
+                .count();
+            let path = &text[from..from + len];
+            let secret_part = path.rsplit('/').next().unwrap_or("");
+            if path.matches('/').count() >= 2
+                && secret_part.len() >= 16
+                && distinct(secret_part.as_bytes()) >= 8
+            {
+                push(out, found("slack_webhook", path));
+            }
+        }
+    }
+}
+
+/// An Azure storage or service-bus connection string's key
+/// (`AccountKey=…`, `SharedAccessKey=…`): base64 of 20 characters or more.
+fn azure_keys(text: &str, out: &mut Vec<Leak>) {
+    let lower = text.to_ascii_lowercase();
+    for key in ["accountkey=", "sharedaccesskey="] {
+        let mut from = 0;
+        while let Some(at) = lower[from..].find(key).map(|i| i + from) {
+            from = at + key.len();
+            let len = text.as_bytes()[from..]
+                .iter()
+                .take_while(|&&c| is_b64(c) || c == b'=')
+                .count();
+            let value = &text[from..from + len];
+            let (lower_c, upper, digit, _) = classes(value.as_bytes());
+            if len >= 20 && [lower_c, upper, digit].iter().filter(|&&b| b).count() >= 2 {
+                push(out, found("azure_key", value));
+            }
+        }
+    }
+}
+
+/// A SendGrid API key: `SG.` then 22 and 43 characters of URL-safe base64,
+/// joined by a dot.
+fn sendgrid_keys(text: &str, out: &mut Vec<Leak>) {
+    let bytes = text.as_bytes();
+    let mut from = 0;
+    while let Some(at) = find(&bytes[from..], b"SG.").map(|i| i + from) {
+        from = at + 3;
+        let seg = |i: usize| {
+            bytes[i.min(bytes.len())..]
+                .iter()
+                .take_while(|&&c| is_b64url(c))
+                .count()
+        };
+        let a = seg(from);
+        if a < 16 || bytes.get(from + a) != Some(&b'.') {
+            continue;
+        }
+        let b = seg(from + a + 1);
+        if b >= 30 {
+            push(out, found("sendgrid_key", &text[at..from + a + 1 + b]));
+        }
+    }
+}
+
 fn secret_like(v: &[u8]) -> bool {
     if v.len() < 12
         || v.starts_with(b"$")
@@ -626,6 +809,11 @@ fn joined(text: &str) -> (Vec<u8>, Vec<usize>) {
         let c = bytes[i];
         let skip = match c {
             b' ' | b'\t' | b'\n' | b'\r' | b'"' | b'\'' | b'+' => 1,
+            // Invisible: zero-width space, non-joiner, joiner, word joiner,
+            // byte-order mark, soft hyphen.
+            0xE2 if matches!(&bytes[i + 1..], [0x80, 0x8B..=0x8D, ..] | [0x81, 0xA0, ..]) => 3,
+            0xEF if bytes[i + 1..].starts_with(&[0xBB, 0xBF]) => 3,
+            0xC2 if bytes.get(i + 1) == Some(&0xAD) => 2,
             b'\\' => match bytes.get(i + 1) {
                 Some(b'n' | b't' | b'r' | b'"' | b'\n') => 2,
                 _ => 0,
@@ -647,7 +835,7 @@ fn split(text: &str, out: &mut Vec<Leak>) {
     if !text.bytes().any(|c| {
         matches!(
             c,
-            b' ' | b'\t' | b'\n' | b'\r' | b'"' | b'\'' | b'+' | b'\\'
+            b' ' | b'\t' | b'\n' | b'\r' | b'"' | b'\'' | b'+' | b'\\' | 0xC2 | 0xE2 | 0xEF
         )
     }) {
         return;
@@ -655,10 +843,20 @@ fn split(text: &str, out: &mut Vec<Leak>) {
     let (bytes, from) = joined(text);
     let mut hits: Vec<(usize, usize, &'static str)> = prefixed(&bytes, true);
     hits.extend(jwts(&bytes).into_iter().map(|(s, e)| (s, e, "jwt")));
+    let mut direct = prefixed(text.as_bytes(), false);
+    direct.extend(
+        jwts(text.as_bytes())
+            .into_iter()
+            .map(|(s, e)| (s, e, "jwt")),
+    );
     for (start, end, kind) in hits {
         let (o_start, o_end) = (from[start], from[end - 1] + 1);
-        // Contiguous in the text: found (or not) by the direct rules.
-        if o_end - o_start == end - start {
+        // Contiguous in the text: found (or not) by the direct rules. A
+        // whole token the direct rules found, joined up with the next
+        // line's text, is that token, not a longer one.
+        if o_end - o_start == end - start
+            || direct.iter().any(|&(s, _, k)| s == o_start && k == kind)
+        {
             continue;
         }
         let pieces = String::from_utf8_lossy(&bytes[start..end]);

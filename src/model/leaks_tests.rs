@@ -157,6 +157,51 @@ fn must_catch() {
             "private_key",
         ),
         ("API_KEY = \"a8F3k2Lq9Zx7Vw1Mn4\"".into(), "assigned_secret"),
+        (
+            "post to https://hooks.slack.com/services/T024BE7LD/B01ABCDEFGH/Xq3kP9mZ2vR7tL5wZ8nB4cD1".into(),
+            "slack_webhook",
+        ),
+        (
+            "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWprbG1u==;EndpointSuffix=core.windows.net".into(),
+            "azure_key",
+        ),
+        (
+            "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey=q8W2e9R4t7Y1u3I5o6P0aSdFgHjKl=".into(),
+            "azure_key",
+        ),
+        (
+            "SENDGRID=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".into(),
+            "sendgrid_key",
+        ),
+        ("VAULT_TOKEN=hvs.CAESIJ3kP9mZ2vR7tL5wZ8nB4cD1xYqW".into(), "vault_token"),
+        (
+            "Authorization: Basic YWxpY2U6czNjcjN0UGE1NQ==".into(),
+            "basic_auth",
+        ),
+        (
+            "curl -u alice:s3cr3tPa55 https://api.example.com/v1".into(),
+            "command_credentials",
+        ),
+        (
+            "curl --user 'bob:Tr0ub4dor' https://api.example.com".into(),
+            "command_credentials",
+        ),
+        (
+            "machine api.example.com login alice password s3cr3tPa55".into(),
+            "netrc_password",
+        ),
+        (
+            "machine git.example.org\n  login bob\n  password hunter2x\n".into(),
+            "netrc_password",
+        ),
+        (
+            "ghp_R8x2Kq9LmN4p\u{200B}Vt7Zw3Yc6Hj1Bs5Df0Ga8Ue2".into(),
+            "github_token/split",
+        ),
+        (
+            "AKIA\u{2060}IOSFODNN7EXAMPLE".into(),
+            "aws_access_key/split",
+        ),
     ];
     assert!(table.len() >= 50);
     for (line, kind) in &table {
@@ -229,6 +274,17 @@ fn must_pass() {
         "gate_7c1e9a2b4d6f resolved by alice",
         "merge 9fceb02d0ae598e95dc970b74767f19372d61af8 into main",
         "ticket 6ba7b810-9dad-11d1-80b4-00c04fd430c8 closed",
+        "curl -u $USER:$PASS https://api.example.com",
+        "curl -u alice https://api.example.com (prompts for the password)",
+        "docker run -u 1000:1000 image",
+        "Basic training starts on Monday",
+        "the login page password reset flow is broken",
+        "post to https://hooks.slack.com/services/<your webhook>",
+        "AccountKey=<your key>;EndpointSuffix=core.windows.net",
+        "SG.example is not a key",
+        "hvs.short",
+        "machine learning login flows",
+        "password <see vault>",
     ];
     assert!(table.len() >= 50);
     for line in table {
@@ -254,6 +310,13 @@ fn every_rule_a_scan_reports_is_named_in_rules() {
             assert!(RULES.contains(&leak.kind), "{} not in RULES", leak.kind);
         }
     }
+}
+
+#[test]
+fn a_token_at_a_line_end_is_not_joined_with_the_next_line() {
+    let text = format!("fix with ghp_{GH}\n\nLoopx-Op: todo update");
+    let secrets: Vec<String> = scan(&text).into_iter().map(|l| l.secret).collect();
+    assert_eq!(secrets, vec![format!("ghp_{GH}")]);
 }
 
 #[test]

@@ -214,3 +214,42 @@ fn redact_refuses_when_the_credential_was_already_pushed() {
     assert!(json["error"]["hint"].as_str().unwrap().contains("rotate"));
     assert_eq!(env.tip(dir), tip, "nothing rewritten");
 }
+
+/// `redact all --all-leaks`, the command `sync`'s hint names, removes a
+/// credential that ends a commit's subject (a body and trailers follow it)
+/// and that no remote has: it is not "already pushed".
+#[test]
+fn all_leaks_redacts_a_credential_ending_a_subject_that_was_never_pushed() {
+    let env = TestEnv::new();
+    let (remote, dirs) = env.shared_state(&["a"]);
+    let dir = &dirs[0];
+    env.add_todo(dir, "clean");
+    env.loopx(dir, &["sync"]).success();
+    let tree = env.git(dir, &["rev-parse", "loopx-state^{tree}"]);
+    let commit = env.git(
+        dir,
+        &[
+            "commit-tree",
+            &tree,
+            "-p",
+            "loopx-state",
+            "-m",
+            &format!("hand fix with {TOKEN}"),
+            "-m",
+            "Loopx-Op: todo update",
+        ],
+    );
+    env.git(dir, &["update-ref", "refs/heads/loopx-state", &commit]);
+    let json = env.loopx(dir, &["--json", "sync"]).failure(1).json();
+    assert_eq!(json["error"]["code"], "leak_detected");
+    let json = env
+        .loopx(dir, &["--json", "redact", "all", "--all-leaks"])
+        .success()
+        .json();
+    assert_eq!(json["messages"], 1, "{json}");
+    assert!(!all_history(&env, dir).contains(TOKEN));
+    env.loopx(dir, &["sync"]).success();
+    assert!(!env
+        .git(&remote, &["log", "--format=%B", "loopx-state"])
+        .contains(TOKEN));
+}

@@ -46,7 +46,12 @@ pub fn goal(r: &GoalReport, action: Action) -> String {
         return out;
     }
     let default = if r.default { " (default)" } else { "" };
-    let _ = writeln!(out, "goal {}{default}: {}", g.id, g.objective);
+    let _ = writeln!(
+        out,
+        "goal {}{default}: {}",
+        g.id,
+        crate::render::oneline(&g.objective)
+    );
     let status = match g.status {
         GoalStatus::Active => "active",
         GoalStatus::Stopped => "stopped",
@@ -58,7 +63,7 @@ pub fn goal(r: &GoalReport, action: Action) -> String {
         let at = g.done_at.map(|t| format!(" at {t}")).unwrap_or_default();
         let _ = writeln!(out, "  done by:     {by}{at}");
         if let Some(n) = &g.done_note {
-            let _ = writeln!(out, "  done note:   {n}");
+            let _ = writeln!(out, "  done note:   {}", crate::render::oneline(n));
         }
     }
     if g.replan_when_blocked == Some(false) {
@@ -68,7 +73,7 @@ pub fn goal(r: &GoalReport, action: Action) -> String {
         let _ = writeln!(out, "  person only: goal {}", g.person_only.join(", goal "));
     }
     if let Some(next) = &g.next_action {
-        let _ = writeln!(out, "  next action: {next}");
+        let _ = writeln!(out, "  next action: {}", crate::render::oneline(next));
     }
     for guard in &g.guards {
         let _ = writeln!(out, "  guard:       {guard}");

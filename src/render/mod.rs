@@ -59,6 +59,21 @@ pub fn error_text(err: &Error) -> String {
     out
 }
 
+/// State text (an agent's summary, a todo's text, a question) for one line
+/// of terminal output: a line break is shown as `\n`, so the text can never
+/// print a line of its own that reads as the tool's ("Decisions waiting for
+/// you: none"). Markdown output uses [`markdown::text`] instead.
+pub fn oneline(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['\n', '\r']) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(
+        text.replace("\r\n", "\\n")
+            .replace('\n', "\\n")
+            .replace('\r', "\\r"),
+    )
+}
+
 /// `text` with every control character but newline and tab, and every
 /// invisible direction or width character, shown as an escape (`\u{1b}`):
 /// text written by agents or pulled from a peer can then neither clear the

@@ -260,7 +260,7 @@ struct Text;
 
 impl Form for Text {
     fn text(&self, s: &str) -> String {
-        s.to_owned()
+        crate::render::oneline(s).into_owned()
     }
     fn id(&self, s: &str) -> String {
         s.to_owned()

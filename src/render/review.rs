@@ -20,7 +20,13 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
     let item = if md { "- " } else { "  " };
     let code = |s: &str| if md { markdown::code(s) } else { s.to_owned() };
     // State text (agent- or person-written).
-    let t = |s: &str| if md { markdown::text(s) } else { s.to_owned() };
+    let t = |s: &str| {
+        if md {
+            markdown::text(s)
+        } else {
+            crate::render::oneline(s).into_owned()
+        }
+    };
     let since = r
         .since
         .as_ref()
@@ -33,7 +39,7 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
             t(&r.objective)
         );
     } else {
-        let _ = writeln!(out, "Review of goal {}: {}", r.goal, r.objective);
+        let _ = writeln!(out, "Review of goal {}: {}", r.goal, t(&r.objective));
     }
     let _ = writeln!(
         out,

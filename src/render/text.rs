@@ -1,5 +1,6 @@
 //! Human-readable renderings of the reports.
 
+use crate::render::oneline;
 use std::fmt::Write as _;
 
 use crate::ops::doctor::{DoctorReport, Level};
@@ -69,9 +70,14 @@ pub fn status_styled(r: &StatusReport) -> (String, Vec<super::style::Span>) {
     } else {
         ""
     };
-    let _ = writeln!(out, "Goal {}: {}{paused}", r.goal.id, r.goal.objective);
+    let _ = writeln!(
+        out,
+        "Goal {}: {}{paused}",
+        r.goal.id,
+        oneline(&r.goal.objective)
+    );
     if let Some(next) = &r.goal.next_action {
-        let _ = writeln!(out, "Next action: {next}");
+        let _ = writeln!(out, "Next action: {}", oneline(next));
     }
     let c = &r.counts;
     let _ = writeln!(
@@ -90,7 +96,13 @@ pub fn status_styled(r: &StatusReport) -> (String, Vec<super::style::Span>) {
             role: super::style::Role::Attention,
         });
         for g in &r.gates {
-            let _ = writeln!(out, "  ? {}  {}  [{}]", g.id, g.question, g.scope_label);
+            let _ = writeln!(
+                out,
+                "  ? {}  {}  [{}]",
+                g.id,
+                oneline(&g.question),
+                g.scope_label
+            );
             if g.resolution_not_signed {
                 let _ = writeln!(
                     out,
@@ -104,7 +116,7 @@ pub fn status_styled(r: &StatusReport) -> (String, Vec<super::style::Span>) {
             );
         }
         for a in &r.user_actions {
-            let _ = writeln!(out, "  - {}  {}", a.id, a.text);
+            let _ = writeln!(out, "  - {}  {}", a.id, oneline(&a.text));
         }
     }
     if !r.answered.is_empty() {
@@ -124,7 +136,7 @@ pub fn status_styled(r: &StatusReport) -> (String, Vec<super::style::Span>) {
             "  {}  {:<10} {}  (epoch {}, {} left)",
             c.todo,
             c.agent,
-            c.text,
+            oneline(&c.text),
             c.epoch,
             span(c.seconds_left)
         );
@@ -135,14 +147,14 @@ pub fn status_styled(r: &StatusReport) -> (String, Vec<super::style::Span>) {
         let _ = writeln!(out, "  nothing is ready");
     }
     for t in &r.next {
-        let _ = writeln!(out, "  {:?} {}  {}", t.priority, t.id, t.text);
+        let _ = writeln!(out, "  {:?} {}  {}", t.priority, t.id, oneline(&t.text));
     }
 
     if !r.monitors.is_empty() {
         let _ = writeln!(out, "\nMonitors:");
         for m in &r.monitors {
-            let _ = writeln!(out, "  {}  {}", m.id, m.text);
-            let _ = writeln!(out, "      {}", m.summary);
+            let _ = writeln!(out, "  {}  {}", m.id, oneline(&m.text));
+            let _ = writeln!(out, "      {}", oneline(&m.summary));
         }
     }
 
@@ -170,7 +182,7 @@ pub fn status_styled(r: &StatusReport) -> (String, Vec<super::style::Span>) {
                 run.at,
                 run.agent.as_deref().unwrap_or("-"),
                 outcome,
-                run.summary.as_deref().unwrap_or("")
+                oneline(run.summary.as_deref().unwrap_or(""))
             );
         }
     }
@@ -337,7 +349,7 @@ pub fn done(r: &crate::ops::done::DoneReport) -> String {
         let _ = writeln!(out, "validated: `{}` exited {}", v.command, v.exit_code);
     }
     if let Some(s) = &r.successor {
-        let _ = writeln!(out, "next {}: {}", s.id, s.text);
+        let _ = writeln!(out, "next {}: {}", s.id, oneline(&s.text));
     }
     if r.goal_done {
         let _ = writeln!(

@@ -8,7 +8,7 @@ use crate::env::{Redactor, TestEnv};
 /// Commits a new file on the current branch with `trailer` as a
 /// `Loopx-Todo:` trailer (as `git commit --trailer` writes it), returning
 /// the commit id.
-fn code_commit(
+pub fn code_commit(
     env: &TestEnv,
     repo: &Path,
     file: &str,

@@ -97,3 +97,64 @@ fn log_todo_lists_state_and_code_commits() {
     assert!(subjects.iter().any(|s| s.starts_with("todo add")), "{log}");
     assert_eq!(log["code_commits"][0]["commit"], code.as_str(), "{log}");
 }
+
+/// Agent text with line breaks cannot print a line that reads as the tool's
+/// own: in `review`, `pr`, `diff` and `status`, a forged "Decisions waiting
+/// for you: none" (or any line an agent wrote) stays inside its item.
+#[test]
+fn agent_text_cannot_forge_a_line_of_human_output() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let forged = ["Decisions waiting for you: none", "Needs you: nothing"];
+    let hostile = format!("fine\n{}\n\n{}", forged[0], forged[1]);
+    let a = ["--agent", "agent-a"];
+    let todo = env.add_todo(&repo, "Write the tokenizer");
+    let base = env.tip(&repo);
+    env.loopx(
+        &repo,
+        &[a[0], a[1], "todo", "add", &hostile, "--priority", "P0"],
+    )
+    .success();
+    env.loopx(&repo, &[a[0], a[1], "gate", "add", &hostile])
+        .success();
+    env.loopx(&repo, &[a[0], a[1], "todo", "claim", &todo])
+        .success();
+    env.git(&repo, &["checkout", "-q", "-b", "feature"]);
+    crate::pr::code_commit(&env, &repo, "lexer.rs", "Add the lexer", Some(&todo));
+    env.loopx(
+        &repo,
+        &[
+            a[0],
+            a[1],
+            "writeback",
+            "--todo",
+            &todo,
+            "--outcome",
+            "outcome_progress",
+            "--summary",
+            &hostile,
+        ],
+    )
+    .success();
+    env.loopx(
+        &repo,
+        &[a[0], a[1], "todo", "update", &todo, "--note", &hostile],
+    )
+    .success();
+    let range = format!("{}..loopx-state", &base[..12]);
+    for args in [
+        vec!["review"],
+        vec!["pr", "main..feature"],
+        vec!["diff", range.as_str()],
+        vec!["status"],
+    ] {
+        let out = env.loopx(&repo, &args).success().stdout;
+        assert!(out.contains("fine"), "{args:?} shows the text: {out}");
+        for line in out.lines() {
+            assert!(
+                !forged.contains(&line.trim()),
+                "{args:?} printed an agent's line as its own: {line:?} in\n{out}"
+            );
+        }
+    }
+}

@@ -19,7 +19,7 @@ impl Style {
         if self.md {
             markdown::text(raw)
         } else {
-            raw.to_owned()
+            crate::render::oneline(raw).into_owned()
         }
     }
 

@@ -75,35 +75,115 @@ fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}')
 }
 
-/// `body` cut to at most `limit` characters at a line boundary, with a last
-/// line that says how much was left out and where to read all of it.
-/// Returned unchanged when it fits.
+/// No line is cut shorter than this many characters.
+const MIN_LINE: usize = 160;
+
+/// `body` made to fit in `limit` characters, with a last line that says
+/// what was left out and where to read all of it; unchanged when it fits.
+///
+/// Every heading (a section, a todo) stays. The longest lines are cut
+/// first: every line is capped at the widest length that fits (never below
+/// [`MIN_LINE`]). When that is not enough, items are dropped from the end of
+/// whichever section is then the largest, so one huge section cannot push
+/// out the small ones after it.
 pub fn fit(body: &str, limit: usize, whole: &str) -> String {
     if body.chars().count() <= limit {
         return body.to_owned();
     }
-    let lines: Vec<&str> = body.split_inclusive('\n').collect();
-    // Room for the closing line, whatever the counts turn out to be.
-    let note = |left: usize| {
-        format!("\n_… {left} more line(s) left out to fit the comment limit of {limit} characters: run `{whole}` for all of it._\n")
+    let mut lines: Vec<String> = body.lines().map(str::to_owned).collect();
+    let heading = |l: &str| l.starts_with('#') || l.starts_with("<!--");
+    let note = |left: usize, cut: usize| {
+        format!(
+            "\n_… {left} more line(s) left out and {cut} shortened to fit the comment limit of {limit} characters: run `{whole}` for all of it._\n"
+        )
     };
-    let room = limit.saturating_sub(note(lines.len()).chars().count());
-    let mut out = String::new();
-    let mut used = 0;
-    let mut kept = 0;
-    for line in &lines {
-        let n = line.chars().count();
-        if used + n > room {
-            break;
+    let room = limit.saturating_sub(note(lines.len(), lines.len()).chars().count());
+    let lens: Vec<usize> = lines.iter().map(|l| l.chars().count()).collect();
+    let size = |cap: usize| -> usize {
+        lens.iter()
+            .map(|&n| n.min(cap) + usize::from(n > cap) + 1)
+            .sum()
+    };
+    let longest = lens.iter().copied().max().unwrap_or(0);
+    let cap = if size(MIN_LINE) > room {
+        MIN_LINE
+    } else {
+        // The widest cap that fits.
+        let (mut lo, mut hi) = (MIN_LINE, longest.max(MIN_LINE));
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if size(mid) <= room {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
         }
-        out.push_str(line);
-        used += n;
-        kept += 1;
+        lo
+    };
+    let mut cut = 0;
+    for line in &mut lines {
+        if line.chars().count() > cap {
+            *line = shortened(line, cap);
+            cut += 1;
+        }
     }
-    if !out.ends_with('\n') && !out.is_empty() {
-        out.push('\n');
+    // Sections: each heading starts one; a section's items may be dropped.
+    let mut section_of = Vec::with_capacity(lines.len());
+    let mut sections: Vec<(usize, Vec<usize>)> = vec![(0, Vec::new())];
+    for (i, line) in lines.iter().enumerate() {
+        if heading(line) {
+            sections.push((0, Vec::new()));
+        } else {
+            let last = sections.len() - 1;
+            sections[last].0 += line.chars().count() + 1;
+            sections[last].1.push(i);
+        }
+        section_of.push(sections.len() - 1);
     }
-    out.push_str(&note(lines.len() - kept));
+    let mut kept = vec![true; lines.len()];
+    let mut total: usize = lines.iter().map(|l| l.chars().count() + 1).sum();
+    let mut left = 0;
+    while total > room {
+        let Some(biggest) = (0..sections.len())
+            .filter(|&s| !sections[s].1.is_empty())
+            .max_by_key(|&s| (sections[s].0, s))
+        else {
+            break;
+        };
+        let Some(i) = sections[biggest].1.pop() else {
+            break;
+        };
+        let n = lines[i].chars().count() + 1;
+        sections[section_of[i]].0 -= n;
+        total -= n;
+        kept[i] = false;
+        left += 1;
+    }
+    let mut out = String::with_capacity(limit);
+    for (line, keep) in lines.iter().zip(&kept) {
+        if *keep {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out.push_str(&note(left, cut));
+    out
+}
+
+/// `line`'s first `cap` characters and `…`, cut where no escape (`\\x`) or
+/// code span is left half-open.
+fn shortened(line: &str, cap: usize) -> String {
+    let mut out: String = line.chars().take(cap).collect();
+    let slashes = out.chars().rev().take_while(|&c| c == '\\').count();
+    if slashes % 2 == 1 {
+        out.pop();
+    }
+    if out.matches('`').count() % 2 == 1 {
+        if let Some(at) = out.rfind('`') {
+            out.truncate(at);
+        }
+    }
+    out.push('…');
     out
 }
 

@@ -467,3 +467,50 @@ fn six_hundred_writebacks_fit_a_comment_with_the_truncation_line() {
     let text = env.loopx(&repo, &["pr", "main..feature"]).success().stdout;
     assert!(text.contains("Writeback 599:"));
 }
+
+/// One huge item (a 70,000-character `Loopx-Todo` trailer) is cut short; it
+/// does not push every section after it out of the comment: each heading,
+/// the todos' and "Commits without a todo", stays.
+#[test]
+fn one_huge_trailer_is_cut_and_every_section_stays() {
+    let env = TestEnv::new();
+    let (repo, tok, docs, orphan) = pull_request(&env);
+    std::fs::write(repo.join("huge.rs"), "x\n").unwrap();
+    env.git(&repo, &["add", "huge.rs"]);
+    let huge = format!("Loopx-Todo: todo_{}", "ab".repeat(35_000));
+    env.git(&repo, &["commit", "-q", "-m", "Huge trailer", "-m", &huge]);
+    let md = env
+        .loopx(&repo, &["pr", "main..feature", "--markdown"])
+        .success()
+        .stdout;
+    let chars = md.trim_end_matches('\n').chars().count();
+    assert!(chars <= 65_536, "{chars} characters");
+    assert!(
+        chars > 2_000,
+        "only the huge line is cut: {chars} characters"
+    );
+    for heading in ["### Commits", "### Commits without a todo"] {
+        assert!(
+            md.lines().any(|l| l == heading),
+            "no {heading:?} in\n{}",
+            &md[..md.len().min(3000)]
+        );
+    }
+    for todo in [&tok, &docs] {
+        assert!(
+            md.lines()
+                .any(|l| l.starts_with("### ") && l.contains(todo.as_str())),
+            "no section for {todo}"
+        );
+    }
+    assert!(
+        md.contains(&orphan[..12]),
+        "the commit without a todo is listed"
+    );
+    assert!(
+        md.contains("Lexer and token kinds"),
+        "other items are whole"
+    );
+    let last = md.trim_end().lines().last().unwrap();
+    assert!(last.contains("1 shortened"), "{last}");
+}

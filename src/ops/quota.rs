@@ -79,10 +79,22 @@ pub fn spend(
                     })
                     .collect();
                 candidates.sort_by(|a, b| (a.at, a.id).cmp(&(b.at, b.id)));
-                let preferred = turn
-                    .as_deref()
-                    .and_then(|t| candidates.iter().rev().find(|r| r.turn == Some(t)));
-                match preferred.or(candidates.last()) {
+                // A turn's spend charges that turn's writeback, never an
+                // older one: charged now, the turn's own could never be.
+                if let Some(t) = turn.as_deref() {
+                    if !candidates.iter().any(|r| r.turn == Some(t)) {
+                        return Err(Refusal::new(
+                            Code::NothingToSpend,
+                            format!("turn {t} of {agent} has no unspent accountable writeback"),
+                        )
+                        .with_hint(format!(
+                            "write back first (`git loopx writeback --turn {t} --outcome outcome_progress …`), then spend; quiet turns never spend"
+                        ))
+                        .into());
+                    }
+                    candidates.retain(|r| r.turn == Some(t));
+                }
+                match candidates.last() {
                     Some(r) => gs.runs[r.id].clone(),
                     None => {
                         return Err(Refusal::new(Code::NothingToSpend, format!("{agent} has no unspent accountable writeback"))

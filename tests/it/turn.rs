@@ -399,3 +399,54 @@ fn prompt_and_status_read_well() {
     assert_eq!(json["runtime"], "codex");
     assert_eq!(json["todo"]["id"], t1.as_str());
 }
+
+/// `quota spend --turn K` before K's writeback is refused and writes
+/// nothing: it used to charge an older unspent writeback, after which K's
+/// own could never be charged.
+#[test]
+fn a_turns_spend_waits_for_that_turns_writeback() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let todo = env.add_todo(&repo, "tokenizer");
+    let run = |args: &[&str]| {
+        let mut all = vec!["--json", "--agent", "agent-a"];
+        all.extend_from_slice(args);
+        env.loopx_at(&repo, T0, &all)
+    };
+    run(&["todo", "claim", &todo]).success();
+    let writeback = |turn: &str| {
+        run(&[
+            "writeback",
+            "--todo",
+            &todo,
+            "--turn",
+            turn,
+            "--outcome",
+            "outcome_progress",
+            "--summary",
+            turn,
+        ])
+        .success()
+        .json()["run"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let first = writeback("t-1");
+    let tip = env.tip(&repo);
+    let refused = run(&["quota", "spend", "--turn", "t-2"]).failure(1).json();
+    assert_eq!(refused["error"]["code"], "nothing_to_spend", "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("t-2"),
+        "{refused}"
+    );
+    assert_eq!(env.tip(&repo), tip, "a refused spend writes nothing");
+    let second = writeback("t-2");
+    let spend = run(&["quota", "spend", "--turn", "t-2"]).success().json();
+    assert_eq!(spend["spend"]["writeback"], second.as_str(), "{spend}");
+    let spend = run(&["quota", "spend", "--turn", "t-1"]).success().json();
+    assert_eq!(spend["spend"]["writeback"], first.as_str(), "{spend}");
+}

@@ -12,6 +12,9 @@ use crate::Result;
 #[derive(Debug, Serialize)]
 pub struct ReviewReport {
     pub goal: String,
+    /// Whether `goal` is the default goal (commands about another goal
+    /// need `--goal <id>`).
+    pub default: bool,
     pub objective: String,
     /// The state commit reviewed last (or `--since`); `None` reviews everything.
     pub since: Option<Oid>,
@@ -175,6 +178,7 @@ pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewRep
         acked = true;
     }
     Ok(ReviewReport {
+        default: goal == state.meta.default_goal,
         goal,
         objective: gs.goal.objective.clone(),
         since,

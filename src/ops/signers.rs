@@ -182,7 +182,17 @@ pub fn signed_by_any(ctx: &Context, commit: &Oid, keys: &[String]) -> Result<boo
 /// The gates of the selected goal whose resolution does not count: resolved
 /// (done) at `tip`, but not by a commit a gate signer signed.
 pub fn unsigned_resolutions(ctx: &Context, tip: &Oid, state: &State) -> Result<BTreeSet<String>> {
-    let gs = ctx.goal(state)?;
+    unsigned_resolutions_of(ctx, tip, state, &ctx.goal(state)?.goal.id)
+}
+
+/// [`unsigned_resolutions`] of the goal `goal`.
+pub fn unsigned_resolutions_of(
+    ctx: &Context,
+    tip: &Oid,
+    state: &State,
+    goal: &str,
+) -> Result<BTreeSet<String>> {
+    let gs = &state.goals[goal];
     let resolved: Vec<&str> = gs
         .todos
         .all_facts()

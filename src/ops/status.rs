@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::model::quota::{self, Usage};
 use crate::model::{
-    select, Decision, GoalStatus, Priority, Role, Run, RunKind, Timestamp, Todo, TodoClass,
+    select, Decision, GoalStatus, Priority, Role, Run, RunKind, State, Timestamp, Todo, TodoClass,
     TodoCounts, TodoStatus,
 };
 use crate::ops::Context;
@@ -21,6 +21,9 @@ pub struct GoalSummary {
     pub id: String,
     pub objective: String,
     pub status: GoalStatus,
+    /// Whether this is the default goal (commands about another goal need
+    /// `--goal <id>`).
+    pub default: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_action: Option<String>,
 }
@@ -141,12 +144,43 @@ fn line(todo: &Todo, now: Timestamp) -> TodoLine {
     }
 }
 
+/// Every goal's status, the default goal first, then by id.
+#[derive(Debug, Serialize)]
+pub struct AllReport {
+    pub commit: Oid,
+    pub goals: Vec<StatusReport>,
+}
+
 pub fn status(ctx: &Context) -> Result<StatusReport> {
-    let (tip, mut state) = ctx.load()?;
+    let (tip, state) = ctx.load()?;
     let goal_id = ctx.goal(&state)?.goal.id.clone();
-    let unsigned = crate::ops::signers::unsigned_resolutions(ctx, &tip, &state)?;
-    crate::ops::signers::reopen(&mut state, &goal_id, &unsigned);
-    let gs = ctx.goal(&state)?;
+    of_goal(ctx, tip, &state, &goal_id)
+}
+
+/// `status --all`: [`status`] of every goal.
+pub fn status_all(ctx: &Context) -> Result<AllReport> {
+    let (tip, state) = ctx.load()?;
+    let mut ids: Vec<String> = state.goals.keys().cloned().collect();
+    ids.sort_by_key(|id| (*id != state.meta.default_goal, id.clone()));
+    let goals = ids
+        .iter()
+        .map(|id| of_goal(ctx, tip.clone(), &state, id))
+        .collect::<Result<_>>()?;
+    Ok(AllReport { commit: tip, goals })
+}
+
+fn of_goal(ctx: &Context, tip: Oid, state: &State, goal_id: &str) -> Result<StatusReport> {
+    let unsigned = crate::ops::signers::unsigned_resolutions_of(ctx, &tip, state, goal_id)?;
+    let reopened;
+    let state = if unsigned.is_empty() {
+        state
+    } else {
+        let mut copy = state.clone();
+        crate::ops::signers::reopen(&mut copy, goal_id, &unsigned);
+        reopened = copy;
+        &reopened
+    };
+    let gs = &state.goals[goal_id];
     let now = ctx.now;
     let mut todos: Vec<&Todo> = gs.todos.values().collect();
     todos.sort_by(|a, b| a.order_key().cmp(&b.order_key()));
@@ -226,6 +260,7 @@ pub fn status(ctx: &Context) -> Result<StatusReport> {
             id: gs.goal.id.clone(),
             objective: gs.goal.objective.clone(),
             status: gs.goal.status,
+            default: gs.goal.id == state.meta.default_goal,
             next_action: gs.goal.next_action.clone(),
         },
         counts: state.counts(&gs.goal.id, now),

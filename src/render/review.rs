@@ -59,7 +59,12 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
             code(&g.id),
             t(&g.text),
             code(&format!(
-                "git loopx gate resolve {} --approve|--reject",
+                "git loopx{} gate resolve {} --approve|--reject",
+                if r.default {
+                    String::new()
+                } else {
+                    format!(" --goal {}", r.goal)
+                },
                 g.id
             ))
         );

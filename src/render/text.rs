@@ -50,7 +50,7 @@ fn answer(g: &crate::ops::status::AnsweredLine) -> String {
     if let Some(at) = g.resolved_at {
         let _ = write!(out, " at {at}");
     }
-    let _ = write!(out, ": {}", g.question);
+    let _ = write!(out, ": {}", oneline(&g.question));
     if !g.counts {
         out.push_str("  [resolution not signed by a gate signer: still open]");
     }
@@ -61,14 +61,57 @@ pub fn status(r: &StatusReport) -> String {
     status_styled(r).0
 }
 
+/// `status --all`: a line per goal, then each goal's status in full.
+pub fn status_all(r: &crate::ops::status::AllReport) -> (String, Vec<super::style::Span>) {
+    let mut out = String::new();
+    let mut spans = Vec::new();
+    let _ = writeln!(out, "{} goal(s):", r.goals.len());
+    for g in &r.goals {
+        let state = match g.goal.status {
+            crate::model::GoalStatus::Active => "active",
+            crate::model::GoalStatus::Stopped => "stopped",
+            crate::model::GoalStatus::Done => "done",
+        };
+        let needs = g.gates.len() + g.user_actions.len();
+        let default = if g.goal.default { " (default)" } else { "" };
+        let _ = writeln!(
+            out,
+            "  {}{default}  {state}, {} need(s) you, {} ready, {} running, {} done: {}",
+            g.goal.id,
+            needs,
+            g.counts.ready,
+            g.counts.running,
+            g.counts.done,
+            oneline(&g.goal.objective)
+        );
+    }
+    for g in &r.goals {
+        let (text, more) = status_styled(g);
+        let _ = writeln!(out, "\n────────");
+        let at = out.len();
+        out.push_str(&text);
+        spans.extend(more.into_iter().map(|s| super::style::Span {
+            range: s.range.start + at..s.range.end + at,
+            role: s.role,
+        }));
+    }
+    (out, spans)
+}
+
 /// [`status`], with the `Needs you:` heading marked when something does.
 pub fn status_styled(r: &StatusReport) -> (String, Vec<super::style::Span>) {
     let mut spans = Vec::new();
     let mut out = String::new();
-    let paused = if r.goal.status == crate::model::GoalStatus::Stopped {
-        "  (STOPPED)"
+    let paused = match r.goal.status {
+        crate::model::GoalStatus::Stopped => "  (STOPPED)",
+        crate::model::GoalStatus::Done => "  (DONE)",
+        crate::model::GoalStatus::Active => "",
+    };
+    // Commands about a goal other than the default must name it.
+    let goal_flag = if r.goal.default {
+        String::new()
     } else {
-        ""
+        format!(" --goal {}", r.goal.id)
     };
     let _ = writeln!(
         out,
@@ -85,6 +128,9 @@ pub fn status_styled(r: &StatusReport) -> (String, Vec<super::style::Span>) {
         "Todos: {} ready, {} running, {} held by a gate, {} waiting, {} for you, {} deferred, {} done",
         c.ready, c.running, c.held_by_gate, c.waiting, c.for_user, c.deferred, c.done
     );
+    if r.goal.status == crate::model::GoalStatus::Done {
+        let _ = writeln!(out, "This goal is done: no agent will run for it.");
+    }
 
     if r.gates.is_empty() && r.user_actions.is_empty() {
         let _ = writeln!(out, "\nNeeds you: nothing");
@@ -111,7 +157,7 @@ pub fn status_styled(r: &StatusReport) -> (String, Vec<super::style::Span>) {
             }
             let _ = writeln!(
                 out,
-                "      answer: git loopx gate resolve {} --approve|--reject [--note …]",
+                "      answer: git loopx{goal_flag} gate resolve {} --approve|--reject [--note …]",
                 g.id
             );
         }

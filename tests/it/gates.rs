@@ -625,3 +625,63 @@ fn a_goal_can_reserve_done_and_stop_for_the_person() {
         serde_json::json!(["done", "stop"])
     );
 }
+
+/// `status --goal perf` prints answer commands that work as pasted (they
+/// name `--goal perf`); `status --all` shows every goal, the default first;
+/// a done goal says so plainly.
+#[test]
+fn status_of_another_goal_prints_commands_that_work_and_all_shows_every_goal() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    env.loopx(
+        &repo,
+        &["goal", "add", "perf", "--objective", "Make it fast"],
+    )
+    .success();
+    env.loopx(&repo, &["--goal", "perf", "gate", "add", "Use SIMD?"])
+        .success();
+    for args in [["status", "--goal", "perf"], ["review", "--goal", "perf"]] {
+        let out = env.loopx(&repo, &args).success().stdout;
+        assert!(
+            out.contains("git loopx --goal perf gate resolve"),
+            "{args:?}: {out}"
+        );
+    }
+    let out = env
+        .loopx(&repo, &["status", "--goal", "perf"])
+        .success()
+        .stdout;
+    let pasted = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("answer: git loopx "))
+        .unwrap()
+        .replace("--approve|--reject [--note …]", "--approve");
+    let args: Vec<&str> = pasted.split_whitespace().collect();
+    env.loopx(&repo, &args).success();
+
+    let all = env
+        .loopx(&repo, &["--json", "status", "--all"])
+        .success()
+        .json();
+    let goals: Vec<&str> = all["goals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["goal"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(goals, ["main", "perf"], "{all}");
+    assert_eq!(all["goals"][0]["goal"]["default"], true);
+    assert_eq!(all["goals"][1]["answered"][0]["decision"], "approve");
+    env.loopx(&repo, &["--goal", "perf", "goal", "done"])
+        .success();
+    let text = env.loopx(&repo, &["status", "--all"]).success().stdout;
+    assert!(text.contains("perf  done,"), "{text}");
+    let text = env
+        .loopx(&repo, &["status", "--goal", "perf"])
+        .success()
+        .stdout;
+    assert!(
+        text.contains("(DONE)") && text.contains("This goal is done"),
+        "{text}"
+    );
+}

@@ -56,25 +56,26 @@ pub fn usage_with(gs: &GoalState, now: Timestamp, wanted: u32) -> Usage {
     let policy = &gs.goal.quota;
     let allowed = policy.allowed_slots();
     let spends = counted_spends(gs, now);
-    let spent: u32 = spends.iter().map(|r| r.slots.unwrap_or(1)).sum();
+    // Summed wide: spends of any size (an imported 2^31) never wrap.
+    let spent: u64 = spends.iter().map(|r| u64::from(r.slots.unwrap_or(1))).sum();
     let window = i64::from(policy.window_hours) * 3600;
-    let need = wanted.max(1);
+    let need = u64::from(wanted.max(1));
     let mut next_eligible_at = now;
-    if spent + need > allowed {
+    if spent + need > u64::from(allowed) {
         // Walk the oldest spends out of the window until `need` slots fit.
         // (When `need` exceeds `allowed` nothing ever fits; callers refuse that first.)
         let mut remaining = spent;
         for r in &spends {
-            remaining -= r.slots.unwrap_or(1);
+            remaining -= u64::from(r.slots.unwrap_or(1));
             next_eligible_at = r.at.plus_seconds(window);
-            if remaining + need <= allowed {
+            if remaining + need <= u64::from(allowed) {
                 break;
             }
         }
     }
     Usage {
         allowed_slots: allowed,
-        spent_slots: spent,
+        spent_slots: u32::try_from(spent).unwrap_or(u32::MAX),
         window_hours: policy.window_hours,
         next_eligible_at,
     }

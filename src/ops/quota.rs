@@ -135,7 +135,7 @@ pub fn spend(
             ))
             .into());
         }
-        if usage.spent_slots + slots > usage.allowed_slots {
+        if u64::from(usage.spent_slots) + u64::from(slots) > u64::from(usage.allowed_slots) {
             return Err(Refusal::new(
                 Code::Throttled,
                 format!(

@@ -34,8 +34,13 @@ fn copy_dir(from: &Path, to: &Path) {
 
 /// A copy of the committed fixture: (project dir, runtime root).
 fn fixture(env: &TestEnv) -> (PathBuf, PathBuf) {
+    fixture_at(env, "loopx-fixture")
+}
+
+/// [`fixture`], copied to `name` under the test's directory.
+fn fixture_at(env: &TestEnv, name: &str) -> (PathBuf, PathBuf) {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/loopx-2.1.1");
-    let dst = env.path("loopx-fixture");
+    let dst = env.path(name);
     copy_dir(&src, &dst);
     (dst.join("proj"), dst.join("home/.loopx"))
 }
@@ -384,4 +389,131 @@ fn a_state_made_by_the_reference_decides_the_same_after_import() {
         theirs["effective_action"]
     );
     assert_eq!(ours["quota"]["spent_slots"], theirs["quota"]["spent_slots"]);
+}
+
+/// `import` as a child that must end on its own within `limit`: killed and
+/// reported otherwise (a hang is the failure, not the test's).
+fn import_bounded(env: &TestEnv, repo: &Path, project: &Path, root: &Path) -> crate::env::Run {
+    use std::process::Stdio;
+    let limit = std::time::Duration::from_secs(60);
+    let mut child = env
+        .loopx_cmd(repo)
+        .env("LOOPX_NOW", FIXTURE_NOW)
+        .args(["--json", "import", "loopx"])
+        .arg(project)
+        .arg("--runtime-root")
+        .arg(root)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            child.kill().ok();
+            child.wait().ok();
+            panic!("import did not end within {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap().into()
+}
+
+/// Runs Python's sqlite3 on `db` with `sql`.
+fn sqlite(db: &Path, sql: &str) {
+    let status = Command::new("python3")
+        .args([
+            "-c",
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()",
+        ])
+        .arg(db)
+        .arg(sql)
+        .status()
+        .expect("python3 runs");
+    assert!(status.success());
+}
+
+/// A hostile LoopX state ends the import in bounded time and memory, with
+/// a refusal naming the file and nothing written: a FIFO in place of a
+/// store or a JSON file, a `head` that is a never-ending recursive view, one
+/// that builds a 900 MB value. Spends of 2^31 slots do not wrap the quota.
+#[test]
+fn hostile_loopx_state_fails_in_bounded_time_and_quota_sums_do_not_wrap() {
+    let env = TestEnv::new();
+    let repo = env.repo("r");
+    let store = |root: &Path| {
+        std::fs::read_dir(root.join("authority/sqlite-v0"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|x| x == "sqlite"))
+            .unwrap()
+    };
+    let mkfifo = |path: &Path| {
+        std::fs::remove_file(path).unwrap();
+        let status = Command::new("mkfifo").arg(path).status().unwrap();
+        assert!(status.success());
+    };
+    let refused = |out: crate::env::Run, name: &str| {
+        let json = out.failure(3).json();
+        assert_eq!(json["error"]["code"], "state_invalid", "{json}");
+        assert!(json.to_string().contains(name), "names {name}: {json}");
+        assert!(
+            !env.git_ok(&repo, &["rev-parse", "--verify", "-q", "loopx-state"]),
+            "nothing written"
+        );
+    };
+
+    let (project, root) = fixture_at(&env, "hostile-1");
+    let db = store(&root);
+    mkfifo(&db);
+    let name = db.file_name().unwrap().to_str().unwrap().to_owned();
+    refused(import_bounded(&env, &repo, &project, &root), &name);
+
+    let (project, root) = fixture_at(&env, "hostile-2");
+    mkfifo(&project.join(".loopx/registry.json"));
+    refused(
+        import_bounded(&env, &repo, &project, &root),
+        "registry.json",
+    );
+
+    for view in [
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT group_concat(x) AS projection FROM c",
+        "SELECT printf('%.*c', 900000000, 'x') AS projection",
+    ] {
+        let (project, root) = fixture_at(&env, &format!("hostile-3-{}", view.len()));
+        let db = store(&root);
+        sqlite(
+            &db,
+            &format!("DROP TABLE head; CREATE VIEW head AS {view};"),
+        );
+        let name = db.file_name().unwrap().to_str().unwrap().to_owned();
+        refused(import_bounded(&env, &repo, &project, &root), &name);
+    }
+
+    let (project, root) = fixture_at(&env, "hostile-4");
+    let runs = root.join("goals/bench-goal/runs");
+    for entry in std::fs::read_dir(&runs).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace("\"slots\": 1", "\"slots\": 2147483648")).unwrap();
+    }
+    let out = import_bounded(&env, &repo, &project, &root);
+    if out.code == 0 {
+        let status = env
+            .loopx_at(
+                &repo,
+                FIXTURE_NOW,
+                &["--json", "--goal", "bench-goal", "status"],
+            )
+            .success()
+            .json();
+        let quota = &status["quota"];
+        assert!(
+            quota["spent_slots"].as_u64() >= quota["allowed_slots"].as_u64(),
+            "2^31-slot spends throttle the goal: {quota}"
+        );
+    } else {
+        let json = out.failure(3).json();
+        assert!(json.to_string().contains("slots"), "{json}");
+    }
 }

@@ -75,7 +75,32 @@ fn invalid(file: &Path, what: impl std::fmt::Display) -> crate::Error {
     .into()
 }
 
+/// The most a JSON file or a store's head projection may hold: far above
+/// any real LoopX state, far below what would exhaust memory.
+const MAX_BYTES: u64 = 64 << 20;
+
+/// Refuses anything but a regular file of at most [`MAX_BYTES`] (a FIFO or
+/// a device would block the read forever, or never end).
+fn regular(file: &Path) -> Result<()> {
+    let meta =
+        std::fs::metadata(file).map_err(|e| invalid(file, format!("cannot read it: {e}")))?;
+    if !meta.is_file() {
+        return Err(invalid(file, "not a regular file"));
+    }
+    if meta.len() > MAX_BYTES {
+        return Err(invalid(
+            file,
+            format!(
+                "{} bytes, more than the {MAX_BYTES} an import reads",
+                meta.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn read_json(file: &Path) -> Result<Value> {
+    regular(file)?;
     let bytes = std::fs::read(file).map_err(|e| invalid(file, format!("cannot read it: {e}")))?;
     serde_json::from_slice(&bytes).map_err(|e| invalid(file, format!("not valid JSON: {e}")))
 }
@@ -103,7 +128,7 @@ fn opt_string(obj: &Map<String, Value>, key: &str) -> Option<String> {
 /// with its runtime root.
 pub fn read(project: &Path, runtime_root: &Path) -> Result<Source> {
     let registry = project.join(".loopx").join("registry.json");
-    if !registry.is_file() {
+    if !registry.exists() {
         return Err(Refusal::new(
             Code::StateMissing,
             format!(
@@ -205,13 +230,39 @@ fn read_stores(runtime_root: &Path) -> Result<BTreeMap<String, (PathBuf, Value)>
 
 /// The goal id and head projection of one SQLite authority store, opened
 /// read-only.
+///
+/// Bounded: only a regular file is opened, `metadata` and `head` must be
+/// tables (a view may compute without end), and no value may be longer than
+/// [`MAX_BYTES`] (SQLite's length limit, so a huge one is never built).
 fn read_store(file: &Path) -> Result<(String, Value)> {
+    use rusqlite::limits::Limit;
     use rusqlite::OpenFlags;
+    regular(file)?;
     let db = rusqlite::Connection::open_with_flags(
         file,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(|e| invalid(file, format!("cannot open the SQLite store: {e}")))?;
+    db.set_limit(Limit::SQLITE_LIMIT_LENGTH, MAX_BYTES as i32)
+        .map_err(|e| invalid(file, format!("cannot bound the SQLite store: {e}")))?;
+    for table in ["metadata", "head"] {
+        let kind: Option<String> = db
+            .query_row(
+                "SELECT type FROM sqlite_master WHERE name = ?1",
+                [table],
+                |r| r.get(0),
+            )
+            .ok();
+        if kind.as_deref() != Some("table") {
+            return Err(invalid(
+                file,
+                format!(
+                    "`{table}` is {}, not a table",
+                    kind.map_or("missing".to_owned(), |k| format!("a {k}"))
+                ),
+            ));
+        }
+    }
     let goal: String = db
         .query_row("SELECT goal_id FROM metadata", [], |r| r.get(0))
         .map_err(|e| invalid(file, format!("table `metadata`, column `goal_id`: {e}")))?;

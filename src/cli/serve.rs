@@ -39,7 +39,8 @@ pub struct Args {
     /// as stale: 30m, 2h, 1d.
     #[arg(long, default_value = "30m", value_name = "DURATION", value_parser = duration)]
     pub stale_after: i64,
-    /// Threads answering requests.
+    /// Threads building answers, each with the repository open (the
+    /// connections themselves are served on threads of their own).
     #[arg(long, default_value_t = 4, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
     pub workers: u16,
 }

@@ -1,15 +1,13 @@
-//! Requests to routes and answers to responses: the part of `serve` that
-//! knows HTTP (methods, headers, status codes), over `tiny_http`.
+//! Requests to routes and answers to replies: what the dashboard says in
+//! HTTP (methods, `Host`, status codes, headers). Reading requests from and
+//! writing replies to a connection is [`super::wire`]'s.
 
-use std::io::Cursor;
+use std::sync::Arc;
 
-use tiny_http::{Header, Method, Request, Response};
-
+use super::wire::{Refused, Reply, Request};
 use super::{Answer, Route};
 use crate::model::Code;
 use crate::Error;
-
-type Reply = Response<Cursor<Vec<u8>>>;
 
 /// The page, with `nonce` marking its own script and style.
 pub fn page(nonce: &str) -> String {
@@ -87,15 +85,27 @@ pub fn loopback_host(host: &str, port: u16) -> bool {
     name_ok && given_port.is_none_or(|p| p == port.to_string())
 }
 
-fn header(name: &str, value: &str) -> Header {
-    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("ASCII header")
+/// A reply with the headers every answer carries.
+fn reply(status: u16, body: Arc<Vec<u8>>) -> Reply {
+    Reply {
+        status,
+        headers: vec![
+            ("X-Content-Type-Options", "nosniff".into()),
+            ("Referrer-Policy", "no-referrer".into()),
+            ("X-Frame-Options", "DENY".into()),
+        ],
+        body,
+    }
 }
 
-fn with_common(reply: Reply) -> Reply {
-    reply
-        .with_header(header("X-Content-Type-Options", "nosniff"))
-        .with_header(header("Referrer-Policy", "no-referrer"))
-        .with_header(header("X-Frame-Options", "DENY"))
+fn json_reply(status: u16, body: Arc<Vec<u8>>, etag: Option<&str>) -> Reply {
+    let reply = reply(status, body)
+        .with_header("Content-Type", "application/json; charset=utf-8")
+        .with_header("Cache-Control", "no-cache");
+    match etag {
+        Some(etag) => reply.with_header("ETag", etag),
+        None => reply,
+    }
 }
 
 fn error_reply(status: u16, code: Code, message: &str, hint: Option<&str>) -> Reply {
@@ -103,18 +113,18 @@ fn error_reply(status: u16, code: Code, message: &str, hint: Option<&str>) -> Re
         "ok": false,
         "error": { "code": code.as_str(), "message": message, "hint": hint, "detail": null },
     });
-    json_reply(status, body.to_string().into_bytes(), None)
+    json_reply(status, Arc::new(body.to_string().into_bytes()), None)
 }
 
-fn json_reply(status: u16, body: Vec<u8>, etag: Option<&str>) -> Reply {
-    let mut reply = Response::from_data(body)
-        .with_status_code(status)
-        .with_header(header("Content-Type", "application/json; charset=utf-8"))
-        .with_header(header("Cache-Control", "no-cache"));
-    if let Some(etag) = etag {
-        reply = reply.with_header(header("ETag", etag));
-    }
-    with_common(reply)
+/// The answer to a request head the connection refused (its bounds, its
+/// framing): the same JSON error object as any other refusal.
+pub fn refusal(refused: &Refused) -> Reply {
+    let hint = match refused.status {
+        413 | 501 => Some("the dashboard takes no request body: GET its pages"),
+        414 | 431 => Some("the dashboard's requests are short: GET /, /dashboard.json"),
+        _ => None,
+    };
+    error_reply(refused.status, Code::InvalidInput, refused.why, hint)
 }
 
 /// The HTTP status a refusal or a state problem answers with.
@@ -127,23 +137,17 @@ fn status_of(err: &Error) -> u16 {
     }
 }
 
-/// Answers `request`: `json` builds a JSON route's answer (given the
-/// request's `If-None-Match`); with `loopback_port`, a `Host` that is not a
-/// loopback name at that port is refused.
+/// Answers `request` (a `HEAD` as its `GET`: the writer leaves the body
+/// out). `json` builds a JSON route's answer, given the request's
+/// `If-None-Match`; with `loopback_port`, a `Host` that is not a loopback
+/// name at that port is refused.
 pub fn answer(
     request: &Request,
     json: &mut dyn FnMut(&Route, Option<&str>) -> Answer,
     loopback_port: Option<u16>,
 ) -> Reply {
-    let find = |name: &'static str| {
-        request
-            .headers()
-            .iter()
-            .find(|h| h.field.equiv(name))
-            .map(|h| h.value.as_str().to_owned())
-    };
-    if let (Some(port), Some(host)) = (loopback_port, find("Host")) {
-        if !loopback_host(&host, port) {
+    if let (Some(port), Some(host)) = (loopback_port, request.header("Host")) {
+        if !loopback_host(host, port) {
             return error_reply(
                 403,
                 Code::InvalidInput,
@@ -152,49 +156,41 @@ pub fn answer(
             );
         }
     }
-    if *request.method() != Method::Get {
+    if !matches!(request.method.as_str(), "GET" | "HEAD") {
         let reply = error_reply(
             405,
             Code::InvalidInput,
             &format!(
                 "{} is not allowed: the dashboard is read-only",
-                request.method()
+                request.method
             ),
-            Some("only GET"),
+            Some("only GET (and HEAD)"),
         );
-        return reply.with_header(header("Allow", "GET"));
+        return reply.with_header("Allow", "GET, HEAD");
     }
-    let Some(route) = route(request.url()) else {
+    let Some(route) = route(&request.target) else {
         return error_reply(
             404,
             Code::InvalidInput,
-            &format!("no such page: {}", request.url()),
+            &format!("no such page: {}", request.target),
             Some("/, /status.json, /dashboard.json, /diff/<commit>.json, /healthz"),
         );
     };
     if route == Route::Page {
         let nonce = nonce();
-        let reply = Response::from_string(page(&nonce))
-            .with_header(header("Content-Type", "text/html; charset=utf-8"))
-            .with_header(header("Cache-Control", "no-store"))
-            .with_header(header(
-                "Content-Security-Policy",
-                &content_security_policy(&nonce),
-            ));
-        return with_common(reply);
+        return reply(200, Arc::new(page(&nonce).into_bytes()))
+            .with_header("Content-Type", "text/html; charset=utf-8")
+            .with_header("Cache-Control", "no-store")
+            .with_header("Content-Security-Policy", content_security_policy(&nonce));
     }
-    match json(&route, find("If-None-Match").as_deref()) {
-        Answer::NotModified(etag) => with_common(
-            Response::from_data(Vec::new())
-                .with_status_code(304)
-                .with_header(header("ETag", &etag)),
-        ),
-        Answer::Json { etag, body } => json_reply(200, body.to_vec(), Some(&etag)),
+    match json(&route, request.header("If-None-Match")) {
+        Answer::NotModified(etag) => reply(304, Arc::default()).with_header("ETag", etag),
+        Answer::Json { etag, body } => json_reply(200, body, Some(&etag)),
         Answer::Failed(err) => {
             let body = crate::render::error_json(&err, None)
                 .to_string()
                 .into_bytes();
-            json_reply(status_of(&err), body, None)
+            json_reply(status_of(&err), Arc::new(body), None)
         }
     }
 }

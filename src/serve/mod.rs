@@ -4,10 +4,11 @@
 //! `status --json`, `/diff/<commit>.json` is `diff <commit> --json` (with
 //! its text), `/dashboard.json` is [`ops::dashboard`], and `/` is one
 //! self-contained page (`page.html`) that draws them. Nothing here writes
-//! state: no route reaches a transaction. HTTP itself is `tiny_http`'s.
+//! state: no route reaches a transaction. `listen` accepts connections,
+//! `wire` speaks HTTP/1.1 on each within fixed bounds, `http` answers.
 //!
 //! Invariants:
-//! - only `GET`; any other method is 405, any other path 404;
+//! - only `GET` and `HEAD`; any other method is 405, any other path 404;
 //! - bound to loopback, a request whose `Host` is not a loopback name is
 //!   refused (403), so a web page elsewhere cannot read the state through
 //!   DNS rebinding;
@@ -15,12 +16,17 @@
 //!   the report's time; `If-None-Match` with it is a 304, so the page's
 //!   once-a-second poll costs one ref read while nothing moves;
 //! - state text is never spliced into HTML: the page builds text nodes, and
-//!   its Content-Security-Policy allows only its own nonce-marked script.
+//!   its Content-Security-Policy allows only its own nonce-marked script;
+//! - no client can stop it: requests are bounded in size and time, and
+//!   connections in number (see `wire` and `listen`); at most `workers`
+//!   answers are built at once, each worker with its own open repository.
 
 mod http;
+mod listen;
+mod wire;
 
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 
 use crate::model::Timestamp;
 use crate::ops::{self, Context};
@@ -36,7 +42,7 @@ pub struct Options {
     /// Whether `bind` was given explicitly (then `Host` is not checked).
     pub bind_given: bool,
     pub stale_after_seconds: i64,
-    /// Threads answering requests.
+    /// Threads building answers, each with its own open repository.
     pub workers: usize,
 }
 
@@ -68,21 +74,75 @@ impl Cache {
     }
 }
 
+/// A JSON route to answer, for a worker; the answer comes back on `reply`.
+struct Job {
+    route: Route,
+    if_none_match: Option<String>,
+    reply: mpsc::SyncSender<Answer>,
+}
+
+/// A worker: answers jobs from `queue` with a [`Context`] of its own (a
+/// store is not shared between threads) until the queue closes.
+fn work(
+    open: &(dyn Fn() -> Result<Context> + Sync),
+    clock: &(dyn Fn() -> Result<Timestamp> + Sync),
+    cache: &Cache,
+    options: &Options,
+    queue: &Mutex<mpsc::Receiver<Job>>,
+) {
+    let mut ctx = match open() {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            tracing::error!("serve: cannot open the repository: {e}");
+            return;
+        }
+    };
+    loop {
+        let job = queue.lock().unwrap_or_else(|e| e.into_inner()).recv();
+        let Ok(job) = job else { return };
+        let answer = respond(
+            &mut ctx,
+            clock,
+            cache,
+            options,
+            &job.route,
+            job.if_none_match.as_deref(),
+        );
+        // The connection may have gone meanwhile.
+        let _ = job.reply.send(answer);
+    }
+}
+
+/// Has a worker answer `route`, and waits for the answer.
+fn ask(jobs: &mpsc::Sender<Job>, route: &Route, if_none_match: Option<&str>) -> Answer {
+    let (reply, answer) = mpsc::sync_channel(1);
+    let job = Job {
+        route: route.clone(),
+        if_none_match: if_none_match.map(str::to_owned),
+        reply,
+    };
+    let answered = jobs.send(job).ok().and_then(|()| answer.recv().ok());
+    answered.unwrap_or_else(|| {
+        Answer::Failed(Error::invalid_input(
+            "the worker building this answer stopped: see the server's standard error",
+        ))
+    })
+}
+
 /// How many connections may wait to be accepted. std binds with 128; a
 /// burst of more connections than that loses SYNs, and each lost one costs
 /// its client a one-second retransmit (seen as a bimodal p95 in
 /// `examples/serve_bench.rs`). The kernel caps it at `net.core.somaxconn`.
 const BACKLOG: i32 = 1024;
 
-fn listen(addr: SocketAddr) -> std::io::Result<tiny_http::Server> {
+fn listen(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
     use socket2::{Domain, Socket, Type};
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
     #[cfg(unix)]
     socket.set_reuse_address(true)?;
     socket.bind(&addr.into())?;
     socket.listen(BACKLOG)?;
-    let listener: std::net::TcpListener = socket.into();
-    tiny_http::Server::from_listener(listener, None).map_err(std::io::Error::other)
+    Ok(socket.into())
 }
 
 /// Serves until the process is stopped. `open` makes one [`Context`] per
@@ -95,15 +155,14 @@ pub fn serve(
     ready: impl FnOnce(SocketAddr),
 ) -> Result<()> {
     let addr = SocketAddr::new(options.bind, options.port);
-    let server = listen(addr).map_err(|e| {
+    let listener = listen(addr).map_err(|e| {
         crate::model::Refusal::invalid_input(format!("cannot listen on {addr}: {e}")).with_hint(
             "another program may listen there: pick another --port, or --port 0 for a free one",
         )
     })?;
-    let bound = server
-        .server_addr()
-        .to_ip()
-        .ok_or_else(|| Error::invalid_input("the server has no IP address"))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| Error::invalid_input(format!("the server has no address: {e}")))?;
     // Refuse a broken repository before saying we listen.
     let first = open()?;
     ops::dashboard::tip(&first)?;
@@ -111,34 +170,26 @@ pub fn serve(
     ready(bound);
     let cache = Cache::default();
     let check_host = !options.bind_given || options.bind.is_loopback();
+    let (jobs, queue) = mpsc::channel();
+    let queue = Mutex::new(queue);
     std::thread::scope(|scope| {
         for _ in 0..options.workers.max(1) {
-            scope.spawn(|| {
-                let mut ctx = match open() {
-                    Ok(ctx) => ctx,
-                    Err(e) => {
-                        tracing::error!("serve: cannot open the repository: {e}");
-                        return;
-                    }
-                };
-                while let Ok(request) = server.recv() {
-                    let answer = http::answer(
-                        &request,
-                        &mut |route, tag| respond(&mut ctx, clock, &cache, options, route, tag),
-                        check_host.then_some(bound.port()),
-                    );
-                    if let Err(e) = request.respond(answer) {
-                        tracing::debug!("serve: answering: {e}");
-                    }
-                }
-            });
+            scope.spawn(|| work(open, clock, &cache, options, &queue));
         }
+        let answer = |request: &wire::Request| {
+            http::answer(
+                request,
+                &mut |route, tag| ask(&jobs, route, tag),
+                check_host.then_some(bound.port()),
+            )
+        };
+        listen::run(&listener, &wire::Limits::default(), &answer, &http::refusal);
     });
     Ok(())
 }
 
 /// A route the server knows, parsed from the request line.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Route {
     Page,
     Status { goal: Option<String> },

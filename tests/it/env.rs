@@ -71,6 +71,14 @@ pub fn path_with_loopx() -> std::ffi::OsString {
     std::env::join_paths(dirs).expect("PATH entries join")
 }
 
+/// The `git-loopx` binary under test: `LOOPX_TEST_BIN` names another build
+/// to run instead (to show that a test fails on an older binary).
+pub fn loopx_bin() -> PathBuf {
+    std::env::var_os("LOOPX_TEST_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_git-loopx").into())
+}
+
 /// Runs `cmd` with `stdin` written to its standard input (a hook's JSON).
 pub fn run_with_stdin(cmd: &mut Command, stdin: &[u8]) -> Run {
     use std::io::Write as _;
@@ -194,13 +202,10 @@ impl TestEnv {
         out.status.success()
     }
 
-    /// A `git-loopx` command in `dir`, hermetic, with `LOOPX_NOW` set.
-    /// `LOOPX_TEST_BIN` names another build to run instead (to show that a
-    /// test fails on an older binary).
+    /// A `git-loopx` command ([`loopx_bin`]) in `dir`, hermetic, with
+    /// `LOOPX_NOW` set.
     pub fn loopx_cmd(&self, dir: &Path) -> Command {
-        let bin = std::env::var_os("LOOPX_TEST_BIN")
-            .unwrap_or_else(|| env!("CARGO_BIN_EXE_git-loopx").into());
-        let mut cmd = Command::new(bin);
+        let mut cmd = Command::new(loopx_bin());
         self.hermetic(&mut cmd);
         cmd.current_dir(dir).env("LOOPX_NOW", &self.now);
         cmd

@@ -50,6 +50,8 @@ mod runtimes;
 mod scope;
 #[cfg(feature = "serve")]
 mod serve;
+#[cfg(feature = "serve")]
+mod serve_hostile;
 mod state_diff;
 mod sync;
 mod turn;

@@ -9,7 +9,7 @@
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -18,9 +18,9 @@ use crate::env::TestEnv;
 use crate::webdriver::Browser;
 
 /// A running `git loopx serve`, stopped when dropped.
-struct Serving {
-    child: Child,
-    url: String,
+pub(crate) struct Serving {
+    pub(crate) child: Child,
+    pub(crate) url: String,
     stderr: Option<std::process::ChildStderr>,
 }
 
@@ -32,11 +32,31 @@ impl Drop for Serving {
 }
 
 impl Serving {
-    fn start(env: &TestEnv, dir: &Path, args: &[&str]) -> Serving {
-        let mut child = env
-            .loopx_cmd(dir)
+    pub(crate) fn start(env: &TestEnv, dir: &Path, args: &[&str]) -> Serving {
+        let mut cmd = env.loopx_cmd(dir);
+        cmd.args(["serve", "--port", "0"]).args(args);
+        Serving::spawn(cmd)
+    }
+
+    /// `git loopx serve` with at most `files` open file descriptors
+    /// (`ulimit -n`, set by a shell that then becomes the server).
+    pub(crate) fn start_with_open_files(
+        env: &TestEnv,
+        dir: &Path,
+        files: u32,
+        args: &[&str],
+    ) -> Serving {
+        let mut cmd = env.command(Path::new("sh"), dir);
+        cmd.args(["-c", r#"ulimit -n "$1" && shift && exec "$@""#, "sh"])
+            .arg(files.to_string())
+            .arg(crate::env::loopx_bin())
             .args(["serve", "--port", "0"])
-            .args(args)
+            .args(args);
+        Serving::spawn(cmd)
+    }
+
+    fn spawn(mut cmd: Command) -> Serving {
+        let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -56,16 +76,16 @@ impl Serving {
         Serving { child, url, stderr }
     }
 
-    fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.url.rsplit(':').next().unwrap().parse().unwrap()
     }
 
-    fn get(&self, path: &str) -> (u16, Value) {
+    pub(crate) fn get(&self, path: &str) -> (u16, Value) {
         request(&self.url, "GET", path)
     }
 }
 
-fn request(base: &str, method: &str, path: &str) -> (u16, Value) {
+pub(crate) fn request(base: &str, method: &str, path: &str) -> (u16, Value) {
     let answer = ureq::request(method, &format!("{base}{path}"))
         .timeout(Duration::from_secs(60))
         .call();
@@ -79,7 +99,7 @@ fn request(base: &str, method: &str, path: &str) -> (u16, Value) {
 }
 
 /// The status line of a request sent by hand, with `host` as its `Host`.
-fn status_line_with_host(port: u16, host: &str) -> String {
+pub(crate) fn status_line_with_host(port: u16, host: &str) -> String {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connects");
     write!(
         stream,
@@ -613,7 +633,7 @@ fn other_paths_are_404_other_methods_405_and_nothing_is_written() {
         assert_eq!(body["ok"], false);
     }
     let tip = env.tip(&dir);
-    for method in ["POST", "PUT", "DELETE", "PATCH", "HEAD"] {
+    for method in ["POST", "PUT", "DELETE", "PATCH", "OPTIONS"] {
         for path in ["/", "/status.json", &format!("/diff/{tip}.json")] {
             let (status, _) = request(&serving.url, method, path);
             assert_eq!(status, 405, "{method} {path}");

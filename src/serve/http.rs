@@ -2,6 +2,7 @@
 //! HTTP (methods, `Host`, status codes, headers). Reading requests from and
 //! writing replies to a connection is [`super::wire`]'s.
 
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use super::wire::{Refused, Reply, Request};
@@ -72,8 +73,9 @@ pub fn route(url: &str) -> Option<Route> {
     }
 }
 
-/// Whether `host` (a `Host` header) names this machine's loopback at `port`.
-pub fn loopback_host(host: &str, port: u16) -> bool {
+/// Whether `host` (a `Host` header) names this server on loopback at its
+/// port: `127.0.0.1`, `localhost`, `[::1]`, or the address it is bound to.
+pub fn loopback_host(host: &str, bound: SocketAddr) -> bool {
     let host = host.trim().to_ascii_lowercase();
     let (name, given_port) = match host.rsplit_once(':') {
         Some((name, p)) if !name.ends_with(':') && p.bytes().all(|b| b.is_ascii_digit()) => {
@@ -81,8 +83,12 @@ pub fn loopback_host(host: &str, port: u16) -> bool {
         }
         _ => (host.clone(), None),
     };
-    let name_ok = matches!(name.as_str(), "127.0.0.1" | "localhost" | "[::1]");
-    name_ok && given_port.is_none_or(|p| p == port.to_string())
+    let own = match bound.ip() {
+        IpAddr::V4(ip) => ip.to_string(),
+        IpAddr::V6(ip) => format!("[{ip}]"),
+    };
+    let name_ok = matches!(name.as_str(), "127.0.0.1" | "localhost" | "[::1]") || name == own;
+    name_ok && given_port.is_none_or(|p| p == bound.port().to_string())
 }
 
 /// A reply with the headers every answer carries.
@@ -139,15 +145,15 @@ fn status_of(err: &Error) -> u16 {
 
 /// Answers `request` (a `HEAD` as its `GET`: the writer leaves the body
 /// out). `json` builds a JSON route's answer, given the request's
-/// `If-None-Match`; with `loopback_port`, a `Host` that is not a loopback
-/// name at that port is refused.
+/// `If-None-Match`; with `check_host`, the address the server is bound to,
+/// a `Host` that is not a loopback name of it is refused.
 pub fn answer(
     request: &Request,
     json: &mut dyn FnMut(&Route, Option<&str>) -> Answer,
-    loopback_port: Option<u16>,
+    check_host: Option<SocketAddr>,
 ) -> Reply {
-    if let (Some(port), Some(host)) = (loopback_port, request.header("Host")) {
-        if !loopback_host(host, port) {
+    if let (Some(bound), Some(host)) = (check_host, request.header("Host")) {
+        if !loopback_host(host, bound) {
             return error_reply(
                 403,
                 Code::InvalidInput,
@@ -231,6 +237,7 @@ mod tests {
 
     #[test]
     fn only_loopback_hosts() {
+        let bound = SocketAddr::from(([127, 0, 0, 1], 8765));
         for ok in [
             "127.0.0.1:8765",
             "localhost:8765",
@@ -238,7 +245,7 @@ mod tests {
             "[::1]:8765",
             "127.0.0.1",
         ] {
-            assert!(loopback_host(ok, 8765), "{ok}");
+            assert!(loopback_host(ok, bound), "{ok}");
         }
         for bad in [
             "evil.example:8765",
@@ -246,9 +253,23 @@ mod tests {
             "127.0.0.1.evil.example",
             "localhost.:8765",
             "10.0.0.1:8765",
+            "127.0.0.2:8765",
             "",
         ] {
-            assert!(!loopback_host(bad, 8765), "{bad}");
+            assert!(!loopback_host(bad, bound), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_address_it_is_bound_to_is_a_loopback_host_too() {
+        let other = SocketAddr::from(([127, 0, 0, 2], 8765));
+        assert!(loopback_host("127.0.0.2:8765", other));
+        assert!(loopback_host("127.0.0.2", other));
+        assert!(loopback_host("127.0.0.1:8765", other));
+        assert!(!loopback_host("127.0.0.3:8765", other));
+        assert!(!loopback_host("127.0.0.2:8766", other));
+        let v6 = SocketAddr::from(([0, 0, 0, 0, 0, 0, 0, 1], 8765));
+        assert!(loopback_host("[::1]:8765", v6));
+        assert!(!loopback_host("[::2]:8765", v6));
     }
 }

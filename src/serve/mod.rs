@@ -9,9 +9,9 @@
 //!
 //! Invariants:
 //! - only `GET` and `HEAD`; any other method is 405, any other path 404;
-//! - bound to loopback, a request whose `Host` is not a loopback name is
-//!   refused (403), so a web page elsewhere cannot read the state through
-//!   DNS rebinding;
+//! - bound to loopback, a request whose `Host` is not a loopback name (or
+//!   the address it is bound to) is refused (403), so a web page elsewhere
+//!   cannot read the state through DNS rebinding;
 //! - every answer for a state commit carries an `ETag` of that commit and
 //!   the report's time; `If-None-Match` with it is a 304, so the page's
 //!   once-a-second poll costs one ref read while nothing moves;
@@ -39,7 +39,8 @@ pub use http::{content_security_policy, page};
 pub struct Options {
     pub bind: IpAddr,
     pub port: u16,
-    /// Whether `bind` was given explicitly (then `Host` is not checked).
+    /// Whether `bind` was given explicitly (then `Host` is not checked,
+    /// unless it is a loopback address).
     pub bind_given: bool,
     pub stale_after_seconds: i64,
     /// Threads building answers, each with its own open repository.
@@ -169,7 +170,7 @@ pub fn serve(
     drop(first);
     ready(bound);
     let cache = Cache::default();
-    let check_host = !options.bind_given || options.bind.is_loopback();
+    let check_host = (!options.bind_given || options.bind.is_loopback()).then_some(bound);
     let (jobs, queue) = mpsc::channel();
     let queue = Mutex::new(queue);
     std::thread::scope(|scope| {
@@ -180,7 +181,7 @@ pub fn serve(
             http::answer(
                 request,
                 &mut |route, tag| ask(&jobs, route, tag),
-                check_host.then_some(bound.port()),
+                check_host,
             )
         };
         listen::run(&listener, &wire::Limits::default(), &answer, &http::refusal);

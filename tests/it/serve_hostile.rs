@@ -1,11 +1,12 @@
 //! `git loopx serve` against hostile clients, over real sockets to the real
 //! binary: a declared body it must not allocate, heads past its bounds,
-//! and idle connections by the thousand under a low limit of open files. After each, `/healthz` must still answer, and within 1 s:
+//! idle connections by the thousand under a low limit of open files, and
+//! `Host` names. After each, `/healthz` must still answer, and within 1 s:
 //! the one timing these tests assert. Every other wait is generous, so a
 //! broken server fails a test instead of hanging it.
 
 use std::io::{Read as _, Write as _};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use crate::env::TestEnv;
@@ -341,5 +342,44 @@ fn head_answers_like_get_without_a_body() {
         };
         assert_eq!(length(&head), length(get_head), "{path}");
         assert_eq!(length(get_head), Some(body.len().to_string()), "{path}");
+    }
+}
+
+/// `--bind 127.0.0.2` is loopback too: the `Host` check stays on, and
+/// takes the address the server is bound to as well as the usual names.
+#[test]
+fn bound_to_another_loopback_address_it_answers_that_address() {
+    let env = TestEnv::new();
+    let dir = env.state_repo("repo");
+    let serving = Serving::start(&env, &dir, &["--bind", "127.0.0.2"]);
+    assert!(
+        serving.url.starts_with("http://127.0.0.2:"),
+        "{}",
+        serving.url
+    );
+    let port = serving.port();
+    let addr = SocketAddr::new(IpAddr::from([127, 0, 0, 2]), port);
+    let with_host = |host: &str| {
+        status_line(
+            addr,
+            format!("GET /healthz HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+    };
+    for ours in [
+        format!("127.0.0.2:{port}"),
+        "127.0.0.2".to_owned(),
+        format!("localhost:{port}"),
+    ] {
+        let line = with_host(&ours);
+        assert!(line.starts_with("HTTP/1.1 200 "), "{ours}: {line}");
+    }
+    for foreign in [
+        format!("evil.example:{port}"),
+        format!("127.0.0.2:{}", port ^ 1),
+        format!("127.0.0.3:{port}"),
+    ] {
+        let line = with_host(&foreign);
+        assert!(line.starts_with("HTTP/1.1 403 "), "{foreign}: {line}");
     }
 }

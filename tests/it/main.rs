@@ -52,6 +52,8 @@ mod scope;
 mod serve;
 #[cfg(feature = "serve")]
 mod serve_hostile;
+#[cfg(feature = "serve")]
+mod serve_page;
 mod state_diff;
 mod sync;
 mod turn;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::model::{quota, GoalState, RunKind, State, Timestamp, TodoStatus};
+use crate::model::{quota, GoalState, Role, RunKind, State, Timestamp, TodoStatus};
 
 use super::GoalPanel;
 
@@ -64,8 +64,9 @@ pub struct Activity {
 pub struct Series {
     pub agent: String,
     pub writebacks: Vec<u32>,
-    /// Todos finished that hour, counted for the agent whose writeback on
-    /// the todo came last.
+    /// Agents' todos finished that hour, counted for the agent whose
+    /// writeback on the todo came last (a person's gates and reminders are
+    /// not counted).
     pub done: Vec<u32>,
 }
 
@@ -194,10 +195,11 @@ pub fn activity(state: &State, now: Timestamp) -> Activity {
                 }
             }
         }
+        // An agent's todo: a gate answered or a reminder done is the person's.
         let done: Vec<&str> = gs
             .todos
             .all_facts()
-            .filter(|t| t.status == TodoStatus::Done)
+            .filter(|t| t.status == TodoStatus::Done && t.role == Role::Agent)
             .map(|t| t.id)
             .collect();
         for id in done {

@@ -112,7 +112,7 @@ pub(crate) fn status_line_with_host(port: u16, host: &str) -> String {
 }
 
 /// A headless Chromium, or `None` with the reason printed (see the module).
-fn browser() -> Option<Browser> {
+pub(crate) fn browser() -> Option<Browser> {
     match Browser::start(1400, 1800) {
         Ok(b) => Some(b),
         Err(why) => {
@@ -130,18 +130,18 @@ fn id_of(run: crate::env::Run, key: &str) -> String {
 }
 
 /// What the fixture made, by name.
-struct Fixture {
-    dir: PathBuf,
-    lexer: String,
-    parser: String,
-    docs: String,
-    setup: String,
-    gate: String,
+pub(crate) struct Fixture {
+    pub(crate) dir: PathBuf,
+    pub(crate) lexer: String,
+    pub(crate) parser: String,
+    pub(crate) docs: String,
+    pub(crate) setup: String,
+    pub(crate) gate: String,
 }
 
 /// Two goals, a gate holding a todo, two registered agents each holding a
 /// claim, a finished todo, a turn receipt and writebacks across hours.
-fn fixture(env: &TestEnv) -> Fixture {
+pub(crate) fn fixture(env: &TestEnv) -> Fixture {
     let dir = env.state_repo("repo");
     let at = |time: &str, args: &[&str]| env.loopx_at(&dir, &format!("2026-12-02T{time}Z"), args);
     at(
@@ -308,7 +308,7 @@ fn fixture(env: &TestEnv) -> Fixture {
 }
 
 /// Evaluates `expr` in the page (a JavaScript expression).
-fn eval(browser: &Browser, expr: &str) -> Value {
+pub(crate) fn eval(browser: &Browser, expr: &str) -> Value {
     browser
         .run(&format!("return ({expr});"), json!([]))
         .unwrap_or_else(|e| panic!("{expr}: {e:?}"))

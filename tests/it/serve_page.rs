@@ -1,12 +1,26 @@
-//! The dashboard's page beyond what it shows: whose work its chart counts.
+//! The dashboard's page beyond what it shows: whose work its chart counts,
+//! and agents' colours across redraws and page loads, in a real headless
+//! Chromium (skipped as in `serve.rs` when there is none).
 
-use serde_json::Value;
+use std::time::Duration;
+
+use serde_json::{json, Value};
 
 use crate::env::TestEnv;
-use crate::serve::Serving;
+use crate::serve::{browser, eval, fixture, Serving};
+use crate::webdriver::Browser;
 
 fn id_of(run: crate::env::Run, key: &str) -> String {
     run.success().json()[key]["id"].as_str().unwrap().to_owned()
+}
+
+/// Loads the page and waits until it has drawn the tip of `dir`.
+fn load(browser: &Browser, env: &TestEnv, serving: &Serving, dir: &std::path::Path) {
+    browser.goto(&format!("{}/", serving.url));
+    let drawn = format!("document.body.dataset.drawn === {}", json!(env.tip(dir)));
+    browser
+        .wait_for(&drawn, Duration::from_secs(20))
+        .expect("the page draws the tip");
 }
 
 #[test]
@@ -74,4 +88,77 @@ fn a_persons_gate_answer_is_not_counted_as_an_agents_work() {
         [("agent-a".to_owned(), 1, 0)],
         "the gate's answer is the person's, not work of an agent"
     );
+}
+
+/// Each agent's colour in the chart's legend, as the page computes it.
+fn legend_colours(browser: &Browser) -> Value {
+    eval(
+        browser,
+        "Object.fromEntries([...document.querySelectorAll('.legend span[data-agent]')]
+           .map(s => [s.dataset.agent, getComputedStyle(s.querySelector('i')).backgroundColor]))",
+    )
+}
+
+#[test]
+fn an_agents_colour_stays_the_same_as_agents_come_and_across_page_loads() {
+    let Some(browser) = browser() else {
+        return;
+    };
+    let env = TestEnv::new();
+    let f = fixture(&env);
+    let serving = Serving::start(&env, &f.dir, &[]);
+    load(&browser, &env, &serving, &f.dir);
+    let before = legend_colours(&browser);
+    assert_ne!(before["agent-a"], before["agent-b"], "{before}");
+
+    // An agent whose name sorts before the others starts writing back.
+    let todo = env.add_todo(&f.dir, "Write the tests");
+    let by = ["--agent", "aardvark"];
+    env.loopx(&f.dir, &[&by[..], &["todo", "claim", &todo]].concat())
+        .success();
+    env.loopx(
+        &f.dir,
+        &[
+            &by[..],
+            &[
+                "writeback",
+                "--todo",
+                &todo,
+                "--outcome",
+                "outcome_progress",
+                "--summary",
+                "A first test",
+            ],
+        ]
+        .concat(),
+    )
+    .success();
+    browser
+        .wait_for(
+            "!!document.querySelector('.legend span[data-agent=aardvark]')",
+            Duration::from_secs(20),
+        )
+        .expect("the new agent is drawn");
+    let after = legend_colours(&browser);
+    for agent in ["agent-a", "agent-b"] {
+        assert_eq!(
+            after[agent], before[agent],
+            "{agent}: {before} then {after}"
+        );
+        assert_ne!(after["aardvark"], after[agent], "{after}");
+    }
+    // The same colour in the bars and in the agents' table.
+    let elsewhere = eval(
+        &browser,
+        "[...document.querySelectorAll('svg[data-test=activity] rect[data-agent], #agents tr[data-agent] i.swatch')]
+           .map(e => [e.dataset.agent || e.closest('tr').dataset.agent,
+                      e.tagName === 'rect' ? getComputedStyle(e).fill : getComputedStyle(e).backgroundColor])",
+    );
+    for pair in elsewhere.as_array().unwrap() {
+        let agent = pair[0].as_str().unwrap();
+        assert_eq!(pair[1], after[agent], "{agent}: {elsewhere}");
+    }
+    // And the same on a fresh page.
+    load(&browser, &env, &serving, &f.dir);
+    assert_eq!(legend_colours(&browser), after);
 }

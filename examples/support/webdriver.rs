@@ -55,6 +55,17 @@ impl Browser {
     /// Starts ChromeDriver and a headless Chromium session with a fresh
     /// profile, `width` × `height` pixels. `Err` says what is missing.
     pub fn start(width: u32, height: u32) -> Result<Browser, String> {
+        Browser::start_as(width, height, false)
+    }
+
+    /// As [`Browser::start`], as a phone's browser: a touch screen
+    /// `width` × `height` CSS pixels that lays a page out by its viewport
+    /// `<meta>` (without one, 980 pixels wide), as Chromium's device mode.
+    pub fn start_phone(width: u32, height: u32) -> Result<Browser, String> {
+        Browser::start_as(width, height, true)
+    }
+
+    fn start_as(width: u32, height: u32, phone: bool) -> Result<Browser, String> {
         let chromium = find(
             "LOOPX_CHROMIUM",
             &["chromium", "chromium-browser", "google-chrome"],
@@ -107,11 +118,17 @@ impl Browser {
             format!("--window-size={width},{height}"),
             format!("--user-data-dir={}", browser._profile.path().display()),
         ];
+        let mut options = json!({ "binary": chromium.to_string_lossy(), "args": args });
+        if phone {
+            options["mobileEmulation"] = json!({ "deviceMetrics": {
+                "width": width, "height": height, "pixelRatio": 1.0, "touch": true, "mobile": true,
+            }});
+        }
         let caps = json!({ "capabilities": { "alwaysMatch": {
             "browserName": "chrome",
             // An alert stays open, so that a test can see it.
             "unhandledPromptBehavior": "ignore",
-            "goog:chromeOptions": { "binary": chromium.to_string_lossy(), "args": args },
+            "goog:chromeOptions": options,
         }}});
         let created = browser
             .call("POST", "/session", Some(caps))

@@ -113,7 +113,17 @@ pub(crate) fn status_line_with_host(port: u16, host: &str) -> String {
 
 /// A headless Chromium, or `None` with the reason printed (see the module).
 pub(crate) fn browser() -> Option<Browser> {
-    match Browser::start(1400, 1800) {
+    started(Browser::start(1400, 1800))
+}
+
+/// A headless Chromium as a phone's browser, `width` × `height` pixels, or
+/// `None` as [`browser`].
+pub(crate) fn phone(width: u32, height: u32) -> Option<Browser> {
+    started(Browser::start_phone(width, height))
+}
+
+fn started(browser: Result<Browser, String>) -> Option<Browser> {
+    match browser {
         Ok(b) => Some(b),
         Err(why) => {
             crate::require::skip(

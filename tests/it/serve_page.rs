@@ -1,13 +1,15 @@
 //! The dashboard's page beyond what it shows: whose work its chart counts,
-//! and agents' colours across redraws and page loads, in a real headless
-//! Chromium (skipped as in `serve.rs` when there is none).
+//! agents' colours across redraws and page loads, and the page on a phone
+//! 400 pixels wide, in a real headless Chromium (skipped as in `serve.rs`
+//! when there is none).
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::env::TestEnv;
-use crate::serve::{browser, eval, fixture, Serving};
+use crate::serve::{browser, eval, fixture, phone, Serving};
 use crate::webdriver::Browser;
 
 fn id_of(run: crate::env::Run, key: &str) -> String {
@@ -161,4 +163,53 @@ fn an_agents_colour_stays_the_same_as_agents_come_and_across_page_loads() {
     // And the same on a fresh page.
     load(&browser, &env, &serving, &f.dir);
     assert_eq!(legend_colours(&browser), after);
+}
+
+#[test]
+fn the_page_fits_a_phone_400_pixels_wide() {
+    let Some(browser) = phone(400, 900) else {
+        return;
+    };
+    let env = TestEnv::new();
+    let f = fixture(&env);
+    let serving = Serving::start(&env, &f.dir, &[]);
+    load(&browser, &env, &serving, &f.dir);
+    assert_eq!(
+        eval(
+            &browser,
+            "document.querySelector('meta[name=viewport]').content"
+        ),
+        "width=device-width, initial-scale=1"
+    );
+    // A page wider than the screen widens the phone's layout viewport
+    // (`innerWidth`) to fit it.
+    let width = eval(
+        &browser,
+        "[document.documentElement.scrollWidth, window.innerWidth]",
+    );
+    let sticking_out = eval(
+        &browser,
+        "[...document.querySelectorAll('body *')]
+           .filter(e => e.getBoundingClientRect().right > 400.5)
+           .map(e => `${e.tagName.toLowerCase()}.${e.getAttribute('class') || ''} to ${Math.round(e.getBoundingClientRect().right)} px`)
+           .slice(0, 10)",
+    );
+    let shot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dashboard-400.png");
+    browser.screenshot(&shot);
+    assert_eq!(
+        width,
+        json!([400, 400]),
+        "[page width, viewport width] on a 400 px screen; wider than it: {sticking_out}"
+    );
+    assert_eq!(sticking_out, json!([]), "nothing is wider than the screen");
+    // Each board column is readable: the columns stack instead of
+    // squeezing seven into 400 px.
+    let narrowest = eval(
+        &browser,
+        "Math.min(...[...document.querySelectorAll('.board .col')].map(c => c.getBoundingClientRect().width))",
+    );
+    assert!(
+        narrowest.as_f64().is_some_and(|w| w >= 300.0),
+        "a board column is {narrowest} px wide"
+    );
 }

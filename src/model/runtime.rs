@@ -20,7 +20,10 @@ use serde::{Deserialize, Serialize};
 pub const INSTALLED_MARKER: &str = "LOOPX_RUNTIME";
 
 /// An agent runtime (host) that git-loopx integrates with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[cfg_attr(feature = "mcp", derive(schemars::JsonSchema), schemars(inline))]
 #[serde(rename_all = "kebab-case")]
 pub enum Runtime {
     ClaudeCode,
@@ -31,6 +34,7 @@ pub enum Runtime {
     Gemini,
     Cursor,
     /// Any other host: a shell loop (`git loopx run`), a scheduler.
+    #[default]
     Generic,
 }
 

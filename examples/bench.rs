@@ -485,7 +485,13 @@ fn claim_worker(args: &[String]) {
     let (dir, agent, ids) = (Path::new(&args[0]), &args[1], &args[2..]);
     let ctx = loopx::ops::Context::open(dir, now(), Some(agent.clone()), None).unwrap();
     for id in ids {
-        loopx::ops::lease::claim(&ctx, id, 45 * 60).unwrap();
+        let args = loopx::ops::lease::ClaimArgs {
+            todo: id.clone(),
+            ttl: None,
+            sync: false,
+            remote: None,
+        };
+        loopx::ops::lease::claim(&ctx, &args).unwrap();
     }
 }
 

@@ -14,22 +14,12 @@ use crate::Result;
 /// and loopx.yaml, unless `--goal` (or LOOPX_GOAL) names one.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A state commit (compared with its first parent), or a range `A..B`
-    /// comparing the state at A with the state at B (`A..` ends at
-    /// loopx-state). Any revision git takes: loopx-state~3, loopx-state@{2},
-    /// origin/loopx-state, a commit id.
-    #[arg(value_name = "REV | A..B")]
-    range: Option<String>,
-    /// Also show each changed file as a unified YAML diff.
-    #[arg(long)]
-    patch: bool,
-    /// Markdown, for a pull-request comment: state text escaped so it
-    /// renders inert, patches in fenced blocks, cut to 65,536 characters.
-    #[arg(long)]
-    markdown: bool,
+    #[command(flatten)]
+    args: diff::DiffArgs,
 }
 
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
+    let args = &args.args;
     let r = diff::diff(ctx, args.range.as_deref(), args.patch)?;
     let text = if args.markdown {
         let mut whole = String::from("git loopx diff");

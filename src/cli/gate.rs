@@ -17,20 +17,7 @@ pub struct Args {
 #[derive(Debug, Subcommand)]
 enum GateCommand {
     /// Ask a question; every agent sees it unless --blocks-agent names one.
-    Add {
-        /// The question, as the person who answers it will read it.
-        question: String,
-        /// Only this agent waits for the answer.
-        #[arg(long, value_name = "AGENT", conflicts_with = "global")]
-        blocks_agent: Option<String>,
-        /// The gate stops all agent work in the goal (the default when it
-        /// names neither an agent nor a todo).
-        #[arg(long, conflicts_with = "unblocks")]
-        global: bool,
-        /// The todo that waits for this gate.
-        #[arg(long, value_name = "ID")]
-        unblocks: Option<String>,
-    },
+    Add(gate::AddArgs),
     /// Answer a gate.
     #[command(group(clap::ArgGroup::new("decision").required(true).args(["approve", "reject", "cancel"])))]
     Resolve {
@@ -85,21 +72,8 @@ enum SignersCommand {
 
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
     match &args.command {
-        GateCommand::Add {
-            question,
-            blocks_agent,
-            global: _,
-            unblocks,
-        } => {
-            let r = gate::add(
-                ctx,
-                &gate::AddArgs {
-                    question: question.clone(),
-                    blocks_agent: blocks_agent.clone(),
-                    unblocks: unblocks.clone(),
-                    priority: None,
-                },
-            )?;
+        GateCommand::Add(a) => {
+            let r = gate::add(ctx, a)?;
             Ok(Output::new(
                 &r,
                 format!("gate {}: {}\n", r.gate.id, r.gate.text),

@@ -197,26 +197,6 @@ impl Output {
     }
 }
 
-/// Parses a snake_case value of a model enum (its serde name) for clap.
-pub fn enum_arg<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Result<T, String> {
-    serde_json::from_value(serde_json::Value::String(text.to_owned())).map_err(|e| {
-        let msg = e.to_string();
-        match msg.split_once(", expected ") {
-            // serde says "one of `a`, `b`, `c`" or "`a` or `b`"; a person
-            // reads "one of a, b, c".
-            Some((_, expected)) => format!(
-                "`{text}` is not one of {}",
-                expected
-                    .strip_prefix("one of ")
-                    .unwrap_or(expected)
-                    .replace("` or `", ", ")
-                    .replace('`', "")
-            ),
-            None => msg,
-        }
-    })
-}
-
 /// The current time: `LOOPX_NOW` when set (RFC 3339), else the system clock.
 fn now() -> Result<Timestamp> {
     match std::env::var("LOOPX_NOW") {

@@ -18,17 +18,7 @@ pub struct Args {
 enum QuotaCommand {
     /// Charge this agent's latest unspent accountable writeback (or the one
     /// named). A second spend for the same writeback or turn is a replay.
-    Spend {
-        /// Charge this turn (the key given to `should-run --turn`).
-        #[arg(long, value_name = "KEY", conflicts_with = "writeback")]
-        turn: Option<String>,
-        /// Charge this writeback: its run id or a unique prefix.
-        #[arg(long, value_name = "RUN")]
-        writeback: Option<String>,
-        /// How many slots to charge.
-        #[arg(long, default_value_t = 1)]
-        slots: u32,
-    },
+    Spend(quota::SpendArgs),
     /// Cancel a spend (it stops counting against the window).
     Void {
         /// The spend's run id or a unique prefix.
@@ -43,12 +33,8 @@ enum QuotaCommand {
 
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
     match &args.command {
-        QuotaCommand::Spend {
-            turn,
-            writeback,
-            slots,
-        } => {
-            let r = quota::spend(ctx, turn.as_deref(), writeback.as_deref(), *slots)?;
+        QuotaCommand::Spend(a) => {
+            let r = quota::spend(ctx, a)?;
             let verb = if r.replayed { "already spent" } else { "spent" };
             let text = format!(
                 "{verb}: {} for {} — {}/{} slots used\n",

@@ -25,7 +25,7 @@ pub struct Args {
     /// Which files to rewrite: `todo` (one todo's), `run` (one run's), or
     /// `all` (every file the unpushed commits changed); commit messages are
     /// always rewritten.
-    #[arg(value_parser = crate::cli::enum_arg::<Scope>)]
+    #[arg(value_parser = crate::ops::args::enum_arg::<Scope>)]
     scope: Scope,
     /// The todo or run id (a unique prefix is enough); not with `all`.
     #[arg(required_if_eq_any = [("scope", "todo"), ("scope", "run")])]

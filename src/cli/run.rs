@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::cli::{emit_text, enum_arg, Output, JSON_OUTPUT};
+use crate::cli::{emit_text, Output, JSON_OUTPUT};
 use crate::model::Timestamp;
+use crate::ops::args::enum_arg;
 use crate::ops::prompt::Runtime;
 use crate::ops::run::{self, Host, RunArgs, Turn};
 use crate::ops::Context;

@@ -13,17 +13,13 @@ use crate::Result;
 /// or not the turn should run (read `should_run`), 3 when the state is invalid.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A capability this agent has now (repeatable; added to its registered ones).
-    #[arg(long = "capability", value_name = "CAP")]
-    capability: Vec<String>,
-    /// Record a turn receipt under this key when the turn runs (idempotent:
-    /// a retry replays it; a skip records none).
-    #[arg(long, value_name = "KEY")]
-    turn: Option<String>,
+    #[command(flatten)]
+    args: should_run::ShouldRunArgs,
 }
 
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
-    let (report, failure) = should_run::should_run(ctx, &args.capability, args.turn.as_deref())?;
+    let a = &args.args;
+    let (report, failure) = should_run::should_run(ctx, &a.capabilities, a.turn.as_deref())?;
     let mut out = Output::new(&report, render::text::should_run(&report.decision));
     out.failure = failure;
     Ok(out)

@@ -8,13 +8,12 @@ use crate::Result;
 /// Show the goal, what needs the human, who holds what, and recent evidence.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Every goal: a line for each, then each one's status in full.
-    #[arg(long, conflicts_with = "goal")]
-    all: bool,
+    #[command(flatten)]
+    args: status::StatusArgs,
 }
 
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
-    if args.all {
+    if args.args.all {
         let report = status::status_all(ctx)?;
         return Ok(Output::styled(&report, render::text::status_all(&report)));
     }

@@ -1,7 +1,8 @@
 //! `git loopx writeback` and `git loopx history`
 
-use crate::cli::{enum_arg, Output};
-use crate::model::{Outcome, RunKind};
+use crate::cli::Output;
+use crate::model::RunKind;
+use crate::ops::args::enum_arg;
 use crate::ops::{writeback, Context};
 use crate::render;
 use crate::Result;
@@ -10,57 +11,12 @@ use crate::Result;
 /// or on the goal itself after a planning turn.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The todo the work was for: its id or a unique prefix of one. Leave it
-    /// out for a goal-level writeback: a planning or replanning turn, which
-    /// works on no todo.
-    #[arg(long, value_name = "ID")]
-    todo: Option<String>,
-    /// surface_only, outcome_gap, outcome_progress or primary_goal_outcome.
-    #[arg(long, value_parser = enum_arg::<Outcome>)]
-    outcome: Outcome,
-    /// What was delivered, in a sentence or two.
-    #[arg(long, value_name = "TEXT")]
-    summary: String,
-    /// The validation command that was run…
-    #[arg(long, value_name = "CMD", requires = "exit_code")]
-    validation: Option<String>,
-    /// …and its exit code.
-    #[arg(long, requires = "validation", allow_hyphen_values = true)]
-    exit_code: Option<i32>,
-    /// A code commit that carries the work (repeatable): any revision git
-    /// reads (`HEAD`, a branch, a short id); stored as the full commit id.
-    #[arg(long = "artifact", value_name = "REV")]
-    artifacts: Vec<String>,
-    /// Evidence outside git, such as a CI run (repeatable): an absolute URL.
-    #[arg(long = "artifact-url", value_name = "URL")]
-    artifact_urls: Vec<String>,
-    /// Set the goal's next action in the same commit.
-    #[arg(long)]
-    next_action: Option<String>,
-    /// The turn key: a second writeback with the same key is a replay.
-    #[arg(long, value_name = "KEY")]
-    turn: Option<String>,
-    /// The epoch your claim was granted (default: recorded on this host).
-    #[arg(long)]
-    epoch: Option<u64>,
+    #[command(flatten)]
+    args: writeback::WritebackArgs,
 }
 
 pub fn run(ctx: &Context, a: &Args) -> Result<Output> {
-    let r = writeback::writeback(
-        ctx,
-        &writeback::WritebackArgs {
-            todo: a.todo.clone(),
-            outcome: a.outcome,
-            summary: a.summary.clone(),
-            validation: a.validation.clone(),
-            exit_code: a.exit_code,
-            artifacts: a.artifacts.clone(),
-            artifact_urls: a.artifact_urls.clone(),
-            next_action: a.next_action.clone(),
-            turn: a.turn.clone(),
-            epoch: a.epoch,
-        },
-    )?;
+    let r = writeback::writeback(ctx, &a.args)?;
     let verb = if r.replayed { "replayed" } else { "recorded" };
     Ok(Output::new(
         &r,

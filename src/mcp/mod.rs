@@ -15,7 +15,7 @@
 //! turns its moves into resource notifications ([`watch`]).
 //! Gate resolution is not offered: gates are the person's.
 
-mod args;
+mod params;
 mod prompt;
 mod resources;
 mod tools;

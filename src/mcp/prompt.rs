@@ -7,9 +7,8 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{GetPromptResult, PromptMessage, Role};
 use rmcp::{prompt, prompt_router, ErrorData};
 
-use crate::mcp::{args, Server};
-use crate::model::Refusal;
-use crate::ops::prompt::{self, Runtime};
+use crate::mcp::Server;
+use crate::ops::prompt::{self, PromptArgs};
 
 #[prompt_router(vis = "pub(super)")]
 impl Server {
@@ -18,20 +17,12 @@ impl Server {
     #[prompt(name = "turn")]
     async fn turn(
         &self,
-        Parameters(a): Parameters<args::Prompt>,
+        Parameters(a): Parameters<PromptArgs>,
     ) -> Result<GetPromptResult, ErrorData> {
         let (value, failed) = self
             .worker
             .json(move |ctx| {
-                let runtime = match &a.runtime {
-                    Some(name) => serde_json::from_value(serde_json::Value::String(name.clone()))
-                        .map_err(|_| {
-                        Refusal::invalid_input(format!(
-                            "runtime `{name}` is not one of claude-code, codex, generic"
-                        ))
-                    })?,
-                    None => Runtime::Generic,
-                };
+                let runtime = a.runtime.unwrap_or_default();
                 Ok((prompt::prompt(ctx, runtime, &[], a.turn.as_deref())?, None))
             })
             .await?;

@@ -9,13 +9,36 @@
 
 use std::collections::BTreeSet;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::diff::semantic::{self, Fact};
 use crate::model::{Refusal, State};
 use crate::ops::{revision, Context};
 use crate::store::{transaction, Oid};
 use crate::Result;
+
+/// `diff`, and the `diff` tool (see `ops::args`), which does not take
+/// `markdown`: its answer is the report.
+#[derive(Debug, Clone, clap::Args, Deserialize)]
+#[cfg_attr(feature = "mcp", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct DiffArgs {
+    /// A state commit (compared with its first parent), or a range `A..B`
+    /// comparing the state at A with the state at B (`A..` ends at
+    /// loopx-state). Any revision git takes: loopx-state~3, loopx-state@{2},
+    /// origin/loopx-state, a commit id.
+    #[arg(value_name = "REV | A..B")]
+    pub range: Option<String>,
+    /// Also show each changed file as a unified YAML diff.
+    #[arg(long)]
+    #[serde(default)]
+    pub patch: bool,
+    /// Markdown, for a pull-request comment: state text escaped so it
+    /// renders inert, patches in fenced blocks, cut to 65,536 characters.
+    #[arg(long)]
+    #[serde(skip)]
+    pub markdown: bool,
+}
 
 #[derive(Debug, Serialize)]
 pub struct DiffReport {

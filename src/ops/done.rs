@@ -2,28 +2,48 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::ids::{headline, new_todo_id, nonce};
 use crate::model::{
     ids, lease, Code, Extra, Outcome, Refusal, Role, Run, RunKind, Todo, TodoClass, TodoStatus,
     Validation,
 };
+use crate::ops::args::Seconds;
 use crate::ops::validate::{self, ValidationRun};
 use crate::ops::{local, mutate, non_empty, resolve_todo, touch, Context};
 use crate::store::{Message, Oid};
 use crate::{Error, Result};
 
-#[derive(Debug, Clone, Default)]
+/// `todo done`, and the `complete_todo` tool (see `ops::args`).
+#[derive(Debug, Clone, clap::Args, Deserialize)]
+#[cfg_attr(feature = "mcp", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct DoneArgs {
+    /// The todo: its id or a unique prefix of one.
+    #[arg(value_name = "ID")]
+    pub todo: String,
+    /// What shows it is done (a commit, a test run, a link).
+    #[arg(long)]
     pub evidence: String,
+    /// Create the successor todo in the same commit.
+    #[arg(long, value_name = "TEXT", conflicts_with = "no_follow_up")]
     pub next: Option<String>,
+    /// Give the successor's lease to this agent.
+    #[arg(long, value_name = "AGENT", requires = "next")]
     pub next_agent: Option<String>,
-    pub epoch: Option<u64>,
-    pub timeout: Option<Duration>,
-    /// No follow-up is needed: when nothing else is open in the goal, the
-    /// goal is marked done in the same commit.
+    /// Say explicitly that no follow-up is needed. On the goal's last open
+    /// agent todo this marks the goal done in the same commit
+    /// (should-run then answers `terminal_no_followup`).
+    #[arg(long)]
+    #[serde(default)]
     pub no_follow_up: bool,
+    /// Kill `validate` after this long (default 10m).
+    #[arg(long, value_name = "DURATION")]
+    pub validate_timeout: Option<Seconds>,
+    /// The epoch your claim was granted (default: recorded on this host).
+    #[arg(long)]
+    pub epoch: Option<u64>,
 }
 
 /// What `todo done` did. When validation failed, `todo` is the todo as it
@@ -46,12 +66,11 @@ pub struct DoneReport {
 /// How long `validate` may run before it is killed and counted as failed.
 pub const DEFAULT_VALIDATE_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// Completes the todo `query` names, running its `validate` first (`tick`
+/// Completes the todo `args.todo` names, running its `validate` first (`tick`
 /// hears how long it has run). A failed validation is recorded and handed
 /// back as the report with its refusal, so the output's tails reach the user.
 pub fn done(
     ctx: &Context,
-    query: &str,
     args: &DoneArgs,
     tick: &mut dyn FnMut(Duration),
 ) -> Result<(DoneReport, Option<Error>)> {
@@ -71,14 +90,16 @@ pub fn done(
     // Pre-check outside the CAS loop, so validation only runs for a writer that may complete.
     let (_, state) = ctx.load()?;
     let gs = ctx.goal(&state)?;
-    let id = resolve_todo(gs, query)?;
+    let id = resolve_todo(gs, &args.todo)?;
     let todo = &gs.todos[&id];
     check_completable(ctx, todo, agent.as_deref(), args.epoch)?;
     let validation = match &todo.validate {
         Some(command) => Some(validate::run(
             command,
             ctx.repo_dir(),
-            args.timeout.unwrap_or(DEFAULT_VALIDATE_TIMEOUT),
+            args.validate_timeout.map_or(DEFAULT_VALIDATE_TIMEOUT, |s| {
+                Duration::from_secs(s.0.max(1) as u64)
+            }),
             tick,
         )?),
         None => None,

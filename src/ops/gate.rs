@@ -7,7 +7,7 @@
 //! else the whole goal (every agent's work waits). Only a person answers a
 //! gate (`model::gate`, `gate_reserved`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::gate::{self, GateAction};
 use crate::model::ids::{headline, new_todo_id, nonce};
@@ -25,12 +25,25 @@ pub struct GateReport {
     pub commit: Option<Oid>,
 }
 
-#[derive(Debug, Default, Clone)]
+/// `gate add`, and the `add_gate` tool (see `ops::args`), which does not
+/// take `global`: a gate that names no agent and no todo is global anyway.
+#[derive(Debug, Clone, clap::Args, Deserialize)]
+#[cfg_attr(feature = "mcp", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct AddArgs {
+    /// The question, as the person who answers it will read it.
     pub question: String,
+    /// Only this agent waits for the answer.
+    #[arg(long, value_name = "AGENT", conflicts_with = "global")]
     pub blocks_agent: Option<String>,
+    /// The gate stops all agent work in the goal (the default when it
+    /// names neither an agent nor a todo).
+    #[arg(long, conflicts_with = "unblocks")]
+    #[serde(skip)]
+    pub global: bool,
+    /// The todo that waits for this gate.
+    #[arg(long, value_name = "ID")]
     pub unblocks: Option<String>,
-    pub priority: Option<Priority>,
 }
 
 pub fn add(ctx: &Context, args: &AddArgs) -> Result<GateReport> {
@@ -63,7 +76,7 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<GateReport> {
             &question,
             Role::User,
             TodoClass::UserGate,
-            args.priority.unwrap_or(Priority::P1),
+            Priority::P1,
             agent.as_deref(),
             ctx.now,
         );

@@ -5,9 +5,11 @@
 //! (`model::lease::worth_extending`: more than half of the TTL asked for has
 //! run); otherwise it is told `held` and nothing is committed.
 
+mod args;
 mod handoff;
 
-pub use handoff::{handoff, handoff_note, parse_handoff_note, release, HandoffArgs};
+pub use args::{ClaimArgs, HandoffArgs, NextArgs, ReleaseArgs, RenewArgs};
+pub use handoff::{handoff, handoff_note, parse_handoff_note, release};
 
 use serde::Serialize;
 
@@ -17,6 +19,7 @@ use crate::model::lease::Published;
 use crate::model::lease::{self, ClaimAction};
 use crate::model::Timestamp;
 use crate::model::{select, Claim, Code, Refusal, State, Todo};
+use crate::ops::args::Seconds;
 use crate::ops::{local, mutate_maybe, resolve_todo, sync, touch, Context};
 use crate::store::{cache, transaction, Checked, Message, Oid, STATE_REF};
 use crate::Result;
@@ -229,47 +232,23 @@ fn claim_locally(
     Ok(granted(ctx, agent, action, todo, done.commit))
 }
 
-/// `todo claim ID [--ttl]`.
-pub fn claim(ctx: &Context, query: &str, ttl: i64) -> Result<ClaimReport> {
-    let agent = ctx.require_agent()?.to_owned();
-    let ttl = lease::check_ttl(ttl)?;
-    claim_locally(ctx, &agent, claim_decision(ctx, &agent, query, ttl))
+/// The lease length asked for (`--ttl`, default 45m), checked.
+fn ttl(asked: Option<Seconds>) -> Result<i64> {
+    Ok(lease::check_ttl(asked.map_or(lease::DEFAULT_TTL, |s| s.0))?)
 }
 
-/// `todo claim ID --sync`: the claim, confirmed on the remote.
-pub fn claim_sync(
-    ctx: &Context,
-    query: &str,
-    ttl: i64,
-    remote: Option<&str>,
-) -> Result<ClaimReport> {
+/// `todo claim ID [--ttl] [--sync [--remote R]]`: with `--sync`, the claim
+/// confirmed on the remote.
+pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ClaimReport> {
     let agent = ctx.require_agent()?.to_owned();
-    let ttl = lease::check_ttl(ttl)?;
-    claim_synced(
-        ctx,
-        &agent,
-        remote,
-        Some(query),
-        claim_decision(ctx, &agent, query, ttl),
-    )
-}
-
-/// `todo next --claim --sync`: the next todo's claim, confirmed on the remote.
-pub fn next_sync(
-    ctx: &Context,
-    capabilities: &[String],
-    ttl: i64,
-    remote: Option<&str>,
-) -> Result<ClaimReport> {
-    let agent = ctx.require_agent()?.to_owned();
-    let ttl = lease::check_ttl(ttl)?;
-    claim_synced(
-        ctx,
-        &agent,
-        remote,
-        None,
-        next_decision(ctx, &agent, capabilities, ttl),
-    )
+    let ttl = ttl(args.ttl)?;
+    let decide = claim_decision(ctx, &agent, &args.todo, ttl);
+    if args.sync {
+        let remote = args.remote.as_deref();
+        claim_synced(ctx, &agent, remote, Some(&args.todo), decide)
+    } else {
+        claim_locally(ctx, &agent, decide)
+    }
 }
 
 /// A remote compare-and-swap: sync, decide the claim on the synced tip, and
@@ -550,15 +529,13 @@ fn starved(e: crate::Error, patience: &sync::shared::Patience) -> crate::Error {
     }
 }
 
-/// `todo next [--claim]`: what `should-run` would select for this agent.
-pub fn next(
-    ctx: &Context,
-    capabilities: &[String],
-    take: bool,
-    ttl: i64,
-) -> Result<ClaimReportOrTodo> {
-    let ttl = lease::check_ttl(ttl)?;
-    if !take {
+/// `todo next [--claim [--sync [--remote R]]]`: what `should-run` would
+/// select for this agent; with `--claim`, claimed (with `--sync`, the claim
+/// confirmed on the remote).
+pub fn next(ctx: &Context, args: &NextArgs) -> Result<ClaimReportOrTodo> {
+    let ttl = ttl(args.ttl)?;
+    let capabilities = &args.capabilities;
+    if !args.claim {
         let (_, state) = ctx.load()?;
         let gs = ctx.goal(&state)?;
         let caps = agent_capabilities(&state, ctx.agent(), capabilities);
@@ -571,7 +548,12 @@ pub fn next(
     }
     let agent = ctx.require_agent()?.to_owned();
     let decide = next_decision(ctx, &agent, capabilities, ttl);
-    claim_locally(ctx, &agent, decide).map(ClaimReportOrTodo::Claimed)
+    let claimed = if args.sync {
+        claim_synced(ctx, &agent, args.remote.as_deref(), None, decide)
+    } else {
+        claim_locally(ctx, &agent, decide)
+    };
+    claimed.map(ClaimReportOrTodo::Claimed)
 }
 
 /// `todo next` without `--claim` reports the todo; with it, the claim.
@@ -643,13 +625,13 @@ pub struct RenewReport {
 }
 
 /// `todo renew ID [--ttl] [--epoch]`.
-pub fn renew(ctx: &Context, query: &str, ttl: i64, epoch: Option<u64>) -> Result<RenewReport> {
+pub fn renew(ctx: &Context, args: &RenewArgs) -> Result<RenewReport> {
     let agent = ctx.require_agent()?.to_owned();
-    let ttl = lease::check_ttl(ttl)?;
+    let ttl = ttl(args.ttl)?;
     let done = mutate_maybe(ctx, |state, goal| {
         let gs = state.goals.get_mut(goal).expect("goal exists");
-        let id = resolve_todo(gs, query)?;
-        let expected = local::expected_epoch(ctx, &agent, &id, epoch);
+        let id = resolve_todo(gs, &args.todo)?;
+        let expected = local::expected_epoch(ctx, &agent, &id, args.epoch);
         let todo = gs.todos.get_mut(&id).expect("resolved");
         gate::check_reserved(todo, Some(&agent), GateAction::Renew)?;
         let (e, action) = lease::renew(todo, &agent, expected, ctx.now, ttl)?;

@@ -319,6 +319,7 @@ mod tests {
 }
 
 pub mod agent;
+pub mod args;
 pub mod check;
 pub mod check_state;
 #[cfg(feature = "serve")]

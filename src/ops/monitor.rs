@@ -17,23 +17,6 @@ pub const MIN_EVERY: i64 = 60;
 /// The longest cadence a monitor may have.
 pub const MAX_EVERY: i64 = 366 * 86_400;
 
-/// The monitor flags of `todo add`, as typed.
-#[derive(Debug, Clone, Default)]
-pub struct MonitorArgs {
-    /// `--every`: how often it is due (e.g. `15m`).
-    pub every: Option<String>,
-    /// `--until`: an RFC 3339 time or a duration from now.
-    pub until: Option<String>,
-    /// `--watch-only`.
-    pub watch_only: bool,
-}
-
-impl MonitorArgs {
-    fn any(&self) -> bool {
-        self.every.is_some() || self.until.is_some() || self.watch_only
-    }
-}
-
 /// Parses `--every`: a duration of at least a minute.
 pub fn parse_every(text: &str) -> Result<i64> {
     let seconds = parse_duration(text).ok_or_else(|| {
@@ -83,19 +66,22 @@ pub fn parse_until(text: &str, now: Timestamp) -> Result<Timestamp> {
     Ok(at)
 }
 
-/// The monitor a new todo of `class` gets from the flags: `Some` for a
+/// The monitor a new todo of `class` gets from the flags of `todo add`
+/// (`--every`, `--until`, `--watch-only`): `Some` for a
 /// `continuous_monitor` (which needs `--every`), refused flags on any other
 /// class. A new monitor is first due one cadence from now, as in LoopX.
 pub fn for_new_todo(
     class: TodoClass,
-    args: &MonitorArgs,
+    every: Option<&str>,
+    until: Option<&str>,
+    watch_only: bool,
     now: Timestamp,
 ) -> Result<Option<Monitor>> {
     if class != TodoClass::ContinuousMonitor {
-        if args.any() {
-            let flag = if args.every.is_some() {
+        if every.is_some() || until.is_some() || watch_only {
+            let flag = if every.is_some() {
                 "--every"
-            } else if args.until.is_some() {
+            } else if until.is_some() {
                 "--until"
             } else {
                 "--watch-only"
@@ -109,7 +95,7 @@ pub fn for_new_todo(
         }
         return Ok(None);
     }
-    let Some(every) = &args.every else {
+    let Some(every) = every else {
         return Err(Refusal::invalid_input(
             "a continuous_monitor needs --every: how often it is due",
         )
@@ -118,12 +104,8 @@ pub fn for_new_todo(
     };
     let seconds = parse_every(every)?;
     let mut monitor = Monitor::new(every.trim(), now.plus_seconds(seconds));
-    monitor.expires_at = args
-        .until
-        .as_deref()
-        .map(|u| parse_until(u, now))
-        .transpose()?;
-    monitor.watch_only = args.watch_only;
+    monitor.expires_at = until.map(|u| parse_until(u, now)).transpose()?;
+    monitor.watch_only = watch_only;
     Ok(Some(monitor))
 }
 

@@ -1,6 +1,6 @@
 //! `quota spend | void | show`: one spend per accountable writeback or turn.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::quota::{self, Usage};
 use crate::model::{ids, Code, Refusal, Run, RunFacts, RunKind};
@@ -30,15 +30,31 @@ fn resolve_run(gs: &crate::model::GoalState, query: &str) -> Result<String> {
     Ok(ids::resolve_prefix("run", query, gs.runs.keys())?.to_owned())
 }
 
+/// `quota spend`, and the `spend` tool (see `ops::args`).
+#[derive(Debug, Clone, clap::Args, Deserialize)]
+#[cfg_attr(feature = "mcp", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SpendArgs {
+    /// Charge this turn (the key given to `should-run --turn`).
+    #[arg(long, value_name = "KEY", conflicts_with = "writeback")]
+    pub turn: Option<String>,
+    /// Charge this writeback: its run id or a unique prefix.
+    #[arg(long, value_name = "RUN")]
+    pub writeback: Option<String>,
+    /// How many slots to charge.
+    #[arg(long, default_value = "1")]
+    pub slots: Option<u32>,
+}
+
 /// `quota spend [--turn K | --writeback RUN] [--slots N]`.
-pub fn spend(
-    ctx: &Context,
-    turn: Option<&str>,
-    writeback: Option<&str>,
-    slots: u32,
-) -> Result<SpendReport> {
+pub fn spend(ctx: &Context, args: &SpendArgs) -> Result<SpendReport> {
+    let (writeback, slots) = (args.writeback.as_deref(), args.slots.unwrap_or(1));
     let agent = ctx.require_agent()?.to_owned();
-    let turn = turn.map(|t| non_empty("--turn", t)).transpose()?;
+    let turn = args
+        .turn
+        .as_deref()
+        .map(|t| non_empty("--turn", t))
+        .transpose()?;
     if slots == 0 {
         return Err(Refusal::invalid_input("--slots must be at least 1").into());
     }

@@ -1,7 +1,7 @@
 //! `should-run`: the per-turn decision; read-only unless `--turn K` decides
 //! to run (then it records the turn's receipt once per key).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::ids::nonce;
 use crate::model::should_run::{self, Decision};
@@ -9,6 +9,21 @@ use crate::model::{ids, GoalState, Refusal, Run, RunKind, State, Timestamp};
 use crate::ops::{mutate_maybe, non_empty, Context};
 use crate::store::{self, transaction, Message, Oid};
 use crate::{Error, Result};
+
+/// `should-run`, and the `should_run` tool (see `ops::args`).
+#[derive(Debug, Clone, clap::Args, Deserialize)]
+#[cfg_attr(feature = "mcp", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ShouldRunArgs {
+    /// A capability this agent has now (repeatable; added to its registered ones).
+    #[arg(long = "capability", value_name = "CAP")]
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+    /// Record a turn receipt under this key when the turn runs (idempotent:
+    /// a retry replays it; a skip records none).
+    #[arg(long, value_name = "KEY")]
+    pub turn: Option<String>,
+}
 
 #[derive(Debug, Serialize)]
 pub struct TurnReceipt {

@@ -1,7 +1,7 @@
 //! `status`: what needs the human first, then what runs, what is next, the
 //! quota, and recent evidence.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::quota::{self, Usage};
 use crate::model::{
@@ -11,6 +11,17 @@ use crate::model::{
 use crate::ops::Context;
 use crate::store::Oid;
 use crate::Result;
+
+/// `status`, and the `status` tool (see `ops::args`).
+#[derive(Debug, Clone, clap::Args, Deserialize)]
+#[cfg_attr(feature = "mcp", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct StatusArgs {
+    /// Every goal: a line for each, then each one's status in full.
+    #[arg(long)]
+    #[serde(default)]
+    pub all: bool,
+}
 
 /// How many run records and next todos `status` lists.
 const RECENT_RUNS: usize = 5;

@@ -1,26 +1,59 @@
 //! `todo add | list | show`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::gate::GateAction;
 use crate::model::{ids, Priority, Refusal, Role, State, Todo, TodoClass, TodoStatus};
+use crate::ops::args::enum_arg;
 use crate::ops::{non_empty, Context};
 use crate::store::{Message, Oid, Write};
 use crate::Result;
 
-/// What `todo add` needs; the CLI fills it from flags.
-#[derive(Debug, Clone)]
+/// `todo add`, and the `add_todo` tool (see `ops::args`).
+#[derive(Debug, Clone, clap::Args, Deserialize)]
+#[cfg_attr(feature = "mcp", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct AddArgs {
+    /// What is to be done.
     pub text: String,
-    pub role: Role,
+    /// agent (default) or user.
+    #[arg(long, value_parser = enum_arg::<Role>, default_value = "agent")]
+    pub role: Option<Role>,
+    /// advancement_task (agent default), continuous_monitor, blocker;
+    /// user todos need user_gate or user_action.
+    #[arg(long, value_parser = enum_arg::<TodoClass>)]
     pub class: Option<TodoClass>,
-    pub priority: Priority,
+    /// P0 (first) … P4 (last).
+    #[arg(long, value_parser = enum_arg::<Priority>, default_value = "P2")]
+    pub priority: Option<Priority>,
+    /// A capability the agent must have (repeatable).
+    #[arg(long = "requires-capability", value_name = "CAP")]
+    #[serde(default)]
     pub requires_capabilities: Vec<String>,
+    /// An agent that must not take it (repeatable).
+    #[arg(long = "exclude-agent", value_name = "AGENT")]
+    #[serde(default)]
     pub exclude_agents: Vec<String>,
+    /// Not ready until this holds: todo_done:<todo-id>.
+    #[arg(long, value_name = "COND")]
     pub resume_when: Option<String>,
+    /// A command (run without a shell) that must exit 0 before `done` is accepted.
+    #[arg(long, value_name = "CMD")]
     pub validate: Option<String>,
-    /// `--every`, `--until`, `--watch-only` (monitors only).
-    pub monitor: crate::ops::monitor::MonitorArgs,
+    /// How often the monitor is due, at least 1m (e.g. 15m, 2h, 1d).
+    /// Required with --class continuous_monitor; it is first due one
+    /// cadence from now, then one cadence after each `todo poll`.
+    #[arg(long, value_name = "DURATION")]
+    pub every: Option<String>,
+    /// When the monitor ends: an RFC 3339 time or a duration from now
+    /// (e.g. 8h); from then on it is not selected again.
+    #[arg(long, value_name = "TIME|DURATION")]
+    pub until: Option<String>,
+    /// Its turns only observe and report (poll, note what changed): the
+    /// agent is told not to change code.
+    #[arg(long)]
+    #[serde(default)]
+    pub watch_only: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -62,7 +95,11 @@ pub fn resolve_resume_when(state: &State, goal: &str, text: &str) -> Result<Stri
 
 pub fn add(ctx: &Context, args: &AddArgs) -> Result<TodoReport> {
     let text = non_empty("todo text", &args.text)?;
-    let class = check_class(args.role, args.class)?;
+    let (role, priority) = (
+        args.role.unwrap_or(Role::Agent),
+        args.priority.unwrap_or(Priority::P2),
+    );
+    let class = check_class(role, args.class)?;
     for cap in &args.requires_capabilities {
         ids::check_name("capability", cap)?;
     }
@@ -72,7 +109,13 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<TodoReport> {
     if let Some(v) = &args.validate {
         crate::ops::validate::check_command(v)?;
     }
-    let monitor = crate::ops::monitor::for_new_todo(class, &args.monitor, ctx.now)?;
+    let monitor = crate::ops::monitor::for_new_todo(
+        class,
+        args.every.as_deref(),
+        args.until.as_deref(),
+        args.watch_only,
+        ctx.now,
+    )?;
     let agent = ctx.agent().map(str::to_owned);
     let now = ctx.now;
     let nonce = ids::nonce();
@@ -90,9 +133,9 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<TodoReport> {
             id.clone(),
             &goal,
             &text,
-            args.role,
+            role,
             class,
-            args.priority,
+            priority,
             agent.as_deref(),
             now,
         );

@@ -1,30 +1,55 @@
 //! `writeback` and `history`: the evidence ledger.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::git_cmd;
 use crate::model::gate::{self, GateAction};
 use crate::model::ids::{headline, nonce};
 use crate::model::{ids, lease, Code, Extra, Outcome, Refusal, Run, RunKind, Validation};
+use crate::ops::args::enum_arg;
 use crate::ops::{local, mutate_maybe, non_empty, resolve_todo, Context};
 use crate::store::{Message, Oid};
 use crate::Result;
 
-#[derive(Debug, Clone)]
+/// `writeback`, and the `writeback` tool (see `ops::args`).
+#[derive(Debug, Clone, clap::Args, Deserialize)]
+#[cfg_attr(feature = "mcp", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct WritebackArgs {
-    /// The todo the work was for; none for a goal-level writeback (a
-    /// planning or replanning turn, which works on no todo).
+    /// The todo the work was for: its id or a unique prefix of one. Leave it
+    /// out for a goal-level writeback: a planning or replanning turn, which
+    /// works on no todo.
+    #[arg(long, value_name = "ID")]
     pub todo: Option<String>,
+    /// surface_only, outcome_gap, outcome_progress or primary_goal_outcome.
+    #[arg(long, value_parser = enum_arg::<Outcome>)]
     pub outcome: Outcome,
+    /// What was delivered, in a sentence or two.
+    #[arg(long, value_name = "TEXT")]
     pub summary: String,
+    /// The validation command that was run…
+    #[arg(long, value_name = "CMD", requires = "exit_code")]
     pub validation: Option<String>,
+    /// …and its exit code.
+    #[arg(long, requires = "validation", allow_hyphen_values = true)]
     pub exit_code: Option<i32>,
-    /// Revisions naming code commits (`HEAD`, a branch, a short id).
+    /// A code commit that carries the work (repeatable): any revision git
+    /// reads (`HEAD`, a branch, a short id); stored as the full commit id.
+    #[arg(long = "artifact", value_name = "REV")]
+    #[serde(default)]
     pub artifacts: Vec<String>,
-    /// Evidence outside git.
+    /// Evidence outside git, such as a CI run (repeatable): an absolute URL.
+    #[arg(long = "artifact-url", value_name = "URL")]
+    #[serde(default)]
     pub artifact_urls: Vec<String>,
+    /// Set the goal's next action in the same commit.
+    #[arg(long)]
     pub next_action: Option<String>,
+    /// The turn key: a second writeback with the same key is a replay.
+    #[arg(long, value_name = "KEY")]
     pub turn: Option<String>,
+    /// The epoch your claim was granted (default: recorded on this host).
+    #[arg(long)]
     pub epoch: Option<u64>,
 }
 

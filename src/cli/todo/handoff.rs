@@ -1,9 +1,8 @@
-//! `git loopx todo handoff`: its flags, and reading a Markdown packet.
+//! `git loopx todo handoff`: reading a Markdown packet.
 
 use std::io::Read as _;
 
 use crate::cli::Output;
-use crate::model::handoff::{parse_markdown, Packet, Tried};
 use crate::model::Refusal;
 use crate::ops::{lease, Context};
 use crate::Result;
@@ -26,40 +25,8 @@ use crate::Result;
 /// refused with its line number.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The todo: its id or a unique prefix of one.
-    id: String,
-    /// The agent that takes the lease over.
-    #[arg(long, value_name = "AGENT")]
-    to: String,
-    /// What the next agent needs to know (kept as a note on the todo;
-    /// default: the first line of the packet's summary).
-    #[arg(long, value_name = "TEXT")]
-    note: Option<String>,
-    /// The work done so far (the packet's summary).
-    #[arg(long, value_name = "TEXT")]
-    summary: Option<String>,
-    /// An approach tried and why it failed, as "APPROACH: WHY" (repeatable).
-    #[arg(long, value_name = "APPROACH: WHY")]
-    tried: Vec<String>,
-    /// What the next agent should do next (repeatable, in order).
-    #[arg(long = "next-step", value_name = "TEXT")]
-    next_step: Vec<String>,
-    /// A question still open (repeatable).
-    #[arg(long, value_name = "TEXT")]
-    question: Vec<String>,
-    /// A file the next agent should read, from the top of the repository
-    /// (repeatable; kept repository-relative, paths outside it are refused).
-    #[arg(long, value_name = "PATH")]
-    file: Vec<String>,
-    /// A Markdown packet to read first (`-` reads stdin); flags add to it.
-    #[arg(long, value_name = "FILE.md")]
-    packet: Option<String>,
-    /// The new holder's lease length, at most 24h (e.g. 30m, 2h).
-    #[arg(long, value_parser = super::ttl_arg, default_value = "45m")]
-    ttl: i64,
-    /// The epoch your claim was granted (default: recorded on this host).
-    #[arg(long)]
-    epoch: Option<u64>,
+    #[command(flatten)]
+    args: lease::HandoffArgs,
 }
 
 /// The packet file's text, from the file or stdin.
@@ -79,31 +46,11 @@ fn read_packet(source: &str) -> Result<(String, String)> {
 }
 
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
-    let mut packet = match &args.packet {
-        Some(source) => {
-            let (name, text) = read_packet(source)?;
-            parse_markdown(&name, &text)?
-        }
-        None => Packet::default(),
-    };
-    packet.append(Packet {
-        work_summary: args.summary.clone(),
-        approaches_tried: args.tried.iter().map(|t| Tried::parse(t)).collect(),
-        next_steps: args.next_step.clone(),
-        open_questions: args.question.clone(),
-        files: args.file.clone(),
-    });
-    let r = lease::handoff(
-        ctx,
-        &args.id,
-        lease::HandoffArgs {
-            to: args.to.clone(),
-            note: args.note.clone(),
-            packet,
-            ttl: args.ttl,
-            epoch: args.epoch,
-        },
-    )?;
+    let markdown = args.args.packet.as_deref().map(read_packet).transpose()?;
+    let markdown = markdown
+        .as_ref()
+        .map(|(name, text)| (name.as_str(), text.as_str()));
+    let r = lease::handoff(ctx, &args.args, markdown)?;
     let packet = r
         .todo
         .handoff

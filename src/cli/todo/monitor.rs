@@ -1,36 +1,8 @@
-//! The monitor flags of `todo add`, and `todo poll`.
+//! `git loopx todo poll`.
 
 use crate::cli::Output;
 use crate::ops::{monitor, Context};
 use crate::Result;
-
-/// `todo add` flags for a `continuous_monitor`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct MonitorFlags {
-    /// How often the monitor is due, at least 1m (e.g. 15m, 2h, 1d).
-    /// Required with --class continuous_monitor; it is first due one
-    /// cadence from now, then one cadence after each `todo poll`.
-    #[arg(long, value_name = "DURATION")]
-    every: Option<String>,
-    /// When the monitor ends: an RFC 3339 time or a duration from now
-    /// (e.g. 8h); from then on it is not selected again.
-    #[arg(long, value_name = "TIME|DURATION")]
-    until: Option<String>,
-    /// Its turns only observe and report (poll, note what changed): the
-    /// agent is told not to change code.
-    #[arg(long)]
-    watch_only: bool,
-}
-
-impl MonitorFlags {
-    pub fn to_args(&self) -> monitor::MonitorArgs {
-        monitor::MonitorArgs {
-            every: self.every.clone(),
-            until: self.until.clone(),
-            watch_only: self.watch_only,
-        }
-    }
-}
 
 /// Record a poll of a continuous_monitor and set when it is next due.
 ///

@@ -2,10 +2,10 @@
 //! person, or passed to another registered agent.
 
 use crate::model::gate::{self, GateAction};
-use crate::model::handoff::Packet;
+use crate::model::handoff::{parse_markdown, Packet, Tried};
 use crate::model::lease::{self, ClaimAction};
 use crate::model::{Code, Refusal, State};
-use crate::ops::lease::{claimed, ClaimReport, LeaseReport};
+use crate::ops::lease::{claimed, ClaimReport, HandoffArgs, LeaseReport, ReleaseArgs};
 use crate::ops::{add_note, local, mutate, non_empty, resolve_todo, touch, Context};
 use crate::store::Message;
 use crate::Result;
@@ -15,7 +15,8 @@ use crate::Result;
 /// An agent releases its own lease. A person (no agent identity) takes any
 /// lease back with `--force` ([`take_back`]); an agent's `--force` changes
 /// nothing: it still releases only its own lease.
-pub fn release(ctx: &Context, query: &str, epoch: Option<u64>, force: bool) -> Result<LeaseReport> {
+pub fn release(ctx: &Context, args: &ReleaseArgs) -> Result<LeaseReport> {
+    let (query, epoch, force) = (args.todo.as_str(), args.epoch, args.force);
     let Some(agent) = ctx.agent().map(str::to_owned) else {
         if force {
             return take_back(ctx, query);
@@ -144,21 +145,26 @@ fn check_receiver(state: &State, to: &str) -> Result<()> {
     .into())
 }
 
-/// What `todo handoff` passes on: the note (kept in `notes`) and the
-/// packet (kept as the todo's `handoff`).
-#[derive(Debug, Default)]
-pub struct HandoffArgs {
-    pub to: String,
-    /// `--note`; without one, the first line of the packet's summary.
-    pub note: Option<String>,
-    pub packet: Packet,
-    pub ttl: i64,
-    pub epoch: Option<u64>,
+/// The packet a handoff passes on: `markdown` (the `packet` argument's
+/// Markdown, and where it came from) with the other arguments added to it.
+fn packet_of(args: &HandoffArgs, markdown: Option<(&str, &str)>) -> Result<Packet> {
+    let mut packet = match markdown {
+        Some((source, text)) => parse_markdown(source, text)?,
+        None => Packet::default(),
+    };
+    packet.append(Packet {
+        work_summary: args.summary.clone(),
+        approaches_tried: args.tried.iter().map(|t| Tried::parse(t)).collect(),
+        next_steps: args.next_steps.clone(),
+        open_questions: args.questions.clone(),
+        files: args.files.clone(),
+    });
+    Ok(packet)
 }
 
 /// The note a handoff leaves: `--note`, else the summary's first line.
-fn note_of(args: &HandoffArgs) -> Result<String> {
-    match (&args.note, &args.packet.work_summary) {
+fn note_of(note: Option<&str>, packet: &Packet) -> Result<String> {
+    match (note, &packet.work_summary) {
         (Some(note), _) => non_empty("--note", note),
         (None, Some(summary)) => {
             let first = summary.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
@@ -175,21 +181,28 @@ fn note_of(args: &HandoffArgs) -> Result<String> {
 }
 
 /// `todo handoff ID --to B [--note T] [packet]`: the lease moves to B with
-/// a new epoch; the packet replaces the todo's previous `handoff`.
-pub fn handoff(ctx: &Context, query: &str, args: HandoffArgs) -> Result<ClaimReport> {
+/// a new epoch; the packet (`markdown`, read by the caller from where the
+/// `packet` argument says, with the other arguments added) replaces the
+/// todo's previous `handoff`.
+pub fn handoff(
+    ctx: &Context,
+    args: &HandoffArgs,
+    markdown: Option<(&str, &str)>,
+) -> Result<ClaimReport> {
+    let packet = packet_of(args, markdown)?;
     let agent = ctx.require_agent()?.to_owned();
     let to = args.to.as_str();
     crate::model::ids::check_name("agent", to)?;
-    let note = note_of(&args)?;
-    let ttl = lease::check_ttl(args.ttl)?;
+    let note = note_of(args.note.as_deref(), &packet)?;
+    let ttl = super::ttl(args.ttl)?;
     if to == agent {
         return Err(Refusal::invalid_input("a handoff goes to another agent").into());
     }
-    let packet = args.packet.check(ctx.store.workdir())?;
+    let packet = packet.check(ctx.store.workdir())?;
     let done = mutate(ctx, |state, goal| {
         check_receiver(state, to)?;
         let gs = state.goals.get_mut(goal).expect("goal exists");
-        let id = resolve_todo(gs, query)?;
+        let id = resolve_todo(gs, &args.todo)?;
         let expected = local::expected_epoch(ctx, &agent, &id, args.epoch);
         let todo = gs.todos.get_mut(&id).expect("resolved");
         gate::check_reserved(todo, Some(&agent), GateAction::Handoff)?;

@@ -2,16 +2,35 @@
 
 mod text;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::handoff::Handoff;
 use crate::model::should_run::{self, Decision};
 use crate::model::{Goal, GoalState, Role, RunKind, Timestamp, Todo, TodoStatus};
+use crate::ops::args::enum_arg;
 use crate::ops::Context;
 use crate::Result;
 
 /// Which agent runtime the prompt is written for.
 pub use crate::model::runtime::Runtime;
+
+/// `prompt`, and the MCP prompt `turn` (see `ops::args`), which does not
+/// take capabilities.
+#[derive(Debug, Clone, clap::Args, Deserialize)]
+#[cfg_attr(feature = "mcp", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PromptArgs {
+    /// claude-code, codex or generic.
+    #[arg(long, value_parser = enum_arg::<Runtime>, default_value = "generic")]
+    pub runtime: Option<Runtime>,
+    /// A capability this agent has now (repeatable).
+    #[arg(long = "capability", value_name = "CAP")]
+    #[serde(skip)]
+    pub capabilities: Vec<String>,
+    /// The turn key to use in the commands (default: agent and time).
+    #[arg(long, value_name = "KEY")]
+    pub turn: Option<String>,
+}
 
 #[derive(Debug, Serialize)]
 pub struct PromptReport {

@@ -3,7 +3,8 @@
 //! for the tests only): the whole governed turn and the refusals of
 //! `mcp.rs`, with nothing to install, so the server's protocol is tested
 //! wherever `cargo test` runs. `mcp.rs` does the same, and more, with the
-//! Python SDK, a client nobody here wrote.
+//! Python SDK, a client nobody here wrote. Here too: each tool's arguments
+//! against its command's clap definition (`ops::args`).
 
 use std::path::Path;
 
@@ -191,6 +192,222 @@ async fn rmcp_client_gets_refusals_as_tool_errors_and_bad_arguments_write_nothin
         assert!(
             error["message"].as_str().unwrap().contains(says),
             "{answer}"
+        );
+    }
+    assert_eq!(env.tip(&repo), tip, "nothing was written");
+}
+
+/// Each tool and the command whose arguments it takes (`ops::args`).
+const COMMANDS: [(&str, &[&str]); 13] = [
+    ("add_gate", &["gate", "add"]),
+    ("add_todo", &["todo", "add"]),
+    ("claim", &["todo", "claim"]),
+    ("complete_todo", &["todo", "done"]),
+    ("diff", &["diff"]),
+    ("handoff", &["todo", "handoff"]),
+    ("next_todo", &["todo", "next"]),
+    ("release", &["todo", "release"]),
+    ("renew", &["todo", "renew"]),
+    ("should_run", &["should-run"]),
+    ("spend", &["quota", "spend"]),
+    ("status", &["status"]),
+    ("writeback", &["writeback"]),
+];
+
+/// `git loopx <path>` as clap has it, flags and all.
+fn subcommand(path: &[&str]) -> clap::Command {
+    use clap::CommandFactory as _;
+    let mut cmd = loopx::cli::Cli::command();
+    cmd.build();
+    path.iter().fold(cmd, |cmd, name| {
+        cmd.find_subcommand(name)
+            .unwrap_or_else(|| panic!("no subcommand {name} in {path:?}"))
+            .clone()
+    })
+}
+
+/// The one-definition promise, where it can break: every field a tool
+/// advertises is the flag (or positional) of the same id of its command,
+/// of the same kind (a list is a repeatable flag, a boolean a switch,
+/// required as the flag is), named as the flag (a list may be its plural);
+/// and a field the command does not take over MCP (`--force`, `--global`,
+/// `--markdown`), or takes only globally (`--agent`), or not at all, is
+/// refused before anything runs.
+#[tokio::test]
+async fn every_tool_argument_is_a_flag_of_its_command_and_no_other_field_is_taken() {
+    let env = TestEnv::new();
+    let (repo, _) = setup(&env, "repo", &["agent-a"]);
+    let tip = env.tip(&repo);
+    let client = connect(&env, &repo, "agent-a").await;
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = COMMANDS.iter().map(|(tool, _)| *tool).collect();
+    assert_eq!(names, TOOLS, "a command for every tool");
+
+    let mut refusals = Vec::new();
+    for (tool, path) in COMMANDS {
+        let schema = &tools.iter().find(|t| t.name == tool).unwrap().input_schema;
+        let command = subcommand(path);
+        let required: Vec<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let properties = schema.get("properties").and_then(Value::as_object);
+        for (field, property) in properties.into_iter().flatten() {
+            let at = format!("{tool}.{field} (git loopx {})", path.join(" "));
+            let arg = command
+                .get_arguments()
+                .find(|a| a.get_id() == field.as_str())
+                .unwrap_or_else(|| panic!("{at}: the command has no such argument"));
+            let kind = property["type"].as_str();
+            let list = matches!(arg.get_action(), clap::ArgAction::Append);
+            let switch = matches!(arg.get_action(), clap::ArgAction::SetTrue);
+            assert_eq!(
+                kind == Some("array"),
+                list,
+                "{at}: a list is a repeatable flag"
+            );
+            assert_eq!(
+                kind == Some("boolean"),
+                switch,
+                "{at}: a boolean is a switch"
+            );
+            assert_eq!(
+                required.contains(&field.as_str()),
+                arg.is_required_set(),
+                "{at}: required as the flag is"
+            );
+            if let Some(long) = arg.get_long() {
+                let name = field.replace('_', "-");
+                let plural = match long.strip_suffix('y') {
+                    Some(stem) => format!("{stem}ies"),
+                    None => format!("{long}s"),
+                };
+                assert!(
+                    name == long || list && name == plural,
+                    "{at}: named as the flag --{long}"
+                );
+            }
+        }
+        let taken = |id: &str| properties.is_some_and(|p| p.contains_key(id));
+        let mut untaken: Vec<(String, Value)> = command
+            .get_arguments()
+            .filter(|a| !a.is_global_set() && a.get_id() != "help" && !taken(a.get_id().as_str()))
+            .map(|a| {
+                let switch = matches!(a.get_action(), clap::ArgAction::SetTrue);
+                let value = if switch { json!(true) } else { json!("x") };
+                (a.get_id().to_string(), value)
+            })
+            .collect();
+        untaken.push(("agent".to_owned(), json!("agent-b")));
+        untaken.push(("no_such_flag".to_owned(), json!(1)));
+        for (field, value) in untaken {
+            let arguments = Value::Object([(field.clone(), value)].into_iter().collect());
+            let answer = call(&client, tool, arguments).await;
+            refusals.push((tool, field, answer));
+        }
+    }
+    client.cancel().await.unwrap();
+
+    for (tool, field, answer) in &refusals {
+        let message = answer["structured"]["error"]["message"].as_str();
+        let says = format!("{tool}: bad arguments: unknown field `{field}`");
+        assert!(
+            message.is_some_and(|m| m.starts_with(&says)),
+            "{tool} takes `{field}`: {answer}"
+        );
+    }
+    let cli_only: Vec<String> = refusals
+        .iter()
+        .filter(|(_, field, _)| field != "agent" && field != "no_such_flag")
+        .map(|(tool, field, _)| format!("{tool}.{field}"))
+        .collect();
+    assert_eq!(
+        cli_only,
+        ["add_gate.global", "diff.markdown", "release.force"].map(String::from),
+        "what only the command line takes"
+    );
+    assert_eq!(env.tip(&repo), tip, "nothing was written");
+}
+
+/// The rules between flags are clap's, for both front ends, and so is the
+/// parsing of a value: a tool call that breaks one is refused before it
+/// runs, in the CLI's words.
+#[tokio::test]
+async fn a_tool_call_breaking_a_flag_rule_is_refused_as_the_command_line_is() {
+    let env = TestEnv::new();
+    let (repo, todo) = setup(&env, "repo", &["agent-a"]);
+    let tip = env.tip(&repo);
+    let client = connect(&env, &repo, "agent-a").await;
+    let cases: [(&str, Value, Vec<&str>); 6] = [
+        (
+            "claim",
+            json!({"todo": todo, "remote": "origin"}),
+            vec!["todo", "claim", &todo, "--remote", "origin"],
+        ),
+        (
+            "next_todo",
+            json!({"sync": true}),
+            vec!["todo", "next", "--sync"],
+        ),
+        (
+            "complete_todo",
+            json!({"todo": todo, "evidence": "e", "next": "n", "no_follow_up": true}),
+            vec![
+                "todo",
+                "done",
+                &todo,
+                "--evidence",
+                "e",
+                "--next",
+                "n",
+                "--no-follow-up",
+            ],
+        ),
+        (
+            "writeback",
+            json!({"outcome": "outcome_gap", "summary": "s", "exit_code": -1}),
+            vec![
+                "writeback",
+                "--outcome",
+                "outcome_gap",
+                "--summary",
+                "s",
+                "--exit-code",
+                "-1",
+            ],
+        ),
+        (
+            "spend",
+            json!({"turn": "t-1", "writeback": "run_1"}),
+            vec!["quota", "spend", "--turn", "t-1", "--writeback", "run_1"],
+        ),
+        (
+            "claim",
+            json!({"todo": todo, "ttl": "soon"}),
+            vec!["todo", "claim", &todo, "--ttl", "soon"],
+        ),
+    ];
+    let mut answers = Vec::new();
+    for (tool, arguments, _) in &cases {
+        answers.push(call(&client, tool, arguments.clone()).await);
+    }
+    client.cancel().await.unwrap();
+
+    for ((tool, _, words), answer) in cases.iter().zip(&answers) {
+        let mut args = vec!["--json", "--agent", "agent-a"];
+        args.extend(words);
+        let cli = env.loopx(&repo, &args).failure(2).json();
+        let said = cli["error"]["message"].as_str().unwrap();
+        let error = &answer["structured"]["error"];
+        assert_eq!(error["code"], "invalid_input", "{answer}");
+        let message = error["message"].as_str().unwrap();
+        let message = message.strip_prefix(&format!("{tool}: bad arguments: "));
+        // The CLI's `--json` message is the first line of clap's error;
+        // for a value, clap names the flag before the parser's words.
+        assert!(
+            message.is_some_and(|m| m.starts_with(said.trim_end_matches(':')) || said.ends_with(m)),
+            "{tool} says what the CLI says ({said}): {answer}"
         );
     }
     assert_eq!(env.tip(&repo), tip, "nothing was written");

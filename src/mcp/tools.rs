@@ -122,7 +122,10 @@ impl Server {
             } else {
                 serde_json::to_value(status::status(ctx)?)
             };
-            Ok((report.map_err(|e| crate::Error::invalid_input(e.to_string()))?, None))
+            Ok((
+                report.map_err(|e| crate::Error::invalid_input(e.to_string()))?,
+                None,
+            ))
         })
         .await
     }

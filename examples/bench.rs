@@ -13,6 +13,9 @@
 //! `--only sizes|contention|merge|runs|turn` runs one part (`runs`: a
 //! writeback on an empty day against one after 20,000 runs that day);
 //! `--setup DIR N` only builds a repository of N todos under DIR and prints its path.
+//! `--against OLD` compares the per-process figures with another build's
+//! binary: both run the same commands in turn on copies of one repository,
+//! so load that comes and goes falls on both alike.
 
 #[path = "support/binary.rs"]
 mod binary;
@@ -36,6 +39,9 @@ usage: cargo run --release --example bench -- [options]
   --quick                  small sizes, few repetitions
   --only PART              one part: sizes | contention | merge | runs | turn
   --setup DIR N            only build a repository of N todos under DIR, print its path
+  --against OLD            claim, writeback, status and should-run as processes,
+                           this build and the git-loopx binary OLD in turn, on
+                           copies of one repository per size: p50 of each, new/old
 
 With LOOPX_REF_BIN and LOOPX_REF_PATH set (scripts/install-reference.sh),
 the governed turn is also timed against the Python reference.";
@@ -49,6 +55,8 @@ struct Opts {
     runs_in_a_day: usize,
     /// Run only this part: `sizes`, `contention`, `merge`, `runs` or `turn`.
     only: Option<String>,
+    /// `--against OLD`: only the interleaved comparison with that binary.
+    against: Option<PathBuf>,
 }
 
 fn opts() -> Opts {
@@ -60,6 +68,7 @@ fn opts() -> Opts {
         divergent: 500,
         runs_in_a_day: 20_000,
         only: None,
+        against: None,
     };
     let mut i = 0;
     while i < args.len() {
@@ -77,6 +86,10 @@ fn opts() -> Opts {
             }
             "--only" => {
                 o.only = Some(args[i + 1].clone());
+                i += 1;
+            }
+            "--against" => {
+                o.against = Some(PathBuf::from(&args[i + 1]));
                 i += 1;
             }
             "--quick" => {
@@ -862,6 +875,12 @@ fn main() {
         "git-loopx benchmark: {} reps per figure, sizes {:?}",
         o.reps, o.sizes
     );
+    if let Some(old) = &o.against {
+        for &n in &o.sizes {
+            against(&env, &o, n, old);
+        }
+        return;
+    }
     let run = |part: &str| o.only.as_deref().is_none_or(|only| only == part);
     if run("sizes") {
         for &n in &o.sizes {
@@ -889,4 +908,83 @@ fn main() {
         "\ntotal benchmark time: {:.0} s",
         started.elapsed().as_secs_f64()
     );
+}
+
+/// `--against OLD`: the per-process figures of this build and of the binary
+/// `old`, run in turn (the order swapped each round) on two copies of one
+/// repository of `n` todos, so both see the same disk and the same load.
+fn against(env: &Env, o: &Opts, n: usize, old: &Path) {
+    let seed = build(env, &format!("against{n}"), n);
+    let copy = |name: &str| {
+        let dir = env.root.path().join(name);
+        let status = Command::new("cp")
+            .arg("-a")
+            .arg(&seed)
+            .arg(&dir)
+            .status()
+            .expect("cp");
+        assert!(status.success());
+        dir
+    };
+    let old_env = Env {
+        root: tempfile::tempdir().unwrap(),
+        bin: old.to_owned(),
+    };
+    std::fs::create_dir_all(old_env.home()).unwrap();
+    let sides = [(env, copy("new")), (&old_env, copy("old"))];
+    for (e, dir) in &sides {
+        e.loopx_ok(dir, &["status"]);
+    }
+    type Args = fn(usize) -> Vec<String>;
+    let commands: [(&str, Args); 4] = [
+        ("claim", |i| {
+            vec![
+                "--agent".into(),
+                "bench".into(),
+                "todo".into(),
+                "claim".into(),
+                todo_id(i),
+            ]
+        }),
+        ("writeback (todo update)", |i| {
+            vec![
+                "--agent".into(),
+                "bench".into(),
+                "todo".into(),
+                "update".into(),
+                todo_id(i),
+                "--note".into(),
+                "process".into(),
+            ]
+        }),
+        ("status", |_| vec!["status".into()]),
+        ("should-run", |_| {
+            vec!["--agent".into(), "bench".into(), "should-run".into()]
+        }),
+    ];
+    println!(
+        "\n{n} todos: this build against {}, {} rounds, p50",
+        old.display(),
+        o.reps
+    );
+    for (what, args) in commands {
+        let mut times = [Vec::new(), Vec::new()];
+        for i in 0..o.reps {
+            let args = args(i % n);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            for k in [i % 2, 1 - i % 2] {
+                let (e, dir) = &sides[k];
+                let t = Instant::now();
+                e.loopx_ok(dir, &args);
+                times[k].push(t.elapsed());
+            }
+        }
+        let [new, old] = times.map(|t| stats(t).p50);
+        println!(
+            "  {n:>6}  {what:<28} new {:>10}  old {:>10}  {:.2}x",
+            ms(new),
+            ms(old),
+            new.as_secs_f64() / old.as_secs_f64()
+        );
+    }
 }

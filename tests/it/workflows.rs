@@ -28,6 +28,57 @@ fn state_pr_expression(expr: &str, head: &str) -> String {
     }
 }
 
+/// `workflow` compiles git-loopx once per pinned tag, not on every run: the
+/// binary is cached under a key holding the tag, and the install step runs
+/// only when the cache missed.
+fn assert_installed_once(workflow: &str) {
+    let doc: serde_json::Value = serde_norway::from_str(workflow).expect("the workflow is YAML");
+    for job in doc["jobs"].as_object().expect("jobs").values() {
+        let steps = job["steps"].as_array().expect("steps");
+        let cache = steps
+            .iter()
+            .find(|s| {
+                s["uses"]
+                    .as_str()
+                    .is_some_and(|u| u.starts_with("actions/cache@"))
+            })
+            .expect("a cache step");
+        assert_eq!(cache["with"]["path"], "~/.cargo/bin/git-loopx");
+        assert!(cache["with"]["key"]
+            .as_str()
+            .unwrap()
+            .contains("env.LOOPX_TAG"));
+        let install = steps
+            .iter()
+            .find(|s| {
+                s["run"]
+                    .as_str()
+                    .is_some_and(|r| r.contains("cargo install"))
+            })
+            .expect("an install step");
+        let id = cache["id"].as_str().expect("the cache step's id");
+        assert_eq!(
+            install["if"].as_str(),
+            Some(format!("steps.{id}.outputs.cache-hit != 'true'").as_str())
+        );
+        assert!(install["run"]
+            .as_str()
+            .unwrap()
+            .contains("--tag \"$LOOPX_TAG\""));
+    }
+}
+
+/// The README's help section agrees with `install-man`: it must not say no
+/// man page is installed.
+#[test]
+fn the_readme_points_git_loopx_help_at_install_man() {
+    let readme = include_str!("../../README.md");
+    let help = &readme[readme.find("### Help").expect("a Help section")..];
+    let help = &help[..help[3..].find("\n#").map_or(help.len(), |i| i + 3)];
+    assert!(!help.contains("no man page is installed"), "{help}");
+    assert!(help.contains("git loopx install-man"), "{help}");
+}
+
 /// The steps of `workflow` that run `git loopx`: their env (unevaluated)
 /// and script.
 fn loopx_steps(workflow: &str) -> Vec<(Vec<(String, String)>, String)> {
@@ -117,6 +168,7 @@ fn the_workflow_checks_every_commit_of_a_pull_request_into_loopx_state() {
         "the head, and each commit of the range: {script}"
     );
     assert!(STATE_PR.contains("cargo install --locked --git"));
+    assert_installed_once(STATE_PR);
     assert!(STATE_PR.contains("branches: [loopx-state]"));
 
     let env = TestEnv::new();
@@ -206,6 +258,7 @@ fn the_comment_workflow_renders_the_agent_work_behind_a_pull_request() {
         .1
         .contains("git loopx pr \"$BASE..$HEAD\" --markdown"));
     assert!(PR_COMMENT.contains("cargo install --locked --git"));
+    assert_installed_once(PR_COMMENT);
 
     let env = TestEnv::new();
     let (repo, tokenizer, docs, _) = crate::pr::pull_request(&env);

@@ -200,6 +200,17 @@ fn open(global: &GlobalArgs, runtime: Runtime, cwd: Option<&str>) -> Result<Cont
 
 fn stop(global: &GlobalArgs, runtime: Runtime, args: &StopArgs) -> Result<Answer, String> {
     let input = read_input()?;
+    // A runtime always says which session stops, and may say which event
+    // this is: with neither, or with an event that is not a stop, there is
+    // nothing to continue.
+    if input.session_id.is_none() && input.hook_event_name.is_none() {
+        return Err("no hook event on stdin".into());
+    }
+    if let Some(event) = input.hook_event_name.as_deref() {
+        if !STOP_EVENTS.contains(&event) {
+            return Err(format!("`{event}` is not a stop event"));
+        }
+    }
     let ctx = open(global, runtime, input.cwd.as_deref())?;
     let report = hook::stop(&ctx, runtime, &input, args.max_blocks).map_err(|e| why(&e))?;
     let mut stderr = report.warnings.clone();
@@ -214,11 +225,18 @@ fn stop(global: &GlobalArgs, runtime: Runtime, args: &StopArgs) -> Result<Answer
         StopOutcome::Skip {
             effective_action,
             reason,
+            waiting,
         } => {
             stderr.push(format!(
                 "letting the session stop: should-run says skip ({effective_action}: {reason})"
             ));
-            None
+            // The session ends at a person's decision: say so to the person.
+            match runtime {
+                Runtime::ClaudeCode | Runtime::Codex | Runtime::Gemini if !waiting.is_empty() => {
+                    Some(json!({ "systemMessage": waiting_message(&ctx, waiting) }))
+                }
+                _ => None,
+            }
         }
         StopOutcome::Guard { blocks } => {
             stderr.push(format!(
@@ -233,6 +251,34 @@ fn stop(global: &GlobalArgs, runtime: Runtime, args: &StopArgs) -> Result<Answer
         }
     };
     Ok(Answer { stdout, stderr })
+}
+
+/// The events a Stop hook program answers (Claude Code and Codex `Stop`,
+/// `SubagentStop`; Gemini CLI `AfterAgent`; Cursor `stop`).
+const STOP_EVENTS: &[&str] = &["Stop", "SubagentStop", "AfterAgent", "stop"];
+
+/// What the person reads as the session ends at their decisions: each
+/// gate's question and the command that answers it.
+fn waiting_message(ctx: &crate::ops::Context, gates: &[crate::model::gate::GateView]) -> String {
+    let goal = match (ctx.goal_flag(), ctx.load()) {
+        (Some(goal), Ok((_, state))) if goal != state.meta.default_goal => {
+            format!(" --goal {goal}")
+        }
+        _ => String::new(),
+    };
+    let mut text = format!(
+        "git-loopx: the agents stopped: {} decision(s) wait for you.",
+        gates.len()
+    );
+    for g in gates {
+        text.push_str(&format!(
+            "\n- {}: {} (answer: git loopx{goal} gate resolve {} --approve|--reject)",
+            g.id,
+            render::oneline(&g.question),
+            g.id
+        ));
+    }
+    text
 }
 
 fn session_start(global: &GlobalArgs, runtime: Runtime) -> Result<Answer, String> {

@@ -424,8 +424,13 @@ fn an_unsigned_resolution_does_not_count() {
     );
     assert_eq!(stop.code, 0);
     assert!(
-        stop.stdout.is_empty(),
+        !stop.stdout.contains("\"decision\""),
         "the Stop hook blocked on an unsigned resolution: {}",
+        stop.stdout
+    );
+    assert!(
+        stop.stdout.contains(gate.as_str()),
+        "the person is told the gate still waits: {}",
         stop.stdout
     );
     let prompt = env

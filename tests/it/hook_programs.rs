@@ -282,3 +282,97 @@ fn codex_notify_records_turn_completions_and_ignores_the_rest() {
     assert_eq!(recorded["turn_id"], "9");
     assert_eq!(recorded["at"], env.now.as_str());
 }
+
+/// The loop guard counts per agent: a fresh `session_id` on every stop does
+/// not start the count over, and a sibling session's writebacks are not
+/// this session's progress.
+#[test]
+fn the_loop_guard_counts_per_agent_not_per_session() {
+    let env = TestEnv::new();
+    let repo = one_todo_repo(&env);
+    let stop = |session: &str| {
+        let input = json!({"session_id": session, "hook_event_name": "Stop"}).to_string();
+        hook(&env, &repo, &["hook", "claude-code", "stop"], &input)
+    };
+    for i in 1..=3 {
+        let run = stop(&format!("fresh-{i}"));
+        assert!(
+            run.stdout.contains(r#""decision":"block""#),
+            "stop {i}: {}",
+            run.stderr
+        );
+    }
+    assert_open(&stop("fresh-4"), "3 block(s) in a row");
+
+    // Session a idles while a sibling session of the same agent writes back.
+    for i in 1..=3 {
+        let run = stop("a");
+        assert!(
+            run.stdout.contains(r#""decision":"block""#),
+            "stop {i}: {}",
+            run.stderr
+        );
+        env.loopx(
+            &repo,
+            &[
+                "--agent",
+                "agent-a",
+                "writeback",
+                "--turn",
+                &format!("b-{i}"),
+                "--outcome",
+                "outcome_progress",
+                "--summary",
+                "sibling work",
+            ],
+        )
+        .success();
+    }
+    assert_open(&stop("a"), "3 block(s) in a row");
+}
+
+/// A stop hook run with nothing on stdin, or for an event that is not a
+/// stop, lets the session go: it never blocks on what it cannot read.
+#[test]
+fn stop_does_not_block_on_empty_stdin_or_an_unknown_event() {
+    let env = TestEnv::new();
+    let repo = one_todo_repo(&env);
+    let run = hook(&env, &repo, &["hook", "claude-code", "stop"], "");
+    assert_open(&run, "no hook event on stdin");
+    let input = json!({"session_id": "s", "hook_event_name": "PreToolUse"}).to_string();
+    let run = hook(&env, &repo, &["hook", "claude-code", "stop"], &input);
+    assert_open(&run, "`PreToolUse` is not a stop event");
+    let input = json!({"session_id": "s", "hook_event_name": "Stop"}).to_string();
+    let run = hook(&env, &repo, &["hook", "claude-code", "stop"], &input);
+    assert!(
+        run.stdout.contains(r#""decision":"block""#),
+        "{}",
+        run.stderr
+    );
+}
+
+/// A session that ends at a person's gate says so to the person (Claude
+/// Code's `systemMessage`): the question and the command that answers it.
+#[test]
+fn a_session_stopping_at_a_gate_tells_the_person_what_waits() {
+    let env = TestEnv::new();
+    let repo = one_todo_repo(&env);
+    let gate = env
+        .loopx(&repo, &["--json", "gate", "add", "Ship on Friday?"])
+        .success()
+        .json()["gate"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let input = json!({"session_id": "s", "hook_event_name": "Stop"}).to_string();
+    let run = hook(&env, &repo, &["hook", "claude-code", "stop"], &input);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let answer: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON on stdout");
+    assert!(answer.get("decision").is_none(), "does not block: {answer}");
+    let message = answer["systemMessage"].as_str().expect("a systemMessage");
+    assert!(message.contains("Ship on Friday?"), "{message}");
+    assert!(
+        message.contains(&format!("git loopx gate resolve {gate}")),
+        "{message}"
+    );
+}

@@ -36,7 +36,7 @@ use crate::ops::{mutate_maybe, Context};
 use crate::store::Oid;
 use crate::Result;
 
-use session::Session;
+use session::{AgentGuard, Session};
 
 /// Blocks in a row, with no new writeback by the agent, before the Stop
 /// hook lets the session end anyway.
@@ -58,6 +58,8 @@ pub enum StopOutcome {
     Skip {
         effective_action: &'static str,
         reason: String,
+        /// The gates waiting for the person (said to them as the session ends).
+        waiting: Vec<crate::model::gate::GateView>,
     },
     /// The loop guard: `blocks` blocks in a row without a new writeback.
     Guard { blocks: u32 },
@@ -122,8 +124,9 @@ pub fn max_blocks(ctx: &Context, flag: Option<u32>, warnings: &mut Vec<String>) 
 
 /// Where this session stands in `gs`: the turn number to use now (the
 /// first at or after the recorded one that `agent` has not written back
-/// under), and how many writebacks `agent` has made.
-fn progress(gs: &GoalState, agent: &str, session: &str, recorded: &Session) -> (u32, u64) {
+/// under), how many writebacks `agent` has made, and how many of them were
+/// made under this session's turn keys.
+fn progress(gs: &GoalState, agent: &str, session: &str, recorded: &Session) -> (u32, u64, u64) {
     let prefix = format!("{session}-");
     let mut writebacks = 0u64;
     let mut used: Vec<u32> = Vec::new();
@@ -140,18 +143,24 @@ fn progress(gs: &GoalState, agent: &str, session: &str, recorded: &Session) -> (
             used.push(n);
         }
     }
+    let own = used.len() as u64;
     let mut turn = recorded.turn.max(1);
     while used.contains(&turn) {
         turn += 1;
     }
-    (turn, writebacks)
+    (turn, writebacks, own)
 }
 
 /// One decision of a hook, made inside the transaction.
 struct Step {
     turn: u32,
+    /// The agent's writebacks, and this session's.
     writebacks: u64,
+    own: u64,
+    /// Blocks in a row: this session's, with no writeback under its turn
+    /// keys; the agent's, over all its sessions, with no writeback at all.
     blocks: u32,
+    agent_blocks: u32,
     decision: Decision,
     prompt: Option<PromptReport>,
     receipt: Option<TurnReceipt>,
@@ -165,6 +174,7 @@ fn step(
     agent: &str,
     session: &str,
     recorded: &Session,
+    guard: &AgentGuard,
     block_allowed: impl Fn(u32) -> bool,
 ) -> Result<(Step, Option<Oid>)> {
     let nonce = nonce();
@@ -185,9 +195,17 @@ fn step(
             &reopened
         };
         let gs = &view.goals[goal];
-        let (turn, writebacks) = progress(gs, agent, session, recorded);
-        let blocks = if writebacks == recorded.writebacks {
+        let (turn, writebacks, own) = progress(gs, agent, session, recorded);
+        // A sibling session's writeback is not this session's progress, and
+        // a fresh session id starts no streak over: the agent's own count
+        // goes on across its sessions.
+        let blocks = if own == recorded.writebacks {
             recorded.blocks
+        } else {
+            0
+        };
+        let agent_blocks = if writebacks == guard.writebacks {
+            guard.blocks
         } else {
             0
         };
@@ -196,12 +214,14 @@ fn step(
         let mut step = Step {
             turn,
             writebacks,
+            own,
             blocks,
+            agent_blocks,
             decision: decision.clone(),
             prompt: None,
             receipt: None,
         };
-        if !decision.should_run || !block_allowed(blocks) {
+        if !decision.should_run || !block_allowed(blocks.max(agent_blocks)) {
             step.prompt = Some(prompt::report(
                 gs,
                 Some(agent),
@@ -252,43 +272,55 @@ pub fn stop(
     let max_blocks = max_blocks(ctx, max_blocks_flag, &mut warnings);
     let session = session::session_name(input.session_id.as_deref());
     let recorded = Session::load(ctx, runtime, &session);
-    let (step, commit) = step(ctx, runtime, &agent, &session, &recorded, |blocks| {
-        blocks < max_blocks
-    })?;
+    let guard = AgentGuard::load(ctx, runtime, &agent);
+    let (step, commit) = step(
+        ctx,
+        runtime,
+        &agent,
+        &session,
+        &recorded,
+        &guard,
+        |blocks| blocks < max_blocks,
+    )?;
     let turn = session::turn_key(&session, step.turn);
     // Blocks in a row as reported, and as kept for the next stop: a
     // session that is let go starts its next streak from zero.
-    let (outcome, blocks, kept) = match (step.decision.should_run, step.prompt, step.receipt) {
-        (true, Some(prompt), Some(receipt)) => (
-            StopOutcome::Block {
-                prompt: prompt.prompt,
-                receipt,
-            },
-            step.blocks + 1,
-            step.blocks + 1,
-        ),
-        (true, _, _) => (
-            StopOutcome::Guard {
-                blocks: step.blocks,
-            },
-            step.blocks,
-            0,
-        ),
-        (false, _, _) => (
-            StopOutcome::Skip {
-                effective_action: step.decision.effective_action,
-                reason: step.decision.reason.clone(),
-            },
-            step.blocks,
-            0,
-        ),
-    };
+    let streak = step.blocks.max(step.agent_blocks);
+    let waiting = step.decision.gates.clone();
+    let (outcome, blocks, kept, agent_kept) =
+        match (step.decision.should_run, step.prompt, step.receipt) {
+            (true, Some(prompt), Some(receipt)) => (
+                StopOutcome::Block {
+                    prompt: prompt.prompt,
+                    receipt,
+                },
+                streak + 1,
+                step.blocks + 1,
+                step.agent_blocks + 1,
+            ),
+            (true, _, _) => (StopOutcome::Guard { blocks: streak }, streak, 0, 0),
+            (false, _, _) => (
+                StopOutcome::Skip {
+                    effective_action: step.decision.effective_action,
+                    reason: step.decision.reason.clone(),
+                    waiting,
+                },
+                streak,
+                0,
+                0,
+            ),
+        };
     Session {
         turn: step.turn,
         blocks: kept,
-        writebacks: step.writebacks,
+        writebacks: step.own,
     }
     .save(ctx, runtime, &session)?;
+    AgentGuard {
+        blocks: agent_kept,
+        writebacks: step.writebacks,
+    }
+    .save(ctx, runtime, &agent)?;
     Ok(StopReport {
         runtime,
         agent,
@@ -308,11 +340,12 @@ pub fn session_start(ctx: &Context, runtime: Runtime, input: &HookInput) -> Resu
     let agent = ctx.require_agent()?.to_owned();
     let session = session::session_name(input.session_id.as_deref());
     let recorded = Session::load(ctx, runtime, &session);
-    let (step, commit) = step(ctx, runtime, &agent, &session, &recorded, |_| true)?;
+    let guard = AgentGuard::load(ctx, runtime, &agent);
+    let (step, commit) = step(ctx, runtime, &agent, &session, &recorded, &guard, |_| true)?;
     Session {
         turn: step.turn,
         blocks: 0,
-        writebacks: step.writebacks,
+        writebacks: step.own,
     }
     .save(ctx, runtime, &session)?;
     let status = status::status(ctx)?;

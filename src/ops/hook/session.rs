@@ -94,9 +94,9 @@ fn write(path: &Path, value: &impl Serialize) -> Result<()> {
 pub struct Session {
     /// The turn number last handed out (0: none yet).
     pub turn: u32,
-    /// Blocks in a row with no new writeback by the agent.
+    /// Blocks in a row with no new writeback under this session's turn keys.
     pub blocks: u32,
-    /// The agent's writebacks in the goal when last seen.
+    /// The writebacks under this session's turn keys when last seen.
     pub writebacks: u64,
 }
 
@@ -107,6 +107,26 @@ impl Session {
 
     pub fn save(&self, ctx: &Context, runtime: Runtime, session: &str) -> Result<()> {
         write(&record_path(ctx, "sessions", runtime, session), self)
+    }
+}
+
+/// The agent's loop guard over all its sessions: blocks in a row with no
+/// writeback by the agent at all, so that a fresh session id per stop does
+/// not start the count over.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentGuard {
+    pub blocks: u32,
+    /// The agent's writebacks in the goal when last seen.
+    pub writebacks: u64,
+}
+
+impl AgentGuard {
+    pub fn load(ctx: &Context, runtime: Runtime, agent: &str) -> Self {
+        read(&record_path(ctx, "guards", runtime, agent)).unwrap_or_default()
+    }
+
+    pub fn save(&self, ctx: &Context, runtime: Runtime, agent: &str) -> Result<()> {
+        write(&record_path(ctx, "guards", runtime, agent), self)
     }
 }
 

@@ -238,19 +238,23 @@ pub fn select<'a>(
             sel.candidates.push(candidate);
         }
     }
-    // A ready todo that an open gate `unblocks` waits for the gate; an open
-    // gate of the whole goal holds every one, and one that blocks this agent
-    // holds all of this agent's work (as in LoopX 2.1.1).
+    // As in LoopX 2.1.1: an open gate of the whole goal holds every ready
+    // todo; one that blocks this agent and names no todo holds all of this
+    // agent's work; one that `unblocks` a todo holds that todo, for the
+    // agent it blocks only when it names one (`--blocks-agent a1 --unblocks
+    // T1` leaves a1 its other todos, and T1 to every other agent).
     if !open_gates.is_empty() {
         let all_held = open_gates
             .iter()
             .any(|g| match gate_scope(g.blocks_agent, g.unblocks) {
                 GateScope::Goal => true,
-                GateScope::Agent(a) => Some(a) == agent,
+                GateScope::Agent(a) => Some(a) == agent && g.unblocks.is_none(),
                 GateScope::Todo(_) => false,
             });
-        let held =
-            |c: &Candidate<'_>| all_held || open_gates.iter().any(|g| g.unblocks == Some(c.id));
+        let holds = |g: &&TodoFacts<'_>, id: &str| {
+            g.unblocks == Some(id) && g.blocks_agent.is_none_or(|a| Some(a) == agent)
+        };
+        let held = |c: &Candidate<'_>| all_held || open_gates.iter().any(|g| holds(&g, c.id));
         for list in [&mut sel.candidates, &mut sel.successors] {
             let (gated, ready): (Vec<_>, Vec<_>) = list.drain(..).partition(|c| held(c));
             *list = ready;

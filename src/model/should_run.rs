@@ -844,7 +844,7 @@ mod tests {
                 true,
             ),
             (
-                "5 another agent's gate that unblocks a todo holds that todo for me too",
+                "5 another agent's gate that unblocks a todo leaves that todo to me (as LoopX)",
                 |w| {
                     let x = w.todo(TodoClass::AdvancementTask, |_| {});
                     w.todo(TodoClass::UserGate, |g| {
@@ -853,8 +853,22 @@ mod tests {
                     });
                 },
                 Some("a"),
-                ("skip", "waiting", "blocked_wait", WAKE_WAITING),
+                ("run", "eligible", "normal_run", WAKE_RUN_NOW),
                 false,
+            ),
+            (
+                "5 my gate that unblocks one todo leaves me my other todos (as LoopX)",
+                |w| {
+                    let x = w.todo(TodoClass::AdvancementTask, |_| {});
+                    w.todo(TodoClass::AdvancementTask, |_| {});
+                    w.todo(TodoClass::UserGate, |g| {
+                        g.blocks_agent = Some("a".into());
+                        g.unblocks = Some(x);
+                    });
+                },
+                Some("a"),
+                ("run", "eligible", "safe_bypass_user_gate_fallback", WAKE_RUN_NOW),
+                true,
             ),
             (
                 "6 a reminder tells the user, work goes on",

@@ -181,7 +181,7 @@ pub fn decide(
     // 3. Throttled.
     if usage.throttled() {
         let wait = now.seconds_until(usage.next_eligible_at).max(1);
-        return base.skip(
+        let mut d = base.skip(
             "throttled",
             "throttled_skip",
             format!(
@@ -190,6 +190,17 @@ pub fn decide(
             ),
             hint("wait_until_eligible", "throttled", wait),
         );
+        // A gate still waits for the person while the quota does (LoopX
+        // 2.1.1 notifies then too).
+        if !sel.gates.is_empty() {
+            d.notify_user = true;
+            d.reason = format!(
+                "{}; {} open gate(s) wait for the user",
+                d.reason,
+                sel.gates.len()
+            );
+        }
+        return d;
     }
     // From here on, an open reminder for the user is worth telling them.
     let mut d = after_gates(gs, &sel, base, now);
@@ -362,9 +373,21 @@ fn after_gates(gs: &GoalState, sel: &Selection<'_>, base: Base, now: Timestamp) 
         .todos
         .all_facts()
         .any(|t| t.role == crate::model::Role::Agent && t.status == crate::model::TodoStatus::Done);
+    let agent_todos = gs
+        .todos
+        .all_facts()
+        .filter(|t| t.role == crate::model::Role::Agent)
+        .count();
     let reason = if worked {
         format!(
             "no open todo is left in goal {}: plan the next todos, or mark the goal done",
+            gs.goal.id
+        )
+    } else if agent_todos > 0 {
+        // Deferred todos whose condition does not hold yet, an expired
+        // monitor: the goal has todos, none to work on now.
+        format!(
+            "goal {} has {agent_todos} todo(s), none ready to work on (deferred, or a monitor that ended): plan what comes next",
             gs.goal.id
         )
     } else {
@@ -590,7 +613,7 @@ mod tests {
                 },
                 Some("a"),
                 ("skip", "throttled", "throttled_skip", 24 * 3600),
-                false,
+                true,
             ),
             (
                 "5 gate with an independent candidate",
@@ -867,7 +890,12 @@ mod tests {
                     });
                 },
                 Some("a"),
-                ("run", "eligible", "safe_bypass_user_gate_fallback", WAKE_RUN_NOW),
+                (
+                    "run",
+                    "eligible",
+                    "safe_bypass_user_gate_fallback",
+                    WAKE_RUN_NOW,
+                ),
                 true,
             ),
             (
@@ -932,6 +960,18 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    #[test]
+    fn a_goal_with_only_deferred_todos_is_not_said_to_have_none() {
+        let mut w = World::new();
+        w.todo(TodoClass::AdvancementTask, |t| {
+            t.status = TodoStatus::Deferred
+        });
+        let d = w.decide(Some("a"), t(0));
+        assert_eq!(d.effective_action, "plan_required", "{d:?}");
+        assert!(!d.reason.contains("no todo yet"), "{}", d.reason);
+        assert!(d.reason.contains("1 todo(s), none ready"), "{}", d.reason);
     }
 
     #[test]

@@ -36,8 +36,9 @@ pub struct AddArgs {
     /// Only this agent waits for the answer.
     #[arg(long, value_name = "AGENT", conflicts_with = "global")]
     pub blocks_agent: Option<String>,
-    /// The gate stops all agent work in the goal (the default when it
-    /// names neither an agent nor a todo).
+    /// The gate stops all agent work in the goal (the default when the
+    /// person asks one that names neither an agent nor a todo; an agent's
+    /// question stops only that agent unless it says --global).
     #[arg(long, conflicts_with = "unblocks")]
     #[serde(skip)]
     pub global: bool,
@@ -80,7 +81,14 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<GateReport> {
             agent.as_deref(),
             ctx.now,
         );
-        gate.blocks_agent = args.blocks_agent.clone();
+        // A gate an agent asks that names no scope stops only that agent,
+        // as in LoopX 2.1.1 (`--global` says otherwise); one the person asks
+        // stops all agent work.
+        gate.blocks_agent = args.blocks_agent.clone().or_else(|| {
+            (unblocks.is_none() && !args.global)
+                .then(|| agent.clone())
+                .flatten()
+        });
         gate.unblocks = unblocks.clone();
         // Stored for readers that look at the flag; the scope itself comes
         // from what the gate names (`select::scope_of`).

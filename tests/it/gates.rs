@@ -690,3 +690,35 @@ fn status_of_another_goal_prints_commands_that_work_and_all_shows_every_goal() {
         "{text}"
     );
 }
+
+/// A gate an agent asks without naming a scope stops only that agent, as in
+/// LoopX 2.1.1: another agent goes on working; `--global` stops both.
+#[test]
+fn an_agents_own_gate_stops_only_that_agent() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    for agent in ["a1", "a2"] {
+        env.loopx(&repo, &["agent", "register", agent]).success();
+    }
+    env.add_todo(&repo, "work");
+    env.loopx(&repo, &["--agent", "a1", "gate", "add", "May I?"])
+        .success();
+    let decide = |agent: &str| {
+        env.loopx(&repo, &["--json", "--agent", agent, "should-run"])
+            .success()
+            .json()
+    };
+    let a1 = decide("a1");
+    assert_eq!(a1["should_run"], false, "{a1}");
+    assert_eq!(a1["effective_action"], "operator_gate_notify", "{a1}");
+    let a2 = decide("a2");
+    assert_eq!(a2["should_run"], true, "{a2}");
+    assert_eq!(a2["effective_action"], "normal_run", "{a2}");
+
+    env.loopx(
+        &repo,
+        &["--agent", "a2", "gate", "add", "All stop?", "--global"],
+    )
+    .success();
+    assert_eq!(decide("a2")["should_run"], false);
+}

@@ -97,3 +97,16 @@ fn run_records_of_one_second_are_listed_newest_first() {
     let status = env.loopx(&repo, &["--json", "status"]).success().json();
     assert_eq!(status["recent_runs"][0]["summary"], "five", "{status}");
 }
+
+/// git-loopx's default priority is P2 where LoopX's is P1, on purpose
+/// (docs/loopx-compat.md, "Default priority").
+#[test]
+fn a_todo_added_without_a_priority_is_p2() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let json = env
+        .loopx(&repo, &["--json", "todo", "add", "no priority named"])
+        .success()
+        .json();
+    assert_eq!(json["todo"]["priority"], "P2", "{json}");
+}

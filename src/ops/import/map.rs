@@ -331,7 +331,7 @@ fn map_todo(
         );
         return None;
     }
-    let priority = match str_of(t, "priority").unwrap_or("P2") {
+    let priority = match str_of(t, "priority").unwrap_or("P1") {
         "P0" => Priority::P0,
         "P1" => Priority::P1,
         "P3" => Priority::P3,

@@ -870,3 +870,46 @@ fn sync_works_when_git_speaks_another_language() {
         .json();
     assert_eq!(holder["todo"]["claim"]["agent"], "b1", "{holder}");
 }
+
+/// A remote is named, never given as a path, a URL or an option: `sync`
+/// and `todo claim --sync` (the MCP `claim` tool's path too) refuse
+/// anything `git remote` does not list, before git runs, and push nothing.
+#[test]
+fn only_a_configured_remote_by_name_is_synced_with() {
+    let env = TestEnv::new();
+    let (_remote, dirs) = env.shared_state(&["a"]);
+    let a = &dirs[0];
+    let other = env.bare("unrelated.git");
+    let marker = env.path("pwned");
+    let option = format!("--receive-pack=touch {}", marker.display());
+    let todo = env.add_todo(a, "claimed elsewhere");
+    for remote in [
+        other.to_str().unwrap(),
+        "file:///nowhere",
+        option.as_str(),
+        "-q",
+    ] {
+        let json = env
+            .loopx(a, &["--json", "sync", "--remote", remote])
+            .failure(2)
+            .json();
+        assert_eq!(json["error"]["code"], "invalid_input", "{remote}: {json}");
+        let json = env
+            .loopx(
+                a,
+                &[
+                    "--json", "--agent", "x", "todo", "claim", &todo, "--sync", "--remote", remote,
+                ],
+            )
+            .failure(2)
+            .json();
+        assert_eq!(json["error"]["code"], "invalid_input", "{remote}: {json}");
+    }
+    assert!(!marker.exists(), "no option reached git");
+    assert_eq!(
+        env.git(&other, &["for-each-ref", "--format=%(refname)"]),
+        "",
+        "nothing was pushed to a repository given by path"
+    );
+    env.loopx(a, &["sync", "--remote", "origin"]).success();
+}

@@ -73,11 +73,32 @@ impl SyncOptions {
 }
 
 /// The remote to sync with: `--remote`, else `loopx.remote`, else `origin`.
-pub fn remote_name(ctx: &Context, remote: Option<&str>) -> String {
-    remote
+///
+/// One that is named (by the flag, the MCP tool or `loopx.remote`) must be
+/// a remote configured in this repository, by name: never a path or a URL
+/// (a tool call could push state anywhere), never text git would read as
+/// an option (`--receive-pack=…`).
+pub fn remote_name(ctx: &Context, remote: Option<&str>) -> Result<String> {
+    let named = remote
         .map(str::to_owned)
-        .or_else(|| ctx.store.config_string("loopx.remote"))
-        .unwrap_or_else(|| "origin".to_owned())
+        .or_else(|| ctx.store.config_string("loopx.remote"));
+    let Some(name) = named else {
+        return Ok("origin".to_owned());
+    };
+    let configured = !name.starts_with('-')
+        && !name.is_empty()
+        && ctx
+            .store
+            .config_string(&format!("remote.{name}.url"))
+            .is_some();
+    if !configured {
+        return Err(Refusal::invalid_input(format!(
+            "`{name}` is not a remote of this repository: name one that `git remote` lists"
+        ))
+        .with_hint("add it first: `git remote add <name> <url>`")
+        .into());
+    }
+    Ok(name)
 }
 
 fn git_failed(e: impl Into<TransportError>) -> Error {
@@ -471,7 +492,7 @@ pub fn prepare(ctx: &Context, opts: &SyncOptions) -> Result<String> {
         },
     };
     git_cmd::set_network_timeout((!timeout.is_zero()).then_some(timeout));
-    Ok(remote_name(ctx, opts.remote.as_deref()))
+    remote_name(ctx, opts.remote.as_deref())
 }
 
 /// `sync [--remote R] [--allow-unrelated] [--timeout D]`.

@@ -18,7 +18,9 @@ pub fn import(r: &ImportReport) -> String {
         "LoopX state: {} (runtime root {})",
         r.project, r.runtime_root
     );
-    if r.nothing_to_import() {
+    if r.nothing_to_import() && r.kept.total() > 0 {
+        let _ = writeln!(out, "Nothing new to import.");
+    } else if r.nothing_to_import() {
         let _ = writeln!(out, "Nothing to import: everything is already here.");
     } else if r.dry_run {
         let _ = writeln!(
@@ -35,6 +37,13 @@ pub fn import(r: &ImportReport) -> String {
             out,
             "Already here from an earlier import: {}",
             counts(&r.unchanged)
+        );
+    }
+    if r.kept.total() > 0 {
+        let _ = writeln!(
+            out,
+            "Changed here and in LoopX since the last import, kept as they are here: {}\n  (take LoopX's with --replace)",
+            counts(&r.kept)
         );
     }
     if !r.skipped.is_empty() {

@@ -517,3 +517,81 @@ fn hostile_loopx_state_fails_in_bounded_time_and_quota_sums_do_not_wrap() {
         assert!(json.to_string().contains("slots"), "{json}");
     }
 }
+
+/// A second import without `--replace` takes what changed in LoopX since
+/// the first for a todo nobody changed here, keeps (and says it kept) a
+/// todo changed on both sides, and counts as unchanged only what is the
+/// same: never a stale todo reported "unchanged".
+#[test]
+fn reimport_takes_loopx_changes_to_todos_untouched_here() {
+    let env = TestEnv::new();
+    let repo = env.repo("r");
+    let (project, root) = fixture(&env);
+    let side = &["--loopx-goal", "side-goal"];
+    let first = import(&env, &repo, FIXTURE_NOW, &project, &root, side)
+        .success()
+        .json();
+    let here = |loopx_id: &str| first["todo_ids"][loopx_id].as_str().unwrap().to_owned();
+    let (two, one) = (
+        here("todo_13a373d0a313c1ff185d13a5"),
+        here("todo_fdf633a77c86ff7696e68fa9"),
+    );
+    let title = |id: &str| {
+        env.loopx(&repo, &["--json", "todo", "show", id])
+            .success()
+            .json()["todo"]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    // Changed here: a note on "Side task one".
+    env.loopx(&repo, &["todo", "update", &one, "--note", "started here"])
+        .success();
+    // Changed in LoopX: both titles.
+    let store = std::fs::read_dir(root.join("authority/sqlite-v0"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.extension().is_some_and(|x| x == "sqlite")
+                && std::fs::read(p)
+                    .unwrap()
+                    .windows(9)
+                    .any(|w| w == b"side-goal")
+        })
+        .unwrap();
+    sqlite(
+        &store,
+        "UPDATE head SET projection = replace(replace(projection, 'Side task two', 'Side task 2'), 'Side task one', 'Side task 1');",
+    );
+
+    let again = import(&env, &repo, FIXTURE_NOW, &project, &root, side).success();
+    let json = again.json();
+    assert_eq!(json["imported"]["todos"], 1, "{json}");
+    assert_eq!(json["kept"]["todos"], 1, "{json}");
+    assert_eq!(json["unchanged"]["todos"], 1, "{json}");
+    assert!(json.get("commit").is_some(), "{json}");
+    assert!(
+        title(&two).contains("Side task 2"),
+        "untouched here: LoopX's"
+    );
+    assert!(title(&one).contains("Side task one"), "changed here: kept");
+
+    // Said in text, with the way to take LoopX's; a third import finds
+    // nothing new and still says what it keeps.
+    let text = import_text(&env, &repo, &project, &root, side);
+    assert!(text.contains("Nothing new to import"), "{text}");
+    assert!(text.contains("Changed here and in LoopX"), "{text}");
+    assert!(text.contains("--replace"), "{text}");
+}
+
+fn import_text(env: &TestEnv, repo: &Path, project: &Path, root: &Path, extra: &[&str]) -> String {
+    let mut args = vec![
+        "import",
+        "loopx",
+        project.to_str().unwrap(),
+        "--runtime-root",
+        root.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    env.loopx_at(repo, FIXTURE_NOW, &args).success().stdout
+}

@@ -3,7 +3,9 @@
 //! `source` reads the LoopX files, `map` turns them into entities; here they
 //! are written through the normal write path. A goal that already exists is
 //! refused unless it came from an earlier import of the same LoopX goal (then
-//! only what is new is added, so a second import writes nothing) or
+//! what is new is added, and a todo that changed in LoopX is updated when
+//! nothing here changed it since it was imported, or kept and reported when
+//! something did; a second import of the same state writes nothing) or
 //! `--replace` is given (then the imported entities overwrite theirs).
 
 pub mod map;
@@ -57,8 +59,11 @@ pub struct ImportReport {
     pub dry_run: bool,
     /// Written now (with --dry-run: would be written).
     pub imported: Counts,
-    /// Already here from an earlier import, left as they are.
+    /// Already here from an earlier import, the same as in LoopX.
     pub unchanged: Counts,
+    /// Changed both here and in LoopX since the last import: kept as they
+    /// are here (`--replace` takes LoopX's).
+    pub kept: Counts,
     /// What has no equivalent here, with its LoopX id and why.
     pub skipped: Vec<Skipped>,
     /// LoopX todo id → git-loopx todo id.
@@ -93,10 +98,11 @@ pub fn import(ctx: &Context, args: &ImportArgs) -> Result<ImportReport> {
     ctx.store.check_not_checked_out()?;
     ctx.adopt_remote_state()?;
     let done = crate::ops::transact(ctx, |state: &mut Option<State>| {
-        let (imported, unchanged) = apply(state, &plan, args.replace)?;
+        let counted = apply(state, &plan, args.replace)?;
         let first = plan.goals.first().map(|g| g.goal.id.clone());
+        let imported = &counted[0];
         if args.dry_run || imported.total() == 0 {
-            return Ok(Write::read_only((imported, unchanged)));
+            return Ok(Write::read_only(counted));
         }
         let mut message = Message::new(
             "import",
@@ -108,15 +114,16 @@ pub fn import(ctx: &Context, args: &ImportArgs) -> Result<ImportReport> {
         if let Some(goal) = first {
             message = message.trailer("Loopx-Goal", goal);
         }
-        Ok::<_, crate::Error>(Write::commit((imported, unchanged), message))
+        Ok::<_, crate::Error>(Write::commit(counted, message))
     })?;
-    let (imported, unchanged) = done.value;
+    let [imported, unchanged, kept] = done.value;
     Ok(ImportReport {
         project: source.project.display().to_string(),
         runtime_root: source.runtime_root.display().to_string(),
         dry_run: args.dry_run,
         imported,
         unchanged,
+        kept,
         skipped: plan.skipped,
         todo_ids: plan.todo_ids,
         commit: done.commit,
@@ -124,12 +131,13 @@ pub fn import(ctx: &Context, args: &ImportArgs) -> Result<ImportReport> {
 }
 
 /// Writes `plan` into `state` (creating it when there is none); returns what
-/// was written and what was already there.
-fn apply(state: &mut Option<State>, plan: &map::Plan, replace: bool) -> Result<(Counts, Counts)> {
+/// was written, what was already there and what was kept as it is here.
+fn apply(state: &mut Option<State>, plan: &map::Plan, replace: bool) -> Result<[Counts; 3]> {
     let mut imported = Counts::default();
     let mut unchanged = Counts::default();
+    let mut kept = Counts::default();
     let Some(first) = plan.goals.first() else {
-        return Ok((imported, unchanged));
+        return Ok([imported, unchanged, kept]);
     };
     let state = state.get_or_insert_with(|| {
         let mut fresh = State::with_goal(first.goal.clone(), first.goal.created_at);
@@ -183,19 +191,22 @@ fn apply(state: &mut Option<State>, plan: &map::Plan, replace: bool) -> Result<(
                     gs.add_todo(todo.clone());
                     counts(&mut imported);
                 }
-                Some(old) if replace => {
+                Some(old) => {
                     let mut new = todo.clone();
                     new.seq = old.seq;
                     new.rev = old.rev;
+                    new.extra = old.extra.clone();
                     if old == new {
                         counts(&mut unchanged);
-                    } else {
+                    } else if replace || old.rev == imported_rev(&old) {
                         new.rev = old.rev.saturating_add(1);
+                        new.extra.insert(IMPORTED_REV.into(), new.rev.into());
                         gs.todos.insert(new.id.clone(), new);
                         counts(&mut imported);
+                    } else {
+                        counts(&mut kept);
                     }
                 }
-                Some(_) => counts(&mut unchanged),
             }
         }
         for run in &planned.runs {
@@ -218,5 +229,18 @@ fn apply(state: &mut Option<State>, plan: &map::Plan, replace: bool) -> Result<(
             imported.agents += 1;
         }
     }
-    Ok((imported, unchanged))
+    Ok([imported, unchanged, kept])
+}
+
+/// The todo field that records the `rev` an import last wrote the todo at:
+/// a todo still at that `rev` has not been changed here since.
+const IMPORTED_REV: &str = "imported_rev";
+
+/// The `rev` an import last wrote `todo` at (a first import writes rev 1
+/// and no field).
+fn imported_rev(todo: &crate::model::Todo) -> u64 {
+    todo.extra
+        .get(IMPORTED_REV)
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(1)
 }

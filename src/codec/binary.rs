@@ -562,6 +562,7 @@ impl Writer {
             RunKind::Spend => 1,
             RunKind::Void => 2,
             RunKind::Turn => 3,
+            RunKind::Note => 4,
         });
         self.str(goal);
         self.opt_str(agent.as_deref());
@@ -807,6 +808,7 @@ impl<'a> Reader<'a> {
             1 => RunKind::Spend,
             2 => RunKind::Void,
             3 => RunKind::Turn,
+            4 => RunKind::Note,
             _ => return None,
         })
     }

@@ -99,11 +99,10 @@ fn todo_summary(old: &Todo, new: &Todo) -> Vec<String> {
             new.evidence.as_deref().unwrap_or("")
         ));
     }
-    if new.notes.len() > old.notes.len() {
-        out.push(format!(
-            "{} note(s) added",
-            new.notes.len() - old.notes.len()
-        ));
+    // Counted as a set: a merge may interleave notes or move some out.
+    let added = new.notes.iter().filter(|n| !old.notes.contains(n)).count();
+    if added > 0 {
+        out.push(format!("{added} note(s) added"));
     }
     out
 }

@@ -466,6 +466,10 @@ pub enum RunKind {
     Spend,
     Void,
     Turn,
+    /// A todo's note moved out of the todo's file when a merge made the
+    /// file too large (`model::limits::shed_notes`): `todo`, `agent`, `at`
+    /// and the text in `summary`.
+    Note,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,9 +5,13 @@
 //! [`MAX_TEXT_BYTES`]; a note is not added to a todo whose file would then
 //! pass [`MAX_NOTED_TODO_BYTES`]. That is less than half the file limit on
 //! purpose: a sync merge unions the notes both sides added, and the union of
-//! two full todos must still be readable.
+//! two full todos must still be readable. A merge of more peers can pass
+//! even that, so after every merge [`shed_notes`] moves a todo's oldest
+//! notes out of its file into run records of kind `note` once the file
+//! passes [`MAX_NOTED_TODO_BYTES`]; [`GoalState::notes`] puts them back in
+//! front, so `todo show` and `review` show every note.
 
-use crate::model::{Refusal, Todo};
+use crate::model::{ids, GoalState, Note, Refusal, Run, RunKind, Todo};
 
 /// The reader's limit on one file (`codec::MAX_FILE_BYTES`, which is
 /// defined from this).
@@ -46,6 +50,92 @@ pub fn check_noted_size(todo: &Todo, encoded_len: usize) -> Result<(), Refusal> 
         ));
     }
     Ok(())
+}
+
+/// The id of the run record that holds `note` of `todo` once moved: derived
+/// from both, so every peer that moves the same note writes the same record.
+fn moved_note_id(todo: &str, note: &Note) -> String {
+    let agent = note.agent.as_deref().unwrap_or_default();
+    ids::derive_id("run_", &[todo, &note.at.to_string(), agent, &note.text])
+}
+
+impl GoalState {
+    /// Every note of `todo`: those moved out of its file (oldest first),
+    /// then those in it.
+    pub fn notes(&self, todo: &Todo) -> Vec<Note> {
+        let mut moved: Vec<&Run> = self
+            .runs
+            .all_facts()
+            .filter(|r| r.kind == RunKind::Note && r.todo == Some(todo.id.as_str()))
+            .filter_map(|r| self.runs.get(r.id))
+            .collect();
+        moved.sort_by(|a, b| a.added_key().cmp(&b.added_key()));
+        let mut notes: Vec<Note> = moved
+            .into_iter()
+            .map(|r| Note {
+                at: r.at,
+                agent: r.agent.clone(),
+                text: r.summary.clone().unwrap_or_default(),
+                extra: r.extra.clone(),
+            })
+            .collect();
+        let kept: Vec<Note> = todo
+            .notes
+            .iter()
+            .filter(|n| !notes.contains(n))
+            .cloned()
+            .collect();
+        notes.extend(kept);
+        notes
+    }
+}
+
+/// Moves the oldest notes of each todo whose file (`size` gives its
+/// encoded length) passes [`MAX_NOTED_TODO_BYTES`] into run records, until
+/// it is at most half that, so the todo takes notes again. A note already
+/// moved (a peer's merge brought it back) leaves the file first. The same
+/// todo gives the same records on every peer. Returns how many moved.
+pub fn shed_notes(gs: &mut GoalState, size: impl Fn(&Todo) -> usize) -> usize {
+    // Only a todo whose notes could pass the bound is measured: a text
+    // encodes to at most six bytes a byte (escapes), a note's fields to
+    // less than 200.
+    let large: Vec<String> = gs
+        .todos
+        .iter()
+        .filter(|(_, t)| {
+            let bytes: usize = t.notes.iter().map(|n| 6 * n.text.len() + 200).sum();
+            bytes > MAX_NOTED_TODO_BYTES && size(t) > MAX_NOTED_TODO_BYTES
+        })
+        .map(|(id, _)| id.to_owned())
+        .collect();
+    let mut moved = 0;
+    for id in large {
+        let mut todo = gs.todos.get(&id).expect("listed above").clone();
+        let mut out = Vec::new();
+        todo.notes
+            .retain(|n| gs.runs.get(&moved_note_id(&id, n)).is_none());
+        while size(&todo) > MAX_NOTED_TODO_BYTES / 2 && !todo.notes.is_empty() {
+            // Drop a quarter of what is left at a time, oldest first.
+            let n = todo.notes.len().div_ceil(4);
+            out.extend(todo.notes.drain(..n));
+        }
+        for note in out {
+            let mut run = Run::new(
+                moved_note_id(&id, &note),
+                RunKind::Note,
+                &todo.goal,
+                note.agent.as_deref(),
+                note.at,
+            );
+            run.todo = Some(id.clone());
+            run.summary = Some(note.text);
+            run.extra = note.extra;
+            gs.runs.insert(run.id.clone(), run);
+            moved += 1;
+        }
+        gs.todos.insert(id, todo);
+    }
+    moved
 }
 
 #[cfg(test)]

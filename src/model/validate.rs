@@ -241,7 +241,18 @@ pub fn check(d: &Decoded) -> Vec<Problem> {
                     "a void names the spend it cancels",
                 )),
             },
-            RunKind::Writeback | RunKind::Turn => {}
+            RunKind::Note if run.todo.is_none() || run.summary.is_none() => {
+                out.push(Problem::error(
+                    path,
+                    Some(if run.todo.is_none() {
+                        "todo"
+                    } else {
+                        "summary"
+                    }),
+                    "a moved note names its todo and keeps its text in `summary`",
+                ))
+            }
+            RunKind::Writeback | RunKind::Turn | RunKind::Note => {}
         }
     }
     out

@@ -106,9 +106,11 @@ pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewRep
             let seen = old_state
                 .as_ref()
                 .and_then(|s| s.goals.get(&goal))
-                .and_then(|g| g.todos.get(id))
-                .map_or(0, |t| t.notes.len());
-            for h in crate::ops::pr::handoffs(todo.notes.iter().skip(seen)) {
+                .and_then(|g| Some(g.notes(g.todos.get(id)?)))
+                .unwrap_or_default();
+            let notes = gs.notes(todo);
+            let new = notes.iter().filter(|n| !seen.contains(n));
+            for h in crate::ops::pr::handoffs(new) {
                 let packet = todo
                     .handoff
                     .as_ref()

@@ -203,10 +203,9 @@ pub fn show(ctx: &Context, query: &str) -> Result<TodoReport> {
     let (_, state) = ctx.load()?;
     let gs = ctx.goal(&state)?;
     let id = super::resolve_todo(gs, query)?;
-    Ok(TodoReport {
-        todo: gs.todos[&id].clone(),
-        commit: None,
-    })
+    let mut todo = gs.todos[&id].clone();
+    todo.notes = gs.notes(&todo);
+    Ok(TodoReport { todo, commit: None })
 }
 
 #[derive(Debug, Default, Clone)]

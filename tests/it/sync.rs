@@ -913,3 +913,67 @@ fn only_a_configured_remote_by_name_is_synced_with() {
     );
     env.loopx(a, &["sync", "--remote", "origin"]).success();
 }
+
+/// Three clones each fill one todo with notes (within what a todo keeps);
+/// the merges' union would be larger than a reader accepts, so the oldest
+/// notes move out of the todo's file into run records: every clone syncs
+/// afterwards, and `todo show` and `review` still show every note.
+#[test]
+fn three_clones_full_of_notes_all_sync_and_keep_every_note() {
+    const EACH: usize = 7;
+    let env = TestEnv::new();
+    let (_remote, dirs) = env.shared_state(&["a", "b", "c"]);
+    let t = env.add_todo(&dirs[0], "shared notes");
+    for d in &dirs {
+        env.loopx(d, &["sync"]).success();
+    }
+    let text = |who: &str, i: usize| format!("{who} note {i} {}", "x".repeat(16 * 1024 - 20));
+    for (d, who) in dirs.iter().zip(["a", "b", "c"]) {
+        for i in 0..EACH {
+            env.loopx(d, &["todo", "update", &t, "--note", &text(who, i)])
+                .success();
+        }
+    }
+    for d in dirs.iter().chain(&dirs) {
+        env.loopx(d, &["sync"]).success();
+    }
+    let tip = env.tip(&dirs[0]);
+    for d in &dirs {
+        assert_eq!(env.tip(d), tip, "the clones agree");
+        let show = env
+            .loopx(d, &["--json", "todo", "show", &t])
+            .success()
+            .json();
+        let notes: Vec<&str> = show["todo"]["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(notes.len(), 3 * EACH, "every note, once");
+        // The todo's file holds at most what a todo keeps; review shows
+        // (as run records) the notes that moved out of it.
+        let path = env
+            .git(d, &["ls-tree", "-r", "--name-only", "loopx-state"])
+            .lines()
+            .find(|l| l.contains(&t))
+            .unwrap()
+            .to_owned();
+        let file = env.state_file(d, &path);
+        assert!(file.len() <= 120 * 1024, "{} bytes", file.len());
+        let review = env.loopx(d, &["--json", "review"]).success().stdout;
+        let mut moved = 0;
+        for who in ["a", "b", "c"] {
+            for i in 0..EACH {
+                let want = text(who, i);
+                assert!(notes.contains(&want.as_str()), "{who} note {i} lost");
+                let head = format!("{who} note {i} ");
+                if !file.contains(&head) {
+                    moved += 1;
+                    assert!(review.contains(&head), "review shows {head}");
+                }
+            }
+        }
+        assert!(moved >= EACH, "{moved} notes moved out of the todo's file");
+    }
+}

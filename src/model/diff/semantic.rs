@@ -142,10 +142,23 @@ fn goal_facts(old: Option<&GoalState>, new: Option<&GoalState>, out: &mut Found)
             ));
         }
     }
+    // A note moved out of its todo's file is news only if the todo did
+    // not already hold it.
+    let was_noted = |r: &Run| {
+        r.kind == RunKind::Note
+            && r.todo
+                .as_deref()
+                .and_then(|t| old.todos.get(t))
+                .is_some_and(|t| {
+                    t.notes.iter().any(|n| {
+                        n.at == r.at && n.agent == r.agent && Some(&n.text) == r.summary.as_ref()
+                    })
+                })
+    };
     let mut runs: Vec<&Run> = new
         .runs
         .values()
-        .filter(|r| !old.runs.contains_key(&r.id))
+        .filter(|r| !old.runs.contains_key(&r.id) && !was_noted(r))
         .collect();
     runs.sort_by(|a, b| a.added_key().cmp(&b.added_key()));
     out.extend(runs.into_iter().map(|r| (Some(r.at), run_added(r))));
@@ -229,11 +242,9 @@ fn todo_changed(old: &Todo, new: &Todo, out: &mut Found) {
     let id = new.id.clone();
     let at = Some(new.updated_at);
     // Notes first: a handoff is told by its note.
-    let added: &[crate::model::Note] = if new.notes.starts_with(&old.notes) {
-        &new.notes[old.notes.len()..]
-    } else {
-        &new.notes
-    };
+    // What `new` holds and `old` does not: a merge may interleave notes, and
+    // one that moved some out (`limits::shed_notes`) holds fewer.
+    let added = new.notes.iter().filter(|n| !old.notes.contains(n));
     let mut handed_to = None;
     // The latest handoff is told by its note (with its packet).
     let mut handoff_told = false;
@@ -401,6 +412,11 @@ fn run_added(run: &Run) -> What {
             turn: run.turn.clone(),
             action: run.reason.clone(),
             todo: run.todo.clone(),
+        },
+        RunKind::Note => What::Note {
+            todo: run.todo.clone().unwrap_or_default(),
+            agent: run.agent.clone(),
+            text: run.summary.clone().unwrap_or_default(),
         },
     }
 }

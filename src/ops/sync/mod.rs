@@ -376,12 +376,13 @@ fn merge_commit(
     };
     let ours = transaction::state_at(&ctx.store, local)?;
     let remote_state = transaction::state_at(&ctx.store, theirs)?;
-    let merged = merge::merge(base_state.as_ref(), &ours, &remote_state).map_err(|e| {
+    let mut merged = merge::merge(base_state.as_ref(), &ours, &remote_state).map_err(|e| {
         Refusal::new(
             Code::StateInvalid,
             format!("cannot merge {} with {remote}: {e}", local.short()),
         )
     })?;
+    shed_notes(&mut merged.state);
     let changes = transaction::changes(Some(&ours), &merged.state);
     let mut message = Message::new(
         "sync merge",
@@ -629,5 +630,14 @@ mod tests {
         ] {
             assert!(!super::refused_by_policy(why), "{why}");
         }
+    }
+}
+
+/// Moves the oldest notes of a todo out of its file into run records when
+/// the merge's union of notes made the file too large for a reader
+/// ([`crate::model::limits::shed_notes`]).
+pub(crate) fn shed_notes(state: &mut crate::model::State) {
+    for gs in state.goals.values_mut() {
+        crate::model::limits::shed_notes(gs, |t| crate::codec::encode(t).len());
     }
 }

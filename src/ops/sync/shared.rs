@@ -288,6 +288,7 @@ fn merge_heads(
         conflicts.extend(m.conflicts);
         lost_claims.extend(m.lost_claims);
         acc = m.state;
+        super::shed_notes(&mut acc);
     }
     let (first, others, ours, merged) = match local_on_top {
         Some(l) => {
@@ -299,7 +300,9 @@ fn merge_heads(
             conflicts.extend(m.conflicts);
             lost_claims.extend(m.lost_claims);
             let others: Vec<Oid> = published.iter().map(|h| (*h).clone()).collect();
-            (l.clone(), others, ours, m.state)
+            let mut merged = m.state;
+            super::shed_notes(&mut merged);
+            (l.clone(), others, ours, merged)
         }
         None => {
             let first = published[0].clone();

@@ -358,6 +358,7 @@ pub(crate) fn rich_state(todos: usize, runs: usize) -> State {
         RunKind::Spend,
         RunKind::Void,
         RunKind::Turn,
+        RunKind::Note,
     ];
     for i in 0..runs {
         let goal = if i % 3 == 2 { "side-quest" } else { "main" };

@@ -212,7 +212,7 @@ fn selectable_todo() -> impl Strategy<Value = Todo> {
 fn any_run() -> impl Strategy<Value = Run> {
     use prop::option::of;
     (
-        (0u8..4, of("[a-z]{1,5}"), 0i64..100_000, of(tricky_string())),
+        (0u8..5, of("[a-z]{1,5}"), 0i64..100_000, of(tricky_string())),
         (of(0u32..100), of("run_[0-9a-f]{12}"), of(tricky_string())),
         (
             of(("[a-z ]{1,9}", -3i32..300)),
@@ -232,6 +232,7 @@ fn any_run() -> impl Strategy<Value = Run> {
                     RunKind::Spend,
                     RunKind::Void,
                     RunKind::Turn,
+                    RunKind::Note,
                 ][kind as usize];
                 let mut run = Run::new(format!("run_{hex}"), kind, "g", agent.as_deref(), t(at));
                 run.seq = slots.map(|n| u64::from(n) * 131);

@@ -184,15 +184,6 @@ pub enum PushStatus {
     Rejected(String),
 }
 
-/// What `git fetch --porcelain` did to one local ref.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FetchUpdate {
-    pub flag: char,
-    pub old: String,
-    pub new: String,
-    pub local_ref: String,
-}
-
 /// The default limit on one network step of `sync` (a fetch, a probe, a push).
 pub const DEFAULT_NETWORK_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -374,27 +365,6 @@ pub fn wait_limited(
     }
 }
 
-/// Parses `git fetch --porcelain` lines: `<flag> <old> <new> <local-ref>`.
-pub fn parse_fetch_porcelain(stdout: &str) -> Vec<FetchUpdate> {
-    stdout
-        .lines()
-        .filter_map(|line| {
-            let mut chars = line.chars();
-            let flag = chars.next()?;
-            let rest: Vec<&str> = line.get(2..)?.split(' ').collect();
-            match rest.as_slice() {
-                [old, new, local_ref] => Some(FetchUpdate {
-                    flag,
-                    old: (*old).to_owned(),
-                    new: (*new).to_owned(),
-                    local_ref: (*local_ref).to_owned(),
-                }),
-                _ => None,
-            }
-        })
-        .collect()
-}
-
 /// Parses `git push --porcelain`: `<flag>\t<src>:<dst>\t<summary>` for `dst`.
 pub fn parse_push_porcelain(stdout: &str, dst: &str) -> Option<PushStatus> {
     stdout.lines().find_map(|line| {
@@ -517,12 +487,6 @@ mod transport_tests {
 
     #[test]
     fn porcelain_parsing() {
-        let fetch = "* 0000000000000000000000000000000000000000 1111111111111111111111111111111111111111 refs/remotes/origin/loopx-state\n";
-        let u = &parse_fetch_porcelain(fetch)[0];
-        assert_eq!(
-            (u.flag, u.local_ref.as_str()),
-            ('*', "refs/remotes/origin/loopx-state")
-        );
         let ok = "To /tmp/remote.git\n \trefs/heads/loopx-state:refs/heads/loopx-state\t1111111..2222222\nDone\n";
         assert_eq!(
             parse_push_porcelain(ok, "refs/heads/loopx-state"),

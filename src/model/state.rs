@@ -74,18 +74,6 @@ pub struct TodoCounts {
     pub done: usize,
 }
 
-impl TodoCounts {
-    pub fn total(&self) -> usize {
-        self.ready
-            + self.running
-            + self.held_by_gate
-            + self.waiting
-            + self.for_user
-            + self.deferred
-            + self.done
-    }
-}
-
 impl State {
     /// A fresh state whose one (default) goal is `goal`.
     pub fn with_goal(goal: Goal, now: crate::model::Timestamp) -> Self {

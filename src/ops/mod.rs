@@ -51,12 +51,6 @@ impl Context {
         })
     }
 
-    /// The agent runtime this command runs inside, if its environment
-    /// says so (`model::runtime::detect`).
-    pub fn inside(&self) -> Option<&model::runtime::Inside> {
-        self.inside.as_ref()
-    }
-
     /// Who acts on a gate without being the person: the agent's id, or the
     /// runtime the command runs inside; `None` for the person.
     pub fn gate_actor(&self) -> Option<String> {
@@ -469,10 +463,4 @@ pub fn add_note(
         return Err(refused.into());
     }
     Ok(())
-}
-
-/// The optional `--epoch` a writer passes, and the agent it writes as.
-pub struct Writer<'a> {
-    pub agent: &'a str,
-    pub epoch: Option<u64>,
 }

@@ -75,11 +75,6 @@ fn malformed(path: &str, line: usize, what: &str) -> Refusal {
         .with_hint("fix or remove the git-loopx block by hand, then run the command again")
 }
 
-/// Whether `text` already holds our block, byte for byte.
-pub fn contains(path: &str, text: &[u8], block: &str) -> Result<Option<bool>, Refusal> {
-    Ok(find(path, text)?.map(|range| &text[range] == block.as_bytes()))
-}
-
 /// The interpreter a shebang line names (`#!/usr/bin/env bash` → `bash`).
 fn interpreter(first_line: &[u8]) -> Option<String> {
     let rest = std::str::from_utf8(first_line.strip_prefix(b"#!")?).ok()?;

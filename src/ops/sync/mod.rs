@@ -612,6 +612,15 @@ fn sync_branch(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result<Syn
     .into())
 }
 
+/// Moves the oldest notes of a todo out of its file into run records when
+/// the merge's union of notes made the file too large for a reader
+/// ([`crate::model::limits::shed_notes`]).
+pub(crate) fn shed_notes(state: &mut crate::model::State) {
+    for gs in state.goals.values_mut() {
+        crate::model::limits::shed_notes(gs, |t| crate::codec::encode(t).len());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -630,14 +639,5 @@ mod tests {
         ] {
             assert!(!super::refused_by_policy(why), "{why}");
         }
-    }
-}
-
-/// Moves the oldest notes of a todo out of its file into run records when
-/// the merge's union of notes made the file too large for a reader
-/// ([`crate::model::limits::shed_notes`]).
-pub(crate) fn shed_notes(state: &mut crate::model::State) {
-    for gs in state.goals.values_mut() {
-        crate::model::limits::shed_notes(gs, |t| crate::codec::encode(t).len());
     }
 }

@@ -102,14 +102,6 @@ impl Leases {
     pub fn get(&self, goal: &str, todo: &str) -> Option<&(Oid, Published)> {
         self.0.get(&(goal.to_owned(), todo.to_owned()))
     }
-
-    /// The leases of one goal.
-    pub fn of_goal<'a>(&'a self, goal: &'a str) -> impl Iterator<Item = &'a Published> + 'a {
-        self.0
-            .iter()
-            .filter(move |((g, _), _)| g == goal)
-            .map(|(_, (_, p))| p)
-    }
 }
 
 /// What one fetch found on the remote.

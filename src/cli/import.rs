@@ -29,8 +29,9 @@ enum From {
 /// Reads PATH/.loopx/registry.json (the goals) and, under the runtime root,
 /// the goals' SQLite authority stores (todos and task leases) and their quota
 /// spend records. Everything is written as one commit; what has no
-/// equivalent here is listed with its LoopX id. Importing again writes
-/// nothing new. LoopX's files are only read.
+/// equivalent here is listed with its LoopX id. Importing again adds what
+/// is new and updates the todos that changed in LoopX and not here (one
+/// changed on both sides is kept and listed). LoopX's files are only read.
 #[derive(Debug, clap::Args)]
 struct LoopxArgs {
     /// The LoopX project directory, the one holding `.loopx/registry.json`

@@ -1,8 +1,6 @@
 //! `git loopx writeback` and `git loopx history`
 
 use crate::cli::Output;
-use crate::model::RunKind;
-use crate::ops::args::enum_arg;
 use crate::ops::{writeback, Context};
 use crate::render;
 use crate::Result;
@@ -31,33 +29,9 @@ pub fn run(ctx: &Context, a: &Args) -> Result<Output> {
     ))
 }
 
-/// Show run records (writebacks, spends, voids, turns), newest first.
-#[derive(Debug, clap::Args)]
-pub struct HistoryArgs {
-    /// Only records of this kind: writeback, spend, void or turn.
-    #[arg(long, value_parser = enum_arg::<RunKind>)]
-    kind: Option<RunKind>,
-    /// Only records about this todo (an id or a unique prefix).
-    #[arg(long, value_name = "ID")]
-    todo: Option<String>,
-    /// Show at most N records.
-    #[arg(
-        short = 'n',
-        long = "max-count",
-        value_name = "N",
-        default_value_t = 50
-    )]
-    limit: usize,
-}
+pub use writeback::HistoryArgs;
 
 pub fn history(ctx: &Context, a: &HistoryArgs) -> Result<Output> {
-    let r = writeback::history(
-        ctx,
-        &writeback::HistoryArgs {
-            kind: a.kind,
-            todo: a.todo.clone(),
-            limit: a.limit,
-        },
-    )?;
+    let r = writeback::history(ctx, a)?;
     Ok(Output::new(&r, render::text::runs(&r.runs)))
 }

@@ -10,14 +10,28 @@ use crate::Result;
 /// The goal id used when `--goal-id` is not given.
 pub const DEFAULT_GOAL: &str = "main";
 
-#[derive(Debug, Default)]
+/// Create the `loopx-state` branch with its first goal (idempotent).
+///
+/// When a remote already has `loopx-state` (after a fetch), its state is
+/// adopted instead of creating a second root. Running it again with the
+/// same objective changes nothing; another objective is refused
+/// (`goal_exists`, exit 1) unless --force.
+#[derive(Debug, Default, clap::Args)]
 pub struct InitArgs {
+    /// The objective of the first goal. On existing state whose goal has
+    /// another objective, init refuses (exit 1) unless --force.
+    // `--goal-text` is LoopX 2.1.1's spelling (`start-goal`,
+    // `bootstrap-command-pack`), kept hidden for parity.
+    #[arg(long = "objective", alias = "goal-text", value_name = "TEXT")]
     pub goal_text: Option<String>,
-    /// `None`: [`DEFAULT_GOAL`] for new state, the default goal on existing state.
-    pub goal_id: Option<String>,
-    /// On existing state whose goal has another objective: replace it
-    /// (else refuse with `goal_exists`).
+    /// Replace the existing goal's objective with --objective.
+    #[arg(long, requires = "goal_text")]
     pub force: bool,
+    /// The id of the first goal (default: main); on existing state, the
+    /// goal whose objective --objective is compared with (default: the
+    /// default goal).
+    #[arg(long, value_name = "ID")]
+    pub goal_id: Option<String>,
 }
 
 #[derive(Debug, Serialize)]

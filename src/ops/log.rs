@@ -7,10 +7,24 @@ use crate::ops::Context;
 use crate::store::{trailer, Oid};
 use crate::Result;
 
-#[derive(Debug, Default)]
+/// Show the state branch's commits, newest first: the audit log.
+#[derive(Debug, Default, clap::Args)]
 pub struct LogArgs {
+    /// Show at most N commits.
+    #[arg(
+        short = 'n',
+        long = "max-count",
+        value_name = "N",
+        default_value_t = 20
+    )]
     pub limit: usize,
+    /// Only commits that touched this todo (an id or a prefix, with or
+    /// without `todo_`); also lists the code commits on the repository's
+    /// branches that carry its `Loopx-Todo:` trailer, and where each is.
+    #[arg(long, value_name = "ID")]
     pub todo: Option<String>,
+    /// Only commits made by this agent.
+    #[arg(long = "by", value_name = "AGENT")]
     pub agent: Option<String>,
 }
 

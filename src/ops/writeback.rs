@@ -243,10 +243,23 @@ pub fn writeback(ctx: &Context, args: &WritebackArgs) -> Result<WritebackReport>
     })
 }
 
-#[derive(Debug, Default, Clone)]
+/// Show run records (writebacks, spends, voids, turns, moved notes),
+/// newest first.
+#[derive(Debug, Default, Clone, clap::Args)]
 pub struct HistoryArgs {
+    /// Only records of this kind: writeback, spend, void, turn or note.
+    #[arg(long, value_parser = enum_arg::<RunKind>)]
     pub kind: Option<RunKind>,
+    /// Only records about this todo (an id or a unique prefix).
+    #[arg(long, value_name = "ID")]
     pub todo: Option<String>,
+    /// Show at most N records.
+    #[arg(
+        short = 'n',
+        long = "max-count",
+        value_name = "N",
+        default_value_t = 50
+    )]
     pub limit: usize,
 }
 

@@ -7,6 +7,7 @@ pub fn turn_line(t: &Turn) -> String {
     let todo = t.todo.as_deref().unwrap_or("-");
     let agent = match (t.agent_ran, t.exit_code, t.signal) {
         (false, _, _) => "agent: not run".to_owned(),
+        _ if t.timed_out => "agent: stopped at --turn-timeout".to_owned(),
         (true, Some(code), _) => format!("agent: exit {code}"),
         (true, None, Some(signal)) => format!("agent: killed by signal {signal}"),
         (true, None, None) => "agent: ended".to_owned(),

@@ -302,10 +302,10 @@ fn spawn_loop(
     (child, stdout)
 }
 
-fn sigint(env: &TestEnv, pid: u32) {
+fn signal(env: &TestEnv, signal: &str, pid: u32) {
     let status = env
         .command(Path::new("kill"), &env.path(""))
-        .args(["-INT", &pid.to_string()])
+        .args([signal, &pid.to_string()])
         .status()
         .unwrap();
     assert!(status.success());
@@ -322,10 +322,10 @@ fn wait_for(path: &Path) {
     panic!("{} never appeared", path.display());
 }
 
-/// SIGINT while the agent works: its turn finishes and is recorded whole,
+/// SIGTERM while the agent works: its turn finishes and is recorded whole,
 /// no other turn starts, and the loop exits 130 with a last line.
 #[test]
-fn sigint_during_a_turn_lets_it_finish_then_ends_the_loop() {
+fn sigterm_during_a_turn_lets_it_finish_then_ends_the_loop() {
     let env = TestEnv::new();
     let (repo, agent) = setup(&env, 3);
     let started = env.path("started");
@@ -342,7 +342,7 @@ fn sigint_during_a_turn_lets_it_finish_then_ends_the_loop() {
         &[("FAKE_BEFORE", &before)],
     );
     wait_for(&started);
-    sigint(&env, child.id());
+    signal(&env, "-TERM", child.id());
     std::fs::write(&go, "").unwrap();
     let lines: Vec<String> = stdout.lines().map(Result::unwrap).collect();
     let status = child.wait().unwrap();
@@ -378,10 +378,88 @@ fn sigint_wakes_the_wait_between_turns() {
     assert!(first.contains("operator_gate_notify"), "{first}");
     assert!(first.contains("agent: not run"), "{first}");
     assert!(first.trim_end().ends_with("next: in 1800s"), "{first}");
-    sigint(&env, child.id());
+    signal(&env, "-INT", child.id());
     let rest: Vec<String> = stdout.lines().map(Result::unwrap).collect();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "{rest:?}");
     assert_eq!(rest, ["interrupted after 0 turn(s) run"]);
     assert_eq!(env.tip(&repo), tip, "a wait writes nothing");
+}
+
+/// Whether process `pid` is alive (a zombie is not), from /proc.
+fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+/// An agent turn past --turn-timeout is stopped with every process it
+/// started — one that ignores SIGTERM is killed after the grace period —
+/// and counts as a failed turn.
+#[test]
+fn turn_timeout_stops_the_agent_and_its_whole_process_group() {
+    let env = TestEnv::new();
+    let (repo, _) = setup(&env, 1);
+    let pids = env.path("pids");
+    // The shell, a child in the background, and one that ignores SIGTERM.
+    let agent = format!(
+        "echo $$ >> '{0}'; sleep 30 & echo $! >> '{0}'; \
+         (trap '' TERM; sleep 30) & echo $! >> '{0}'; wait",
+        pids.display()
+    );
+    let begun = std::time::Instant::now();
+    let out = run_loop(
+        &env,
+        &repo,
+        &[
+            "--cmd",
+            &agent,
+            "--turn-timeout",
+            "1s",
+            "--max-failures",
+            "1",
+        ],
+    )
+    .failure(1);
+    assert!(
+        begun.elapsed() < std::time::Duration::from_secs(20),
+        "the turn was not stopped at its timeout: {:?}",
+        begun.elapsed()
+    );
+    let lines = turn_lines(&out.stdout);
+    assert_eq!(lines.len(), 1, "{}", out.stdout);
+    assert!(
+        lines[0].contains("agent: stopped at --turn-timeout  writeback: NONE for this turn"),
+        "{}",
+        lines[0]
+    );
+    assert!(out.stderr.contains("agent_failed"), "{}", out.stderr);
+    let pids = std::fs::read_to_string(&pids).unwrap();
+    assert_eq!(pids.lines().count(), 3, "{pids}");
+    for pid in pids.lines() {
+        assert!(!alive(pid), "process {pid} outlived its turn");
+    }
+
+    let j = run_loop(
+        &env,
+        &repo,
+        &[
+            "--json",
+            "--cmd",
+            "sleep 30",
+            "--turn-timeout",
+            "1",
+            "--max-failures",
+            "1",
+        ],
+    )
+    .failure(1)
+    .json();
+    assert_eq!(j["turns"][0]["timed_out"], true, "{j}");
+    assert_eq!(j["error"]["code"], "agent_failed", "{j}");
 }

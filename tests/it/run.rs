@@ -386,6 +386,67 @@ fn sigint_wakes_the_wait_between_turns() {
     assert_eq!(env.tip(&repo), tip, "a wait writes nothing");
 }
 
+/// Ctrl-C typed at a terminal (util-linux `script` gives the loop one)
+/// while the agent works: the agent, in a process group of its own, gets it
+/// from the loop, and `git loopx run` ends at once with 130 — also through
+/// git's `git loopx` dispatcher, which passes the signal on and then dies
+/// of it — and no error from git. (A dispatcher started with SIGINT
+/// ignored, as a script's background job is, reaps git-loopx in its signal
+/// handler and then fails its own wait: `error: waitpid for git-loopx
+/// failed`, exit 128. That is git's, whatever git-loopx does; a shell at a
+/// terminal starts its jobs with SIGINT at its default, as `env` does here.)
+#[test]
+fn ctrl_c_at_a_terminal_ends_the_agent_and_the_loop_with_130() {
+    use std::io::Write as _;
+    let env = TestEnv::new();
+    let (repo, _) = setup(&env, 1);
+    for (i, program) in ["git loopx", "git-loopx"].iter().enumerate() {
+        let started = env.path(&format!("started-{i}"));
+        let agent = format!("touch '{}'; sleep 60", started.display());
+        let line = format!(
+            "exec env --default-signal=INT {program} --agent agent-a run --cmd \"{agent}\""
+        );
+        let mut cmd = env.command(Path::new("script"), &repo);
+        cmd.args(["-qec", &line, "/dev/null"])
+            .env("TERM", "dumb")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped());
+        let mut child = match cmd.spawn() {
+            Ok(child) => child,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return crate::require::skip(
+                    "LOOPX_REQUIRE_SCRIPT",
+                    "no `script` program (util-linux): Ctrl-C at a terminal not checked here",
+                );
+            }
+            Err(e) => panic!("script: {e}"),
+        };
+        wait_for(&started);
+        let begun = std::time::Instant::now();
+        let mut tty = child.stdin.take().unwrap();
+        tty.write_all(b"\x03").unwrap();
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            begun.elapsed() < std::time::Duration::from_secs(30),
+            "{program}: the agent was not interrupted: {text}"
+        );
+        assert_eq!(out.status.code(), Some(130), "{program}: {text}");
+        assert!(
+            text.contains("agent: killed by signal 2"),
+            "{program}: {text}"
+        );
+        assert!(
+            text.contains("interrupted after 1 turn(s) run"),
+            "{program}: {text}"
+        );
+        assert!(
+            !text.contains("error: ") && !text.contains("fatal: "),
+            "{program}: an error from git: {text}"
+        );
+    }
+}
+
 /// Whether process `pid` is alive (a zombie is not), from /proc.
 fn alive(pid: &str) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {

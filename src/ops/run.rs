@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::model::{Code, Refusal, RunKind, Timestamp};
@@ -60,7 +60,7 @@ pub struct RunArgs {
 }
 
 /// One turn: the decision and, when it ran, what the agent did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Turn {
     /// The turn key (`LOOPX_TURN`), under which a turn that runs records
     /// its receipt (a skip records none).
@@ -76,7 +76,7 @@ pub struct Turn {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signal: Option<i32>,
     /// Whether the turn ran past `--turn-timeout` and was stopped.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub timed_out: bool,
     /// Whether the agent ran this turn.
     pub agent_ran: bool,
@@ -234,6 +234,9 @@ pub fn run(
             }
         };
         failures = if turn.failed() { failures + 1 } else { 0 };
+        if let Some(goal) = &report.goal {
+            record(ctx, goal, &agent, &turn);
+        }
 
         let end = if host.interrupted() {
             Some(End::Interrupted)
@@ -378,6 +381,43 @@ fn run_agent(
         }
     })
     .map_err(spawn_error)
+}
+
+/// This host's record of an agent's `run` turns that failed in a row in a
+/// goal (a host record: `status` shows it).
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Failures {
+    pub count: u32,
+    /// The last of them.
+    pub last: Option<Turn>,
+}
+
+fn failures_key(goal: &str, agent: &str) -> String {
+    format!("run-failures\0{goal}\0{agent}")
+}
+
+/// [`Failures`] of `agent` in `goal` on this host (none when unreadable).
+pub fn failures(ctx: &Context, goal: &str, agent: &str) -> Failures {
+    let record = ctx.store.host_record(&failures_key(goal, agent));
+    record
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+/// Counts a failed turn into [`Failures`]; a turn that did not fail clears them.
+fn record(ctx: &Context, goal: &str, agent: &str, turn: &Turn) {
+    let count = failures(ctx, goal, agent).count;
+    let value = match turn.failed() {
+        true => serde_json::to_vec(&Failures {
+            count: count + 1,
+            last: Some(turn.clone()),
+        })
+        .expect("a turn serializes"),
+        false if count == 0 => return,
+        false => Vec::new(),
+    };
+    ctx.store
+        .set_host_record(&failures_key(goal, agent), &value);
 }
 
 /// Whether this agent recorded a writeback under turn `key`.

@@ -524,3 +524,81 @@ fn turn_timeout_stops_the_agent_and_its_whole_process_group() {
     assert_eq!(j["turns"][0]["timed_out"], true, "{j}");
     assert_eq!(j["error"]["code"], "agent_failed", "{j}");
 }
+
+/// `agent`'s entry in `status --json`'s `agents`, at `now`.
+pub fn health(env: &TestEnv, repo: &Path, now: &str, agent: &str) -> serde_json::Value {
+    let status = env
+        .loopx_at(repo, now, &["--json", "status"])
+        .success()
+        .json();
+    let agents = status["agents"].as_array().expect("status has agents");
+    let found = agents.iter().find(|a| a["id"] == agent);
+    found
+        .unwrap_or_else(|| panic!("no {agent} in {status}"))
+        .clone()
+}
+
+/// Item 13: an agent whose `run` turns keep failing, or whose lease ran
+/// out with no writeback, is not healthy in `status`, text and JSON, until
+/// a turn works.
+#[test]
+fn failing_turns_and_expired_leases_show_in_status() {
+    let env = TestEnv::new();
+    let (repo, agent) = setup(&env, 2);
+    let args = ["--cmd", "exit 7", "--until-idle", "--max-failures", "3"];
+    run_loop(&env, &repo, &args).failure(1);
+    let a = health(&env, &repo, crate::env::NOW, "agent-a");
+    assert_eq!(a["consecutive_failures"], 3, "{a}");
+    assert_eq!(a["healthy"], false, "{a}");
+    assert_eq!(a["last_failure"]["exit_code"], 7, "{a}");
+    assert_eq!(a["last_failure"]["wrote_back"], false, "{a}");
+
+    // agent-b takes the other todo for 30m and writes nothing back.
+    let todos = env
+        .loopx(&repo, &["--json", "todo", "list"])
+        .success()
+        .json();
+    let other = todos["todos"][1]["id"].as_str().unwrap().to_owned();
+    env.loopx(
+        &repo,
+        &[
+            "--agent", "agent-b", "todo", "claim", &other, "--ttl", "30m",
+        ],
+    )
+    .success();
+    let later = "2026-12-02T11:00:00Z";
+    let b = health(&env, &repo, later, "agent-b");
+    assert_eq!(b["expired_leases"], serde_json::json!([other]), "{b}");
+    assert_eq!(b["healthy"], false, "{b}");
+    assert_eq!(
+        health(&env, &repo, crate::env::NOW, "agent-b")["healthy"],
+        true
+    );
+    let text = env.loopx_at(&repo, later, &["status"]).success().stdout;
+    let failing = text.split("\nAgents failing:\n").nth(1).expect(&text);
+    let mut lines = failing.lines();
+    assert!(
+        lines.next().unwrap().starts_with(
+            "  agent-a: 3 `run` turn(s) failed in a row (the last: exit 7, no writeback, turn agent-a-run-"
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        lines.next().unwrap(),
+        format!("  agent-b: lease expired with no writeback on {other}"),
+        "{text}"
+    );
+
+    // A turn that works clears the failures.
+    run_loop(
+        &env,
+        &repo,
+        &["--cmd", agent.to_str().unwrap(), "--max-turns", "1"],
+    )
+    .success();
+    let a = health(&env, &repo, crate::env::NOW, "agent-a");
+    assert_eq!(a["consecutive_failures"], 0, "{a}");
+    assert_eq!(a["healthy"], true, "{a}");
+    let text = env.loopx(&repo, &["status"]).success().stdout;
+    assert!(!text.contains("Agents failing"), "{text}");
+}

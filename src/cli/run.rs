@@ -95,8 +95,8 @@ pub fn run(ctx: &mut Context, args: &Args) -> Result<Output> {
 /// a line on standard output per turn (none under --json).
 struct Terminal {
     json: bool,
-    /// Whether SIGINT, and SIGTERM, arrived.
-    signalled: [Arc<AtomicBool>; 2],
+    /// Whether SIGINT, and SIGTERM, arrived; and SIGINT since last asked.
+    signalled: [Arc<AtomicBool>; 3],
     /// Read end of the pipe the signal handlers write to, to wake a wait.
     wake: UnixStream,
     handlers: Vec<signal_hook::SigId>,
@@ -107,13 +107,15 @@ impl Terminal {
         let fail = |e: std::io::Error| {
             Error::invalid_input(format!("cannot install the SIGINT/SIGTERM handlers: {e}"))
         };
-        let signalled = [(); 2].map(|()| Arc::new(AtomicBool::new(false)));
+        let signalled = [(); 3].map(|()| Arc::new(AtomicBool::new(false)));
         let (wake, wake_writer) = UnixStream::pair().map_err(fail)?;
         let mut handlers = Vec::new();
-        let signals = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM];
-        for (signal, flag) in signals.into_iter().zip(&signalled) {
-            // The flag first: handlers run in order, so a woken wait sees it.
+        let [int, term] = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM];
+        for (signal, flag) in [int, term, int].into_iter().zip(&signalled) {
             handlers.push(signal_hook::flag::register(signal, flag.clone()).map_err(fail)?);
+        }
+        // After the flags: handlers run in order, so a woken wait sees them.
+        for signal in [int, term] {
             let writer = wake_writer.try_clone().map_err(fail)?;
             handlers.push(signal_hook::low_level::pipe::register(signal, writer).map_err(fail)?);
         }
@@ -162,11 +164,11 @@ impl Host for Terminal {
     }
 
     fn interrupted(&self) -> bool {
-        self.signalled.iter().any(|s| s.load(Ordering::SeqCst))
+        self.signalled[..2].iter().any(|s| s.load(Ordering::SeqCst))
     }
 
     fn ctrl_c(&self) -> bool {
-        self.signalled[0].load(Ordering::SeqCst)
+        self.signalled[2].swap(false, Ordering::SeqCst)
     }
 
     fn turn(&mut self, turn: &Turn) {

@@ -36,7 +36,8 @@ pub trait Host {
     fn sleep(&self, seconds: u64) -> bool;
     /// Whether SIGINT or SIGTERM arrived.
     fn interrupted(&self) -> bool;
-    /// Whether SIGINT (Ctrl-C) arrived: it is passed on to a running agent.
+    /// Whether SIGINT (Ctrl-C) arrived since last asked: each is passed on
+    /// to a running agent.
     fn ctrl_c(&self) -> bool;
     /// One turn is over (called once per turn, in order; not for a last
     /// decision that ends the loop, which the report's `end` tells).
@@ -369,15 +370,11 @@ fn run_agent(
     std::thread::spawn(move || {
         let _ = stdin.write_all(text.as_bytes());
     });
-    let group = rustix::process::Pid::from_raw(child.id() as i32);
-    let mut passed_on = false;
+    let group = rustix::process::Pid::from_raw(child.id() as i32).expect("a child has a pid");
     let limit = args.turn_timeout.unwrap_or(Duration::MAX);
     crate::git_cmd::wait_limited(&mut child, limit, true, &mut |_| {
-        if !passed_on && host.ctrl_c() {
-            passed_on = true;
-            if let Some(group) = group {
-                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::INT);
-            }
+        if host.ctrl_c() {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::INT);
         }
     })
     .map_err(spawn_error)

@@ -331,35 +331,52 @@ fn network(
     })
 }
 
+/// How long a child stopped for its time limit has between SIGTERM and
+/// SIGKILL, to end cleanly.
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
+
 /// Waits for `child` up to `limit`, polling from 1 ms up to 20 ms (most
 /// steps end within tens of milliseconds, and a fixed 20 ms wait would add
 /// ~10 ms to each) and calling `tick` with the time it has run. When the
-/// time is up it kills the child — with the process group it leads, when
-/// `own_group` — reaps it, and returns `None`. The one timeout-and-kill
-/// loop: git's network steps and validation commands both use it.
+/// time is up it stops the child — with the process group it leads, when
+/// `own_group`: SIGTERM, then SIGKILL for whatever is left after
+/// [`STOP_GRACE`] — reaps it, and returns `None`. The one timeout-and-kill
+/// loop: git's network steps, validation commands and `run`'s agent turns
+/// use it.
 pub fn wait_limited(
     child: &mut std::process::Child,
     limit: Duration,
     own_group: bool,
     tick: &mut dyn FnMut(Duration),
 ) -> std::io::Result<Option<std::process::ExitStatus>> {
+    use rustix::process::{kill_process, kill_process_group, test_kill_process_group, Signal};
     let start = Instant::now();
     let mut pause = Duration::from_millis(1);
+    let mut stopping: Option<Instant> = None;
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("a child has a pid");
+    let send = |signal| match own_group {
+        true => kill_process_group(pid, signal),
+        false => kill_process(pid, signal),
+    };
     loop {
-        if let Some(status) = child.try_wait()? {
-            return Ok(Some(status));
-        }
-        if start.elapsed() >= limit {
-            if own_group {
-                if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
-                    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-                }
+        match (child.try_wait()?, stopping) {
+            (Some(status), None) => return Ok(Some(status)),
+            (None, None) if start.elapsed() >= limit => {
+                let _ = send(Signal::TERM);
+                stopping = Some(Instant::now());
             }
-            let _ = child.kill();
-            let _ = child.wait();
-            return Ok(None);
+            // Stopped: done once the child and its group are gone.
+            (Some(_), Some(_)) if !own_group || test_kill_process_group(pid).is_err() => {
+                return Ok(None)
+            }
+            (_, Some(at)) if at.elapsed() >= STOP_GRACE => {
+                let _ = send(Signal::KILL);
+                child.wait()?;
+                return Ok(None);
+            }
+            _ if stopping.is_none() => tick(start.elapsed()),
+            _ => {}
         }
-        tick(start.elapsed());
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(20));
     }

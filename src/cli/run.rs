@@ -33,15 +33,20 @@ use crate::{Error, Result};
 /// object when it ends, with every turn. The agent's own output goes to
 /// standard error.
 ///
+/// The agent command leads a process group of its own: a turn that runs
+/// past --turn-timeout is stopped whole (SIGTERM, then SIGKILL 5s later),
+/// and it cannot read the terminal (its input is the prompt).
+///
 /// The loop ends (exit 0) when the goal is stopped or finished, after
 /// --max-turns turns, or with --until-idle at the first decision that is
 /// not `run`. It stops with exit 1 (`agent_failed`) after --max-failures
-/// failed turns in a row: the agent exited non-zero, was killed, or recorded
-/// no writeback for its turn. Ctrl-C (SIGINT) or SIGTERM ends it between
-/// turns, with exit 130 (`interrupted`): a running agent turn is let finish
-/// (at a terminal, Ctrl-C reaches the agent too, as in a shell), a wait is
-/// cut short, and nothing is left half-written. Decisions use $LOOPX_NOW
-/// when it is set; waits always use the real clock.
+/// failed turns in a row: the agent exited non-zero, was killed or timed
+/// out, or recorded no writeback for its turn. Ctrl-C (SIGINT) or SIGTERM
+/// ends it with exit 130 (`interrupted`), nothing left half-written: a
+/// SIGINT is passed on to a running agent, as a terminal passes Ctrl-C to
+/// a shell's job, while on SIGTERM a running turn is let finish; a wait is
+/// cut short. Decisions use $LOOPX_NOW when it is set; waits always use the
+/// real clock.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The agent command, run by `sh -c` each turn.
@@ -57,6 +62,10 @@ pub struct Args {
     /// Stop (exit 1) after N failed turns in a row; 0 never stops.
     #[arg(long, value_name = "N", default_value_t = 3)]
     max_failures: u32,
+    /// Stop an agent turn that runs this long (e.g. 30m, 90s), and count it
+    /// failed; 0, the default, never stops one.
+    #[arg(long, value_name = "DURATION", value_parser = super::sync::timeout_arg)]
+    turn_timeout: Option<Duration>,
     /// The runtime the prompt is written for: claude-code, codex or generic.
     #[arg(long, value_parser = enum_arg::<Runtime>, default_value = "generic")]
     runtime: Runtime,
@@ -71,6 +80,7 @@ pub fn run(ctx: &mut Context, args: &Args) -> Result<Output> {
         max_turns: args.max_turns,
         until_idle: args.until_idle,
         max_failures: args.max_failures,
+        turn_timeout: args.turn_timeout.filter(|t| !t.is_zero()),
         runtime: args.runtime,
         capabilities: args.capability.clone(),
     };
@@ -85,7 +95,8 @@ pub fn run(ctx: &mut Context, args: &Args) -> Result<Output> {
 /// a line on standard output per turn (none under --json).
 struct Terminal {
     json: bool,
-    signalled: Arc<AtomicBool>,
+    /// Whether SIGINT, and SIGTERM, arrived; and SIGINT since last asked.
+    signalled: [Arc<AtomicBool>; 3],
     /// Read end of the pipe the signal handlers write to, to wake a wait.
     wake: UnixStream,
     handlers: Vec<signal_hook::SigId>,
@@ -96,12 +107,15 @@ impl Terminal {
         let fail = |e: std::io::Error| {
             Error::invalid_input(format!("cannot install the SIGINT/SIGTERM handlers: {e}"))
         };
-        let signalled = Arc::new(AtomicBool::new(false));
+        let signalled = [(); 3].map(|()| Arc::new(AtomicBool::new(false)));
         let (wake, wake_writer) = UnixStream::pair().map_err(fail)?;
         let mut handlers = Vec::new();
-        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            // The flag first: handlers run in order, so a woken wait sees it.
-            handlers.push(signal_hook::flag::register(signal, signalled.clone()).map_err(fail)?);
+        let [int, term] = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM];
+        for (signal, flag) in [int, term, int].into_iter().zip(&signalled) {
+            handlers.push(signal_hook::flag::register(signal, flag.clone()).map_err(fail)?);
+        }
+        // After the flags: handlers run in order, so a woken wait sees them.
+        for signal in [int, term] {
             let writer = wake_writer.try_clone().map_err(fail)?;
             handlers.push(signal_hook::low_level::pipe::register(signal, writer).map_err(fail)?);
         }
@@ -150,7 +164,11 @@ impl Host for Terminal {
     }
 
     fn interrupted(&self) -> bool {
-        self.signalled.load(Ordering::SeqCst)
+        self.signalled[..2].iter().any(|s| s.load(Ordering::SeqCst))
+    }
+
+    fn ctrl_c(&self) -> bool {
+        self.signalled[2].swap(false, Ordering::SeqCst)
     }
 
     fn turn(&mut self, turn: &Turn) {

@@ -2,22 +2,25 @@
 //!
 //! Each turn: decide (`should-run --turn K`, which records the turn's
 //! receipt when it says run, and nothing on a skip) → when the decision is
-//! `run`, run the agent command through `sh -c` with the turn's prompt → check that the turn wrote back (a writeback with turn K by
-//! this agent) → wait `scheduler_hint.wake_after_seconds`. The loop never
-//! stops in the middle of a write: a signal is looked at only between the
-//! steps of a turn ([`Host::interrupted`]), and every write is one
-//! compare-and-swap commit, so what a turn wrote is whole or absent.
+//! `run`, run the agent command through `sh -c` with the turn's prompt, in
+//! a process group of its own (stopped whole at `--turn-timeout`) → check
+//! that the turn wrote back (a writeback with turn K by this agent) → wait
+//! `scheduler_hint.wake_after_seconds`. The loop never stops in the middle
+//! of a write: a signal is looked at only between the steps of a turn
+//! ([`Host::interrupted`]), and every write is one compare-and-swap
+//! commit, so what a turn wrote is whole or absent.
 //!
 //! The clock, the waiting, the signals and the progress output belong to the
 //! caller ([`Host`]); this module decides, runs the agent and reports.
 
 use std::io::Write as _;
 use std::os::fd::AsFd as _;
-use std::os::unix::process::ExitStatusExt as _;
+use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::model::{Code, Refusal, RunKind, Timestamp};
@@ -33,6 +36,9 @@ pub trait Host {
     fn sleep(&self, seconds: u64) -> bool;
     /// Whether SIGINT or SIGTERM arrived.
     fn interrupted(&self) -> bool;
+    /// Whether SIGINT (Ctrl-C) arrived since last asked: each is passed on
+    /// to a running agent.
+    fn ctrl_c(&self) -> bool;
     /// One turn is over (called once per turn, in order; not for a last
     /// decision that ends the loop, which the report's `end` tells).
     fn turn(&mut self, turn: &Turn);
@@ -48,12 +54,14 @@ pub struct RunArgs {
     pub until_idle: bool,
     /// Stop after this many failed turns in a row (0: never).
     pub max_failures: u32,
+    /// Stop an agent turn (its whole process group) that runs this long.
+    pub turn_timeout: Option<Duration>,
     pub runtime: Runtime,
     pub capabilities: Vec<String>,
 }
 
 /// One turn: the decision and, when it ran, what the agent did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Turn {
     /// The turn key (`LOOPX_TURN`), under which a turn that runs records
     /// its receipt (a skip records none).
@@ -68,6 +76,9 @@ pub struct Turn {
     /// The signal that ended the agent, if one did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signal: Option<i32>,
+    /// Whether the turn ran past `--turn-timeout` and was stopped.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub timed_out: bool,
     /// Whether the agent ran this turn.
     pub agent_ran: bool,
     /// Whether the turn recorded a writeback with its key (when the agent ran).
@@ -77,8 +88,8 @@ pub struct Turn {
 }
 
 impl Turn {
-    /// A turn that ran and failed: the agent exited non-zero, was killed,
-    /// or did not write back.
+    /// A turn that ran and failed: the agent exited non-zero, was killed
+    /// or timed out, or did not write back.
     pub fn failed(&self) -> bool {
         self.agent_ran && (self.exit_code != Some(0) || self.wrote_back != Some(true))
     }
@@ -169,6 +180,7 @@ pub fn run(
             todo: d["selected_todo"]["id"].as_str().map(str::to_owned),
             exit_code: None,
             signal: None,
+            timed_out: false,
             agent_ran: false,
             wrote_back: None,
             next_wake_seconds: None,
@@ -202,7 +214,7 @@ pub fn run(
         }
 
         let ran = prompt::prompt(ctx, args.runtime, &args.capabilities, Some(&key))
-            .and_then(|prompt| run_agent(ctx.repo_dir(), &cmd, &agent, &key, &prompt));
+            .and_then(|prompt| run_agent(ctx.repo_dir(), &cmd, &agent, &key, &prompt, args, host));
         let status = match ran {
             Ok(status) => status,
             Err(e) => {
@@ -211,8 +223,9 @@ pub fn run(
             }
         };
         turn.agent_ran = true;
-        turn.exit_code = status.code();
-        turn.signal = status.signal();
+        turn.timed_out = status.is_none();
+        turn.exit_code = status.and_then(|s| s.code());
+        turn.signal = status.and_then(|s| s.signal());
         report.turns_run += 1;
         turn.wrote_back = match wrote_back(ctx, &agent, &key) {
             Ok(found) => Some(found),
@@ -222,6 +235,9 @@ pub fn run(
             }
         };
         failures = if turn.failed() { failures + 1 } else { 0 };
+        if let Some(goal) = &report.goal {
+            record(ctx, goal, &agent, &turn);
+        }
 
         let end = if host.interrupted() {
             Some(End::Interrupted)
@@ -244,7 +260,7 @@ pub fn run(
                 let e = Refusal::new(
                     Code::AgentFailed,
                     format!(
-                        "the agent command failed {failures} turn(s) in a row (a non-zero exit, or no writeback for the turn)"
+                        "the agent command failed {failures} turn(s) in a row (a non-zero exit, a timeout, or no writeback for the turn)"
                     ),
                 )
                 .with_hint("run the command by hand with the prompt of `git loopx prompt`; `--max-failures 0` never stops");
@@ -311,14 +327,18 @@ fn turn_series(agent: &str, now: Timestamp) -> String {
 /// Runs the agent command through `sh -c` in `dir`, the prompt on its
 /// standard input and in `LOOPX_PROMPT`. Its output goes to our standard
 /// error, so our standard output stays the loop's own (one line a turn, or
-/// one JSON object).
+/// one JSON object). It leads a process group of its own, stopped whole
+/// past `--turn-timeout` (then `None`); a Ctrl-C the loop gets is passed
+/// on to that group, as a terminal passes it to a shell's job.
 fn run_agent(
     dir: &Path,
     cmd: &str,
     agent: &str,
     key: &str,
     prompt: &prompt::PromptReport,
-) -> Result<std::process::ExitStatus> {
+    args: &RunArgs,
+    host: &dyn Host,
+) -> Result<Option<std::process::ExitStatus>> {
     let spawn_error = |e: std::io::Error| {
         Error::from(Refusal::new(
             Code::AgentFailed,
@@ -339,6 +359,7 @@ fn run_agent(
         .env("LOOPX_PROMPT", &prompt.prompt)
         .stdin(Stdio::piped())
         .stdout(Stdio::from(stdout))
+        .process_group(0)
         .spawn()
         .map_err(spawn_error)?;
     // Written from a thread: an agent that never reads its input must not
@@ -349,7 +370,51 @@ fn run_agent(
     std::thread::spawn(move || {
         let _ = stdin.write_all(text.as_bytes());
     });
-    child.wait().map_err(spawn_error)
+    let group = rustix::process::Pid::from_raw(child.id() as i32).expect("a child has a pid");
+    let limit = args.turn_timeout.unwrap_or(Duration::MAX);
+    crate::git_cmd::wait_limited(&mut child, limit, true, &mut |_| {
+        if host.ctrl_c() {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::INT);
+        }
+    })
+    .map_err(spawn_error)
+}
+
+/// This host's record of an agent's `run` turns that failed in a row in a
+/// goal (a host record: `status` shows it).
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Failures {
+    pub count: u32,
+    /// The last of them.
+    pub last: Option<Turn>,
+}
+
+fn failures_key(goal: &str, agent: &str) -> String {
+    format!("run-failures\0{goal}\0{agent}")
+}
+
+/// [`Failures`] of `agent` in `goal` on this host (none when unreadable).
+pub fn failures(ctx: &Context, goal: &str, agent: &str) -> Failures {
+    let record = ctx.store.host_record(&failures_key(goal, agent));
+    record
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+/// Counts a failed turn into [`Failures`]; a turn that did not fail clears them.
+fn record(ctx: &Context, goal: &str, agent: &str, turn: &Turn) {
+    let count = failures(ctx, goal, agent).count;
+    let value = match turn.failed() {
+        true => serde_json::to_vec(&Failures {
+            count: count + 1,
+            last: Some(turn.clone()),
+        })
+        .expect("a turn serializes"),
+        false if count == 0 => return,
+        false => Vec::new(),
+    };
+    ctx.store
+        .set_host_record(&failures_key(goal, agent), &value);
 }
 
 /// Whether this agent recorded a writeback under turn `key`.

@@ -1,12 +1,14 @@
 //! `status`: what needs the human first, then what runs, what is next, the
 //! quota, and recent evidence.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::model::quota::{self, Usage};
 use crate::model::{
-    select, Decision, GoalStatus, Priority, Role, Run, RunKind, State, Timestamp, Todo, TodoClass,
-    TodoCounts, TodoStatus,
+    select, Decision, GoalState, GoalStatus, Priority, Role, Run, RunKind, State, Timestamp, Todo,
+    TodoClass, TodoCounts, TodoStatus,
 };
 use crate::ops::Context;
 use crate::store::Oid;
@@ -141,6 +143,74 @@ pub struct StatusReport {
     pub quota: Usage,
     /// The latest writebacks, newest first.
     pub recent_runs: Vec<Run>,
+    /// Each agent registered or named by the goal's runs or claims, by id.
+    pub agents: Vec<AgentHealth>,
+}
+
+/// What says an agent is failing in a goal.
+#[derive(Debug, Serialize)]
+pub struct AgentHealth {
+    pub id: String,
+    /// None of the below.
+    pub healthy: bool,
+    /// Its `git loopx run` turns in a row that failed, on this host.
+    pub consecutive_failures: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_failure: Option<crate::ops::run::Turn>,
+    /// Sessions the Stop hook's loop guard let end since its last
+    /// writeback, on this host.
+    pub guard_releases: u32,
+    /// The todos whose lease it let expire with no writeback on them since
+    /// it took the lease.
+    pub expired_leases: Vec<String>,
+}
+
+/// [`AgentHealth`] of each agent of the goal: from this host's records of
+/// `run` and the Stop hook, and the leases and writebacks on the branch.
+fn agents(ctx: &Context, state: &State, gs: &GoalState, todos: &[&Todo]) -> Vec<AgentHealth> {
+    let mut writebacks: BTreeMap<&str, Vec<(Option<&str>, Timestamp)>> = state
+        .agents
+        .keys()
+        .map(|id| (id.as_str(), Vec::new()))
+        .collect();
+    for run in gs.runs.all_facts() {
+        if let Some(agent) = run.agent {
+            let seen = writebacks.entry(agent).or_default();
+            if run.kind == RunKind::Writeback {
+                seen.push((run.todo, run.at));
+            }
+        }
+    }
+    let mut expired: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for t in todos.iter().filter(|t| !t.status.is_terminal()) {
+        let Some(c) = t.claim.as_ref() else { continue };
+        let wrote = writebacks.get(c.agent.as_str()).is_some_and(|w| {
+            w.iter()
+                .any(|&(todo, at)| todo == Some(t.id.as_str()) && at >= c.acquired_at)
+        });
+        if !c.is_live(ctx.now) && !wrote {
+            expired.entry(&c.agent).or_default().push(t.id.clone());
+        }
+        writebacks.entry(&c.agent).or_default();
+    }
+    let goal = &gs.goal.id;
+    writebacks
+        .into_iter()
+        .map(|(id, wrote)| {
+            let failed = crate::ops::run::failures(ctx, goal, id);
+            let guard_releases =
+                crate::ops::hook::session::guard_releases(ctx, id, wrote.len() as u64);
+            let expired_leases = expired.remove(id).unwrap_or_default();
+            AgentHealth {
+                id: id.to_owned(),
+                healthy: failed.count == 0 && guard_releases == 0 && expired_leases.is_empty(),
+                consecutive_failures: failed.count,
+                last_failure: failed.last,
+                guard_releases,
+                expired_leases,
+            }
+        })
+        .collect()
 }
 
 fn line(todo: &Todo, now: Timestamp) -> TodoLine {
@@ -284,5 +354,6 @@ fn of_goal(ctx: &Context, tip: Oid, state: &State, goal_id: &str) -> Result<Stat
         monitors,
         quota: quota::usage(gs, now),
         recent_runs: runs.into_iter().take(RECENT_RUNS).cloned().collect(),
+        agents: agents(ctx, state, gs, &todos),
     })
 }

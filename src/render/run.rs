@@ -2,15 +2,21 @@
 
 use crate::ops::run::{End, RunReport, Turn};
 
+/// How the agent's turn ended: `exit 7`, `killed by signal 2`, `not run`.
+pub fn agent_ended(t: &Turn) -> String {
+    match (t.agent_ran, t.exit_code, t.signal) {
+        (false, _, _) => "not run".to_owned(),
+        _ if t.timed_out => "stopped at --turn-timeout".to_owned(),
+        (true, Some(code), _) => format!("exit {code}"),
+        (true, None, Some(signal)) => format!("killed by signal {signal}"),
+        (true, None, None) => "ended".to_owned(),
+    }
+}
+
 /// `turn <key>  <todo>  <action>  agent: …  writeback: …  next: …`
 pub fn turn_line(t: &Turn) -> String {
     let todo = t.todo.as_deref().unwrap_or("-");
-    let agent = match (t.agent_ran, t.exit_code, t.signal) {
-        (false, _, _) => "agent: not run".to_owned(),
-        (true, Some(code), _) => format!("agent: exit {code}"),
-        (true, None, Some(signal)) => format!("agent: killed by signal {signal}"),
-        (true, None, None) => "agent: ended".to_owned(),
-    };
+    let agent = format!("agent: {}", agent_ended(t));
     let writeback = match t.wrote_back {
         None => String::new(),
         Some(true) => "  writeback: yes".to_owned(),

@@ -98,7 +98,17 @@ pub fn status_all(r: &crate::ops::status::AllReport) -> (String, Vec<super::styl
     (out, spans)
 }
 
-/// [`status`], with the `Needs you:` heading marked when something does.
+/// A heading after a blank line, marked for attention.
+fn attention(out: &mut String, spans: &mut Vec<super::style::Span>, heading: &str) {
+    spans.push(super::style::Span {
+        range: out.len() + 1..out.len() + 1 + heading.len(),
+        role: super::style::Role::Attention,
+    });
+    let _ = writeln!(out, "\n{heading}");
+}
+
+/// [`status`], with the `Needs you:` and `Agents failing:` headings marked
+/// when something does.
 pub fn status_styled(r: &StatusReport) -> (String, Vec<super::style::Span>) {
     let mut spans = Vec::new();
     let mut out = String::new();
@@ -135,12 +145,7 @@ pub fn status_styled(r: &StatusReport) -> (String, Vec<super::style::Span>) {
     if r.gates.is_empty() && r.user_actions.is_empty() {
         let _ = writeln!(out, "\nNeeds you: nothing");
     } else {
-        let heading = out.len() + 1..out.len() + 1 + "Needs you:".len();
-        let _ = writeln!(out, "\nNeeds you:");
-        spans.push(super::style::Span {
-            range: heading,
-            role: super::style::Role::Attention,
-        });
+        attention(&mut out, &mut spans, "Needs you:");
         for g in &r.gates {
             let _ = writeln!(
                 out,
@@ -164,6 +169,38 @@ pub fn status_styled(r: &StatusReport) -> (String, Vec<super::style::Span>) {
         for a in &r.user_actions {
             let _ = writeln!(out, "  - {}  {}", a.id, oneline(&a.text));
         }
+    }
+    let failing: Vec<_> = r.agents.iter().filter(|a| !a.healthy).collect();
+    if !failing.is_empty() {
+        attention(&mut out, &mut spans, "Agents failing:");
+    }
+    for a in failing {
+        let mut what = Vec::new();
+        if let Some(last) = &a.last_failure {
+            let no_writeback = match last.wrote_back {
+                Some(false) => ", no writeback",
+                _ => "",
+            };
+            what.push(format!(
+                "{} `run` turn(s) failed in a row (the last: {}{no_writeback}, turn {})",
+                a.consecutive_failures,
+                super::run::agent_ended(last),
+                last.key
+            ));
+        }
+        if a.guard_releases > 0 {
+            what.push(format!(
+                "{} session(s) let go by the loop guard without a writeback",
+                a.guard_releases
+            ));
+        }
+        if !a.expired_leases.is_empty() {
+            what.push(format!(
+                "lease expired with no writeback on {}",
+                a.expired_leases.join(", ")
+            ));
+        }
+        let _ = writeln!(out, "  {}: {}", a.id, what.join("; "));
     }
     if !r.answered.is_empty() {
         let _ = writeln!(out, "\nAnswered gates:");

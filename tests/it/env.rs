@@ -60,10 +60,11 @@ impl From<Output> for Run {
     }
 }
 
-/// `PATH` with the directory of the binary under test first, so that
-/// `git loopx …` (as hooks and runners spell it) runs that binary.
+/// `PATH` with the directory of the binary under test ([`loopx_bin`])
+/// first, so that `git loopx …` (as hooks and runners spell it) runs that
+/// binary.
 pub fn path_with_loopx() -> std::ffi::OsString {
-    let bin = Path::new(env!("CARGO_BIN_EXE_git-loopx"));
+    let bin = loopx_bin();
     let mut dirs = vec![bin.parent().expect("binary has a directory").to_path_buf()];
     dirs.extend(std::env::split_paths(
         &std::env::var_os("PATH").unwrap_or_default(),

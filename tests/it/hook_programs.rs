@@ -124,6 +124,40 @@ fn loop_guard_releases_an_agent_that_never_writes_back() {
     );
 }
 
+/// A session the loop guard let go shows in `status` until the agent
+/// writes back.
+#[test]
+fn guard_releases_show_in_status_until_the_agent_writes_back() {
+    let env = TestEnv::new();
+    let repo = one_todo_repo(&env);
+    let health = || crate::run::health(&env, &repo, crate::env::NOW, "agent-a");
+    for (n, id) in ["s1", "s2"].into_iter().enumerate() {
+        let mut session = Session::new(&env, &repo, Runtime::ClaudeCode, id);
+        session.start();
+        idle_until_released(&mut session);
+        assert_eq!(health()["guard_releases"], n + 1);
+    }
+    assert_eq!(health()["healthy"], false);
+    let text = env.loopx(&repo, &["status"]).success().stdout;
+    assert!(
+        text.contains("  agent-a: 2 session(s) let go by the loop guard without a writeback"),
+        "{text}"
+    );
+    let next = env
+        .loopx(&repo, &["--json", "todo", "next", "--claim"])
+        .success()
+        .json();
+    let todo = next["todo"]["id"].as_str().unwrap();
+    let summary = ["--outcome", "surface_only", "--summary", "looked"];
+    env.loopx(
+        &repo,
+        &[&["writeback", "--todo", todo][..], &summary].concat(),
+    )
+    .success();
+    assert_eq!(health()["guard_releases"], 0);
+    assert_eq!(health()["healthy"], true);
+}
+
 #[test]
 fn a_writeback_resets_the_loop_guard_and_moves_to_the_next_turn() {
     let env = TestEnv::new();

@@ -302,10 +302,10 @@ fn spawn_loop(
     (child, stdout)
 }
 
-fn sigint(env: &TestEnv, pid: u32) {
+fn signal(env: &TestEnv, signal: &str, pid: u32) {
     let status = env
         .command(Path::new("kill"), &env.path(""))
-        .args(["-INT", &pid.to_string()])
+        .args([signal, &pid.to_string()])
         .status()
         .unwrap();
     assert!(status.success());
@@ -322,10 +322,10 @@ fn wait_for(path: &Path) {
     panic!("{} never appeared", path.display());
 }
 
-/// SIGINT while the agent works: its turn finishes and is recorded whole,
+/// SIGTERM while the agent works: its turn finishes and is recorded whole,
 /// no other turn starts, and the loop exits 130 with a last line.
 #[test]
-fn sigint_during_a_turn_lets_it_finish_then_ends_the_loop() {
+fn sigterm_during_a_turn_lets_it_finish_then_ends_the_loop() {
     let env = TestEnv::new();
     let (repo, agent) = setup(&env, 3);
     let started = env.path("started");
@@ -342,7 +342,7 @@ fn sigint_during_a_turn_lets_it_finish_then_ends_the_loop() {
         &[("FAKE_BEFORE", &before)],
     );
     wait_for(&started);
-    sigint(&env, child.id());
+    signal(&env, "-TERM", child.id());
     std::fs::write(&go, "").unwrap();
     let lines: Vec<String> = stdout.lines().map(Result::unwrap).collect();
     let status = child.wait().unwrap();
@@ -378,10 +378,227 @@ fn sigint_wakes_the_wait_between_turns() {
     assert!(first.contains("operator_gate_notify"), "{first}");
     assert!(first.contains("agent: not run"), "{first}");
     assert!(first.trim_end().ends_with("next: in 1800s"), "{first}");
-    sigint(&env, child.id());
+    signal(&env, "-INT", child.id());
     let rest: Vec<String> = stdout.lines().map(Result::unwrap).collect();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "{rest:?}");
     assert_eq!(rest, ["interrupted after 0 turn(s) run"]);
     assert_eq!(env.tip(&repo), tip, "a wait writes nothing");
+}
+
+/// Ctrl-C typed at a terminal (util-linux `script` gives the loop one)
+/// while the agent works: the agent, in a process group of its own, gets it
+/// from the loop, and `git loopx run` ends at once with 130 — also through
+/// git's `git loopx` dispatcher, which passes the signal on and then dies
+/// of it — and no error from git. (A dispatcher started with SIGINT
+/// ignored, as a script's background job is, reaps git-loopx in its signal
+/// handler and then fails its own wait: `error: waitpid for git-loopx
+/// failed`, exit 128. That is git's, whatever git-loopx does; a shell at a
+/// terminal starts its jobs with SIGINT at its default, as `env` does here.)
+#[test]
+fn ctrl_c_at_a_terminal_ends_the_agent_and_the_loop_with_130() {
+    use std::io::Write as _;
+    let env = TestEnv::new();
+    let (repo, _) = setup(&env, 1);
+    for (i, program) in ["git loopx", "git-loopx"].iter().enumerate() {
+        let started = env.path(&format!("started-{i}"));
+        let agent = format!("touch '{}'; sleep 60", started.display());
+        let line = format!(
+            "exec env --default-signal=INT {program} --agent agent-a run --cmd \"{agent}\""
+        );
+        let mut cmd = env.command(Path::new("script"), &repo);
+        cmd.args(["-qec", &line, "/dev/null"])
+            .env("TERM", "dumb")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped());
+        let mut child = match cmd.spawn() {
+            Ok(child) => child,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return crate::require::skip(
+                    "LOOPX_REQUIRE_SCRIPT",
+                    "no `script` program (util-linux): Ctrl-C at a terminal not checked here",
+                );
+            }
+            Err(e) => panic!("script: {e}"),
+        };
+        wait_for(&started);
+        let begun = std::time::Instant::now();
+        let mut tty = child.stdin.take().unwrap();
+        tty.write_all(b"\x03").unwrap();
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            begun.elapsed() < std::time::Duration::from_secs(30),
+            "{program}: the agent was not interrupted: {text}"
+        );
+        assert_eq!(out.status.code(), Some(130), "{program}: {text}");
+        assert!(
+            text.contains("agent: killed by signal 2"),
+            "{program}: {text}"
+        );
+        assert!(
+            text.contains("interrupted after 1 turn(s) run"),
+            "{program}: {text}"
+        );
+        assert!(
+            !text.contains("error: ") && !text.contains("fatal: "),
+            "{program}: an error from git: {text}"
+        );
+    }
+}
+
+/// Whether process `pid` is alive (a zombie is not), from /proc.
+fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+/// An agent turn past --turn-timeout is stopped with every process it
+/// started — one that ignores SIGTERM is killed after the grace period —
+/// and counts as a failed turn.
+#[test]
+fn turn_timeout_stops_the_agent_and_its_whole_process_group() {
+    let env = TestEnv::new();
+    let (repo, _) = setup(&env, 1);
+    let pids = env.path("pids");
+    // The shell, a child in the background, and one that ignores SIGTERM.
+    let agent = format!(
+        "echo $$ >> '{0}'; sleep 30 & echo $! >> '{0}'; \
+         (trap '' TERM; sleep 30) & echo $! >> '{0}'; wait",
+        pids.display()
+    );
+    let begun = std::time::Instant::now();
+    let out = run_loop(
+        &env,
+        &repo,
+        &[
+            "--cmd",
+            &agent,
+            "--turn-timeout",
+            "1s",
+            "--max-failures",
+            "1",
+        ],
+    )
+    .failure(1);
+    assert!(
+        begun.elapsed() < std::time::Duration::from_secs(20),
+        "the turn was not stopped at its timeout: {:?}",
+        begun.elapsed()
+    );
+    let lines = turn_lines(&out.stdout);
+    assert_eq!(lines.len(), 1, "{}", out.stdout);
+    assert!(
+        lines[0].contains("agent: stopped at --turn-timeout  writeback: NONE for this turn"),
+        "{}",
+        lines[0]
+    );
+    assert!(out.stderr.contains("agent_failed"), "{}", out.stderr);
+    let pids = std::fs::read_to_string(&pids).unwrap();
+    assert_eq!(pids.lines().count(), 3, "{pids}");
+    for pid in pids.lines() {
+        assert!(!alive(pid), "process {pid} outlived its turn");
+    }
+
+    let j = run_loop(
+        &env,
+        &repo,
+        &[
+            "--json",
+            "--cmd",
+            "sleep 30",
+            "--turn-timeout",
+            "1",
+            "--max-failures",
+            "1",
+        ],
+    )
+    .failure(1)
+    .json();
+    assert_eq!(j["turns"][0]["timed_out"], true, "{j}");
+    assert_eq!(j["error"]["code"], "agent_failed", "{j}");
+}
+
+/// `agent`'s entry in `status --json`'s `agents`, at `now`.
+pub fn health(env: &TestEnv, repo: &Path, now: &str, agent: &str) -> serde_json::Value {
+    let status = env
+        .loopx_at(repo, now, &["--json", "status"])
+        .success()
+        .json();
+    let agents = status["agents"].as_array().expect("status has agents");
+    let found = agents.iter().find(|a| a["id"] == agent);
+    found
+        .unwrap_or_else(|| panic!("no {agent} in {status}"))
+        .clone()
+}
+
+/// Item 13: an agent whose `run` turns keep failing, or whose lease ran
+/// out with no writeback, is not healthy in `status`, text and JSON, until
+/// a turn works.
+#[test]
+fn failing_turns_and_expired_leases_show_in_status() {
+    let env = TestEnv::new();
+    let (repo, agent) = setup(&env, 2);
+    let args = ["--cmd", "exit 7", "--until-idle", "--max-failures", "3"];
+    run_loop(&env, &repo, &args).failure(1);
+    let a = health(&env, &repo, crate::env::NOW, "agent-a");
+    assert_eq!(a["consecutive_failures"], 3, "{a}");
+    assert_eq!(a["healthy"], false, "{a}");
+    assert_eq!(a["last_failure"]["exit_code"], 7, "{a}");
+    assert_eq!(a["last_failure"]["wrote_back"], false, "{a}");
+
+    // agent-b takes the other todo for 30m and writes nothing back.
+    let todos = env
+        .loopx(&repo, &["--json", "todo", "list"])
+        .success()
+        .json();
+    let other = todos["todos"][1]["id"].as_str().unwrap().to_owned();
+    env.loopx(
+        &repo,
+        &[
+            "--agent", "agent-b", "todo", "claim", &other, "--ttl", "30m",
+        ],
+    )
+    .success();
+    let later = "2026-12-02T11:00:00Z";
+    let b = health(&env, &repo, later, "agent-b");
+    assert_eq!(b["expired_leases"], serde_json::json!([other]), "{b}");
+    assert_eq!(b["healthy"], false, "{b}");
+    assert_eq!(
+        health(&env, &repo, crate::env::NOW, "agent-b")["healthy"],
+        true
+    );
+    let text = env.loopx_at(&repo, later, &["status"]).success().stdout;
+    let failing = text.split("\nAgents failing:\n").nth(1).expect(&text);
+    let mut lines = failing.lines();
+    assert!(
+        lines.next().unwrap().starts_with(
+            "  agent-a: 3 `run` turn(s) failed in a row (the last: exit 7, no writeback, turn agent-a-run-"
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        lines.next().unwrap(),
+        format!("  agent-b: lease expired with no writeback on {other}"),
+        "{text}"
+    );
+
+    // A turn that works clears the failures.
+    run_loop(
+        &env,
+        &repo,
+        &["--cmd", agent.to_str().unwrap(), "--max-turns", "1"],
+    )
+    .success();
+    let a = health(&env, &repo, crate::env::NOW, "agent-a");
+    assert_eq!(a["consecutive_failures"], 0, "{a}");
+    assert_eq!(a["healthy"], true, "{a}");
+    let text = env.loopx(&repo, &["status"]).success().stdout;
+    assert!(!text.contains("Agents failing"), "{text}");
 }

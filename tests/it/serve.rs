@@ -616,6 +616,40 @@ fn hostile_state_text_renders_as_text_in_the_browser() {
     );
 }
 
+/// An agent whose turns keep failing is flagged on the page, and its
+/// failures are in `/dashboard.json`.
+#[test]
+fn a_failing_agent_is_flagged_on_the_dashboard() {
+    let env = TestEnv::new();
+    let dir = env.state_repo("repo");
+    env.add_todo(&dir, "Task");
+    let run = [
+        "--agent",
+        "agent-a",
+        "run",
+        "--cmd",
+        "exit 7",
+        "--until-idle",
+    ];
+    env.loopx(&dir, &run).failure(1);
+    let serving = Serving::start(&env, &dir, &[]);
+    let (code, report) = serving.get("/dashboard.json");
+    assert_eq!(code, 200);
+    let health = &report["goals"][0]["status"]["agents"][0];
+    assert_eq!(health["consecutive_failures"], 3, "{health}");
+    let Some(browser) = browser() else { return };
+    browser.goto(&format!("{}/", serving.url));
+    let drawn = format!("document.body.dataset.drawn === {}", json!(env.tip(&dir)));
+    browser
+        .wait_for(&drawn, Duration::from_secs(10))
+        .expect("the page draws");
+    let row = text_of(&browser, "#agents tr[data-agent=agent-a]");
+    assert!(
+        row.contains("failing · main: 3 failed turn(s) in a row"),
+        "{row}"
+    );
+}
+
 #[test]
 fn other_paths_are_404_other_methods_405_and_nothing_is_written() {
     let env = TestEnv::new();

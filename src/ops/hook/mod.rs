@@ -20,7 +20,7 @@
 //! "not blocking" (fail open).
 
 mod input;
-mod session;
+pub mod session;
 
 pub use input::{HookInput, NotifyInput};
 
@@ -316,9 +316,14 @@ pub fn stop(
         writebacks: step.own,
     }
     .save(ctx, runtime, &session)?;
+    let released = match step.writebacks == guard.writebacks {
+        true => guard.released,
+        false => 0,
+    };
     AgentGuard {
         blocks: agent_kept,
         writebacks: step.writebacks,
+        released: released + u32::from(matches!(outcome, StopOutcome::Guard { .. })),
     }
     .save(ctx, runtime, &agent)?;
     Ok(StopReport {

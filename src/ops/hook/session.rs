@@ -5,6 +5,9 @@
 //!   its loop guard (blocks in a row, and the agent's writeback count when
 //!   last seen). Deleting it starts the guard over; the turn counter is
 //!   found again from the writebacks on the branch.
+//! - `guards/<runtime>/<agent>.json`: the agent's loop guard over all its
+//!   sessions, and the sessions it let go since the agent's last writeback
+//!   (`status` shows them).
 //! - `heartbeats/<runtime>/<agent>.json`: when the agent's last turn
 //!   completed (Codex `notify`).
 //!
@@ -118,6 +121,9 @@ pub struct AgentGuard {
     pub blocks: u32,
     /// The agent's writebacks in the goal when last seen.
     pub writebacks: u64,
+    /// Sessions the guard let end since that many writebacks.
+    #[serde(default)]
+    pub released: u32,
 }
 
 impl AgentGuard {
@@ -128,6 +134,18 @@ impl AgentGuard {
     pub fn save(&self, ctx: &Context, runtime: Runtime, agent: &str) -> Result<()> {
         write(&record_path(ctx, "guards", runtime, agent), self)
     }
+}
+
+/// Sessions of `agent` that the Stop hook's loop guard let end (on this
+/// host, in every runtime) since its `writebacks`-th writeback; none once
+/// it wrote back again.
+pub fn guard_releases(ctx: &Context, agent: &str, writebacks: u64) -> u32 {
+    Runtime::HOSTS
+        .iter()
+        .map(|&runtime| AgentGuard::load(ctx, runtime, agent))
+        .filter(|guard| guard.writebacks == writebacks)
+        .map(|guard| guard.released)
+        .sum()
 }
 
 /// When an agent's last turn completed, as its runtime reported it.

@@ -53,15 +53,31 @@ fn import(
     root: &Path,
     extra: &[&str],
 ) -> crate::env::Run {
-    let mut args = vec![
-        "--json",
+    let mut args = vec!["--json"];
+    args.extend_from_slice(extra);
+    import_text(env, repo, now, project, root, &args)
+}
+
+/// `import loopx PROJECT --runtime-root ROOT` with `extra` (global flags
+/// first), as text.
+fn import_text(
+    env: &TestEnv,
+    repo: &Path,
+    now: &str,
+    project: &Path,
+    root: &Path,
+    extra: &[&str],
+) -> crate::env::Run {
+    let (global, rest): (Vec<&str>, Vec<&str>) = extra.iter().partition(|a| **a == "--json");
+    let mut args = global;
+    args.extend([
         "import",
         "loopx",
         project.to_str().unwrap(),
         "--runtime-root",
         root.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
+    ]);
+    args.extend(rest);
     env.loopx_at(repo, now, &args)
 }
 
@@ -155,18 +171,7 @@ fn the_fixture_comes_over_in_one_commit_and_decides_as_loopx_did() {
     assert_eq!(json["unchanged"]["todos"], 10, "{json}");
     assert!(json.get("commit").is_none(), "{json}");
     assert_eq!(state_commits(&env, &repo), 1);
-    let text = env
-        .loopx_at(
-            &repo,
-            FIXTURE_NOW,
-            &[
-                "import",
-                "loopx",
-                project.to_str().unwrap(),
-                "--runtime-root",
-                root.to_str().unwrap(),
-            ],
-        )
+    let text = import_text(&env, &repo, FIXTURE_NOW, &project, &root, &[])
         .success()
         .stdout;
     assert!(text.contains("Nothing to import"), "{text}");
@@ -578,20 +583,10 @@ fn reimport_takes_loopx_changes_to_todos_untouched_here() {
 
     // Said in text, with the way to take LoopX's; a third import finds
     // nothing new and still says what it keeps.
-    let text = import_text(&env, &repo, &project, &root, side);
+    let text = import_text(&env, &repo, FIXTURE_NOW, &project, &root, side)
+        .success()
+        .stdout;
     assert!(text.contains("Nothing new to import"), "{text}");
     assert!(text.contains("Changed here and in LoopX"), "{text}");
     assert!(text.contains("--replace"), "{text}");
-}
-
-fn import_text(env: &TestEnv, repo: &Path, project: &Path, root: &Path, extra: &[&str]) -> String {
-    let mut args = vec![
-        "import",
-        "loopx",
-        project.to_str().unwrap(),
-        "--runtime-root",
-        root.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    env.loopx_at(repo, FIXTURE_NOW, &args).success().stdout
 }

@@ -418,16 +418,8 @@ fn notes_added_on_both_sides_are_all_kept_by_the_merge() {
     );
     env.loopx(a, &["sync"]).success();
     for d in [a, b] {
-        let show = env
-            .loopx(d, &["--json", "todo", "show", &t])
-            .success()
-            .json();
-        let notes: Vec<&str> = show["todo"]["notes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|n| n["text"].as_str().unwrap())
-            .collect();
+        let notes = note_texts(&env, d, &t);
+        let notes: Vec<&str> = notes.iter().map(String::as_str).collect();
         assert_eq!(notes.len(), 2 * EACH, "{notes:?}");
         for i in 0..EACH {
             for who in ["a", "b"] {
@@ -940,16 +932,8 @@ fn three_clones_full_of_notes_all_sync_and_keep_every_note() {
     let tip = env.tip(&dirs[0]);
     for d in &dirs {
         assert_eq!(env.tip(d), tip, "the clones agree");
-        let show = env
-            .loopx(d, &["--json", "todo", "show", &t])
-            .success()
-            .json();
-        let notes: Vec<&str> = show["todo"]["notes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|n| n["text"].as_str().unwrap())
-            .collect();
+        let notes = note_texts(&env, d, &t);
+        let notes: Vec<&str> = notes.iter().map(String::as_str).collect();
         assert_eq!(notes.len(), 3 * EACH, "every note, once");
         // The todo's file holds at most what a todo keeps; review shows
         // (as run records) the notes that moved out of it.
@@ -976,4 +960,18 @@ fn three_clones_full_of_notes_all_sync_and_keep_every_note() {
         }
         assert!(moved >= EACH, "{moved} notes moved out of the todo's file");
     }
+}
+
+/// The texts of the notes `todo show` lists for `todo` in `dir`.
+fn note_texts(env: &TestEnv, dir: &Path, todo: &str) -> Vec<String> {
+    let show = env
+        .loopx(dir, &["--json", "todo", "show", todo])
+        .success()
+        .json();
+    show["todo"]["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["text"].as_str().unwrap().to_owned())
+        .collect()
 }

@@ -419,7 +419,11 @@ pub fn claim(r: &crate::ops::lease::ClaimReport) -> String {
     };
     format!(
         "{verb} {} for {} (epoch {}, until {}): {}\n",
-        r.todo.id, r.claim.agent, r.claim.epoch, r.claim.expires_at, r.todo.text
+        r.todo.id,
+        r.claim.agent,
+        r.claim.epoch,
+        r.claim.expires_at,
+        oneline(&r.todo.text)
     )
 }
 
@@ -427,7 +431,7 @@ pub fn done(r: &crate::ops::done::DoneReport) -> String {
     if let Some(v) = r.validation.as_ref().filter(|v| !v.passed()) {
         return failed_validation(v);
     }
-    let mut out = format!("done {}: {}\n", r.todo.id, r.todo.text);
+    let mut out = format!("done {}: {}\n", r.todo.id, oneline(&r.todo.text));
     if let Some(v) = &r.validation {
         let _ = writeln!(out, "validated: `{}` exited {}", v.command, v.exit_code);
     }
@@ -492,7 +496,7 @@ pub fn runs(runs: &[crate::model::Run]) -> String {
             crate::ops::snake(&r.kind),
             r.agent.as_deref().unwrap_or("-"),
             r.todo.as_deref().unwrap_or(""),
-            what
+            oneline(what)
         );
     }
     if runs.is_empty() {

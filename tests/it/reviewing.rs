@@ -110,11 +110,23 @@ fn agent_text_cannot_forge_a_line_of_human_output() {
     let a = ["--agent", "agent-a"];
     let todo = env.add_todo(&repo, "Write the tokenizer");
     let base = env.tip(&repo);
-    env.loopx(
-        &repo,
-        &[a[0], a[1], "todo", "add", &hostile, "--priority", "P0"],
-    )
-    .success();
+    let added = env
+        .loopx(
+            &repo,
+            &[
+                a[0],
+                a[1],
+                "--json",
+                "todo",
+                "add",
+                &hostile,
+                "--priority",
+                "P0",
+            ],
+        )
+        .success()
+        .json();
+    let hostile_todo = added["todo"]["id"].as_str().unwrap().to_owned();
     env.loopx(&repo, &[a[0], a[1], "gate", "add", &hostile])
         .success();
     env.loopx(&repo, &[a[0], a[1], "todo", "claim", &todo])
@@ -142,7 +154,10 @@ fn agent_text_cannot_forge_a_line_of_human_output() {
     )
     .success();
     let range = format!("{}..loopx-state", &base[..12]);
+    let b = ["--agent", "agent-b"];
     for args in [
+        vec![b[0], b[1], "todo", "claim", hostile_todo.as_str()],
+        vec!["history"],
         vec!["review"],
         vec!["pr", "main..feature"],
         vec!["diff", range.as_str()],

@@ -70,11 +70,7 @@ enum GoalCommand {
     /// Mark the goal done: the explicit end of its work. should-run answers
     /// `terminal_no_followup` until `goal resume`. A person or an agent may
     /// mark it; the state records who, when and why.
-    Done {
-        /// Why the goal is done (what was delivered, what remains out of scope).
-        #[arg(long, value_name = "TEXT")]
-        note: Option<String>,
-    },
+    Done(goal::DoneArgs),
     /// Add another goal.
     Add {
         /// The new goal's id: 1-64 of a-z, 0-9, `_`, `.`, `-`, starting with a letter.
@@ -121,7 +117,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
         )?,
         GoalCommand::Stop => goal::set_status(ctx, GoalStatus::Stopped)?,
         GoalCommand::Resume => goal::set_status(ctx, GoalStatus::Active)?,
-        GoalCommand::Done { note } => goal::done(ctx, note.as_deref())?,
+        GoalCommand::Done(a) => goal::done(ctx, a)?,
         GoalCommand::Add {
             id,
             objective,
@@ -136,7 +132,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             GoalCommand::Set { .. } => Action::Set,
             GoalCommand::Stop => Action::Stop,
             GoalCommand::Resume => Action::Resume,
-            GoalCommand::Done { .. } => Action::Done,
+            GoalCommand::Done(_) => Action::Done,
             GoalCommand::Add { .. } => Action::Add,
         };
         render::goal::goal(&report, action)

@@ -5,13 +5,11 @@ use clap::Subcommand;
 mod handoff;
 
 use crate::cli::Output;
-use crate::model::{Priority, Role, TodoStatus};
+use crate::model::{Role, TodoStatus};
 use crate::ops::args::enum_arg;
-use crate::ops::{done, lease, todo, Context};
+use crate::ops::{done, lease, monitor, todo, Context};
 use crate::render;
 use crate::Result;
-
-mod monitor;
 
 /// Agent and user todos, and the leases on them.
 #[derive(Debug, clap::Args)]
@@ -62,30 +60,14 @@ enum TodoCommand {
     ///
     /// Exits 1 with `nothing_ready` when there is none.
     Next(lease::NextArgs),
+    /// Record a poll of a continuous_monitor and set when it is next due.
+    ///
+    /// The monitor is next due one cadence (`--every`) from now. By the agent
+    /// holding its claim if it is claimed, else by any agent or person; the
+    /// claim is kept. The monitor keeps its last 20 polls.
     Poll(monitor::PollArgs),
     /// Change status, priority, text or resume condition, or add a note.
-    Update {
-        /// The todo: its id or a unique prefix of one.
-        id: String,
-        /// open, blocked or deferred (use `todo done` to complete).
-        #[arg(long, value_parser = enum_arg::<TodoStatus>)]
-        status: Option<TodoStatus>,
-        /// Add a note to the todo (kept with its time and author).
-        #[arg(long, value_name = "TEXT")]
-        note: Option<String>,
-        /// Not ready until this holds: todo_done:<todo-id>.
-        #[arg(long, value_name = "COND")]
-        resume_when: Option<String>,
-        /// P0 (first) … P4 (last).
-        #[arg(long, value_parser = enum_arg::<Priority>)]
-        priority: Option<Priority>,
-        /// Replace what is to be done.
-        #[arg(long)]
-        text: Option<String>,
-        /// The epoch your claim was granted (default: recorded on this host).
-        #[arg(long)]
-        epoch: Option<u64>,
-    },
+    Update(todo::UpdateArgs),
     /// Complete a todo: runs its `validate` command first (no shell), and
     /// refuses completion if it fails.
     Done(done::DoneArgs),
@@ -127,7 +109,10 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             }
             Ok(Output::new(&report, text))
         }
-        TodoCommand::Poll(args) => monitor::poll(ctx, args),
+        TodoCommand::Poll(a) => {
+            let r = monitor::poll(ctx, a)?;
+            Ok(Output::new(&r, render::text::poll(&r)))
+        }
         TodoCommand::Claim(a) => {
             let r = lease::claim(ctx, a)?;
             Ok(Output::new(&r, render::text::claim(&r)))
@@ -167,27 +152,8 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             };
             Ok(Output::new(&r, text))
         }
-        TodoCommand::Update {
-            id,
-            status,
-            note,
-            resume_when,
-            priority,
-            text,
-            epoch,
-        } => {
-            let r = todo::update(
-                ctx,
-                id,
-                &todo::UpdateArgs {
-                    status: *status,
-                    note: note.clone(),
-                    resume_when: resume_when.clone(),
-                    priority: *priority,
-                    text: text.clone(),
-                    epoch: *epoch,
-                },
-            )?;
+        TodoCommand::Update(a) => {
+            let r = todo::update(ctx, a)?;
             Ok(Output::new(&r, format!("updated {}\n", r.todo.id)))
         }
         TodoCommand::Done(a) => {

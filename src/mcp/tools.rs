@@ -10,7 +10,9 @@ use rmcp::{tool, tool_router, ErrorData};
 
 use crate::mcp::params::Parameters;
 use crate::mcp::Server;
-use crate::ops::{diff, done, gate, lease, quota, should_run, status, todo, writeback};
+use crate::ops::{
+    diff, done, gate, goal, lease, monitor, quota, should_run, status, todo, writeback,
+};
 
 type Answer = std::result::Result<CallToolResult, ErrorData>;
 
@@ -101,6 +103,33 @@ impl Server {
     #[tool]
     async fn add_todo(&self, Parameters(a): Parameters<todo::AddArgs>) -> Answer {
         self.answer(move |ctx| Ok((todo::add(ctx, &a)?, None)))
+            .await
+    }
+
+    /// Change a todo's status (open, blocked, deferred), priority, text or
+    /// resume condition, or add a note (`git loopx todo update`): what a
+    /// replan turn does to blocked todos.
+    #[tool]
+    async fn update_todo(&self, Parameters(a): Parameters<todo::UpdateArgs>) -> Answer {
+        self.answer(move |ctx| Ok((todo::update(ctx, &a)?, None)))
+            .await
+    }
+
+    /// Record a poll of a continuous_monitor, quiet or material, and set
+    /// when it is next due (`git loopx todo poll`); with `material`, `next`
+    /// adds a todo for the work found in the same commit.
+    #[tool]
+    async fn poll_monitor(&self, Parameters(a): Parameters<monitor::PollArgs>) -> Answer {
+        self.answer(move |ctx| Ok((monitor::poll(ctx, &a)?, None)))
+            .await
+    }
+
+    /// Mark the goal done, the explicit end of its work (`git loopx goal
+    /// done`): should_run then answers `terminal_no_followup`. Refused when
+    /// the goal keeps that decision for a person (`person_only`).
+    #[tool]
+    async fn complete_goal(&self, Parameters(a): Parameters<goal::DoneArgs>) -> Answer {
+        self.answer(move |ctx| Ok((goal::done(ctx, &a)?, None)))
             .await
     }
 

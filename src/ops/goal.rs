@@ -1,6 +1,6 @@
 //! `goal show | set | stop | resume | add`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::{ids, Goal, GoalState, GoalStatus, Refusal};
 use crate::ops::{mutate, non_empty, Context};
@@ -237,10 +237,24 @@ pub fn mark_done(goal: &mut Goal, by: &str, note: Option<&str>, now: crate::mode
     goal.done_note = note.map(str::to_owned);
 }
 
+/// `goal done`, and the `complete_goal` tool (see `ops::args`).
+#[derive(Debug, Clone, clap::Args, Deserialize)]
+#[cfg_attr(feature = "mcp", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct DoneArgs {
+    /// Why the goal is done (what was delivered, what remains out of scope).
+    #[arg(long, value_name = "TEXT")]
+    pub note: Option<String>,
+}
+
 /// `goal done [--note T]`: the goal's end, as an explicit, recorded decision
 /// of a person or an agent.
-pub fn done(ctx: &Context, note: Option<&str>) -> Result<GoalReport> {
-    let note = note.map(|n| non_empty("--note", n)).transpose()?;
+pub fn done(ctx: &Context, args: &DoneArgs) -> Result<GoalReport> {
+    let note = args
+        .note
+        .as_deref()
+        .map(|n| non_empty("--note", n))
+        .transpose()?;
     let by = actor(ctx)?;
     change_goal(ctx, "goal done", |goal| {
         if goal.status == GoalStatus::Done {

@@ -2,7 +2,7 @@
 //! and `todo poll`, which records what a monitor turn saw and when the
 //! monitor is next due (docs/agent-loop.md, "Monitors").
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::{
     ids, parse_duration, Code, Extra, Monitor, Poll, Refusal, Timestamp, Todo, TodoClass,
@@ -109,14 +109,30 @@ pub fn for_new_todo(
     Ok(Some(monitor))
 }
 
-/// What `todo poll` needs.
-#[derive(Debug, Clone, Default)]
+/// `todo poll`, and the `poll_monitor` tool (see `ops::args`).
+#[derive(Debug, Clone, clap::Args, Deserialize)]
+#[cfg_attr(feature = "mcp", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct PollArgs {
-    /// The poll found something that needs work (else it was quiet).
+    /// The monitor: its id or a unique prefix of one.
+    #[arg(value_name = "ID")]
+    pub todo: String,
+    /// Nothing needs work (the default).
+    #[arg(long, conflicts_with = "material")]
+    #[serde(default)]
+    pub quiet: bool,
+    /// The poll found something that needs work (add --next to queue it).
+    #[arg(long)]
+    #[serde(default)]
     pub material: bool,
+    /// What the poll saw (kept with the poll).
+    #[arg(long, value_name = "TEXT")]
     pub note: Option<String>,
-    /// With `material`: a todo for the work found, added in the same commit.
+    /// With --material: add an agent todo for the work found, in the same commit.
+    #[arg(long, value_name = "TEXT", requires = "material")]
     pub next: Option<String>,
+    /// The epoch your claim was granted (default: recorded on this host).
+    #[arg(long)]
     pub epoch: Option<u64>,
 }
 
@@ -135,7 +151,7 @@ pub struct PollReport {
 /// `todo poll ID [--material] [--note T] [--next T]`: records a poll on a
 /// monitor and sets when it is next due (now + its cadence). By the holder
 /// of its claim if it is claimed, else by anyone; the claim is kept.
-pub fn poll(ctx: &Context, query: &str, args: &PollArgs) -> Result<PollReport> {
+pub fn poll(ctx: &Context, args: &PollArgs) -> Result<PollReport> {
     let note = args
         .note
         .as_deref()
@@ -157,7 +173,7 @@ pub fn poll(ctx: &Context, query: &str, args: &PollArgs) -> Result<PollReport> {
     let nonce = ids::nonce();
     let done = super::mutate(ctx, |state, goal| {
         let gs = state.goals.get_mut(goal).expect("goal exists");
-        let id = super::resolve_todo(gs, query)?;
+        let id = super::resolve_todo(gs, &args.todo)?;
         let monitor_todo = gs.todos.get_mut(&id).expect("resolved");
         if monitor_todo.class != TodoClass::ContinuousMonitor {
             return Err(Refusal::invalid_input(format!(

@@ -208,18 +208,36 @@ pub fn show(ctx: &Context, query: &str) -> Result<TodoReport> {
     Ok(TodoReport { todo, commit: None })
 }
 
-#[derive(Debug, Default, Clone)]
+/// `todo update`, and the `update_todo` tool (see `ops::args`).
+#[derive(Debug, Clone, clap::Args, Deserialize)]
+#[cfg_attr(feature = "mcp", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct UpdateArgs {
+    /// The todo: its id or a unique prefix of one.
+    #[arg(value_name = "ID")]
+    pub todo: String,
+    /// open, blocked or deferred (use `todo done` to complete).
+    #[arg(long, value_parser = enum_arg::<TodoStatus>)]
     pub status: Option<TodoStatus>,
+    /// Add a note to the todo (kept with its time and author).
+    #[arg(long, value_name = "TEXT")]
     pub note: Option<String>,
+    /// Not ready until this holds: todo_done:<todo-id>.
+    #[arg(long, value_name = "COND")]
     pub resume_when: Option<String>,
+    /// P0 (first) … P4 (last).
+    #[arg(long, value_parser = enum_arg::<Priority>)]
     pub priority: Option<Priority>,
+    /// Replace what is to be done.
+    #[arg(long)]
     pub text: Option<String>,
+    /// The epoch your claim was granted (default: recorded on this host).
+    #[arg(long)]
     pub epoch: Option<u64>,
 }
 
 /// `todo update ID [--status --note --resume-when --priority --text]`.
-pub fn update(ctx: &Context, query: &str, args: &UpdateArgs) -> Result<TodoReport> {
+pub fn update(ctx: &Context, args: &UpdateArgs) -> Result<TodoReport> {
     if args.status == Some(TodoStatus::Done) {
         return Err(Refusal::invalid_input("use `git loopx todo done` to complete a todo").into());
     }
@@ -252,7 +270,7 @@ pub fn update(ctx: &Context, query: &str, args: &UpdateArgs) -> Result<TodoRepor
             .map(|r| resolve_resume_when(state, goal, r))
             .transpose()?;
         let gs = state.goals.get_mut(goal).expect("goal exists");
-        let id = super::resolve_todo(gs, query)?;
+        let id = super::resolve_todo(gs, &args.todo)?;
         let todo = gs.todos.get_mut(&id).expect("resolved");
         let action = if args.status == Some(TodoStatus::Deferred) {
             GateAction::Defer

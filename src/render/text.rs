@@ -427,6 +427,17 @@ pub fn claim(r: &crate::ops::lease::ClaimReport) -> String {
     )
 }
 
+pub fn poll(r: &crate::ops::monitor::PollReport) -> String {
+    let due = r.todo.monitor.as_ref().and_then(|m| m.next_due_at);
+    let due = due.map_or(String::new(), |d| d.to_string());
+    let what = if r.poll.material { "material" } else { "quiet" };
+    let mut text = format!("polled {} ({what}): next due {due}\n", r.todo.id);
+    if let Some(f) = &r.follow_up {
+        let _ = writeln!(text, "added {}: {}", f.id, f.text);
+    }
+    text
+}
+
 pub fn done(r: &crate::ops::done::DoneReport) -> String {
     if let Some(v) = r.validation.as_ref().filter(|v| !v.passed()) {
         return failed_validation(v);

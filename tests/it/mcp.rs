@@ -12,19 +12,22 @@ use serde_json::Value;
 
 use crate::env::{Redactor, TestEnv};
 
-pub const TOOLS: [&str; 13] = [
+pub const TOOLS: [&str; 16] = [
     "add_gate",
     "add_todo",
     "claim",
+    "complete_goal",
     "complete_todo",
     "diff",
     "handoff",
     "next_todo",
+    "poll_monitor",
     "release",
     "renew",
     "should_run",
     "spend",
     "status",
+    "update_todo",
     "writeback",
 ];
 

@@ -198,19 +198,22 @@ async fn rmcp_client_gets_refusals_as_tool_errors_and_bad_arguments_write_nothin
 }
 
 /// Each tool and the command whose arguments it takes (`ops::args`).
-const COMMANDS: [(&str, &[&str]); 13] = [
+const COMMANDS: [(&str, &[&str]); 16] = [
     ("add_gate", &["gate", "add"]),
     ("add_todo", &["todo", "add"]),
     ("claim", &["todo", "claim"]),
+    ("complete_goal", &["goal", "done"]),
     ("complete_todo", &["todo", "done"]),
     ("diff", &["diff"]),
     ("handoff", &["todo", "handoff"]),
     ("next_todo", &["todo", "next"]),
+    ("poll_monitor", &["todo", "poll"]),
     ("release", &["todo", "release"]),
     ("renew", &["todo", "renew"]),
     ("should_run", &["should-run"]),
     ("spend", &["quota", "spend"]),
     ("status", &["status"]),
+    ("update_todo", &["todo", "update"]),
     ("writeback", &["writeback"]),
 ];
 

@@ -11,13 +11,15 @@ use {
 /// Serve this repository's git-loopx as a Model Context Protocol server on
 /// stdin and stdout, for any MCP client (Claude Code, Codex, others).
 ///
-/// The tools are the turn protocol (should_run, next_todo, claim, renew,
-/// release, writeback, complete_todo, handoff, spend, add_todo, add_gate,
-/// status, diff), each answering with the object the command prints under
-/// --json; a refusal is a tool error with the same code. The acting agent
+/// The tools are every step of every kind of turn (should_run, next_todo,
+/// claim, renew, release, writeback, complete_todo, handoff, spend,
+/// add_todo, update_todo, poll_monitor, complete_goal, add_gate, status,
+/// diff), each answering with the object the command prints under --json;
+/// a refusal is a tool error with the same code. The acting agent
 /// is fixed for the server's life: --agent, else $LOOPX_AGENT, else git
 /// config loopx.agent (one is required). Resources: loopx://status and
-/// loopx://goal/<id>, with change notifications; the prompt `turn`.
+/// loopx://goal/<id>, with change notifications; the prompt `turn`, which
+/// names tools where `prompt` names commands.
 /// Gates are not answered here: a person does, with `gate resolve`.
 /// Register it with `hooks install --mcp-claude-code` (see docs/mcp.md).
 #[derive(Debug, clap::Args)]

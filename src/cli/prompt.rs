@@ -1,7 +1,7 @@
 //! `git loopx prompt`
 
 use crate::cli::Output;
-use crate::ops::prompt;
+use crate::ops::prompt::{self, Surface};
 use crate::ops::Context;
 use crate::Result;
 
@@ -16,7 +16,12 @@ pub struct Args {
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
     let a = &args.args;
     let runtime = a.runtime.unwrap_or_default();
-    let r = prompt::prompt(ctx, runtime, &a.capabilities, a.turn.as_deref())?;
+    let r = prompt::prompt(
+        ctx,
+        (runtime, Surface::Cli),
+        &a.capabilities,
+        a.turn.as_deref(),
+    )?;
     let text = r.prompt.clone();
     Ok(Output::new(&r, text))
 }

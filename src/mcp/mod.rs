@@ -103,9 +103,12 @@ impl Server {
 
 const INSTRUCTIONS: &str = "git-loopx governs this repository's long-running agent work. \
 A turn: should_run (with a turn key) → next_todo with claim → the work → writeback → \
-complete_todo → spend (the same turn key). Refusals are tool errors with the CLI's error \
-code. Gates are answered by a person, not by a tool. Resources: loopx://status and \
-loopx://goal/<id>, with notifications when the state moves.";
+complete_todo → spend (the same turn key); a planning turn adds todos (add_todo) or ends \
+the goal (complete_goal), a replanning turn reshapes blocked todos (update_todo), a \
+monitor's turn records its poll (poll_monitor). The prompt `turn` says which turn this is \
+and which tools to call. Refusals are tool errors with the CLI's error code. Gates are \
+answered by a person, not by a tool. Resources: loopx://status and loopx://goal/<id>, \
+with notifications when the state moves.";
 
 #[tool_handler(router = self.tools)]
 #[prompt_handler(router = self.prompts)]

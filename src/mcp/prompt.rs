@@ -1,5 +1,6 @@
 //! The prompt: `turn`, the task body for this agent's turn, as
-//! `git loopx prompt --runtime …` prints it (`ops::prompt`).
+//! `git loopx prompt --runtime …` prints it (`ops::prompt`), with the tool
+//! calls to make where the command line has commands.
 //!
 //! Invariants: reading the prompt writes nothing.
 
@@ -8,12 +9,12 @@ use rmcp::model::{GetPromptResult, PromptMessage, Role};
 use rmcp::{prompt, prompt_router, ErrorData};
 
 use crate::mcp::Server;
-use crate::ops::prompt::{self, PromptArgs};
+use crate::ops::prompt::{self, PromptArgs, Surface};
 
 #[prompt_router(vis = "pub(super)")]
 impl Server {
     /// The task body for this agent's turn: the goal, the selected todo, the
-    /// exact git-loopx calls to make, and the rules (`git loopx prompt`).
+    /// exact tool calls to make, and the rules (`git loopx prompt`).
     #[prompt(name = "turn")]
     async fn turn(
         &self,
@@ -23,7 +24,10 @@ impl Server {
             .worker
             .json(move |ctx| {
                 let runtime = a.runtime.unwrap_or_default();
-                Ok((prompt::prompt(ctx, runtime, &[], a.turn.as_deref())?, None))
+                Ok((
+                    prompt::prompt(ctx, (runtime, Surface::Mcp), &[], a.turn.as_deref())?,
+                    None,
+                ))
             })
             .await?;
         let message = |key: &str| {

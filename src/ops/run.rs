@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::model::{Code, Refusal, RunKind, Timestamp};
-use crate::ops::prompt::{self, Runtime};
+use crate::ops::prompt::{self, Runtime, Surface};
 use crate::ops::{non_empty, should_run, Context};
 use crate::{Error, Result};
 
@@ -213,8 +213,13 @@ pub fn run(
             continue;
         }
 
-        let ran = prompt::prompt(ctx, args.runtime, &args.capabilities, Some(&key))
-            .and_then(|prompt| run_agent(ctx.repo_dir(), &cmd, &agent, &key, &prompt, args, host));
+        let ran = prompt::prompt(
+            ctx,
+            (args.runtime, Surface::Cli),
+            &args.capabilities,
+            Some(&key),
+        )
+        .and_then(|prompt| run_agent(ctx.repo_dir(), &cmd, &agent, &key, &prompt, args, host));
         let status = match ran {
             Ok(status) => status,
             Err(e) => {

@@ -34,6 +34,8 @@ mod leaks;
 mod mcp;
 #[cfg(feature = "mcp")]
 mod mcp_rmcp;
+#[cfg(feature = "mcp")]
+mod mcp_turns;
 mod monitor;
 // Only a build that leaves a front end out has something to test here.
 #[cfg(not(all(feature = "serve", feature = "mcp", feature = "import-loopx")))]

@@ -17,14 +17,22 @@ use serde_json::{json, Value};
 use crate::env::{Redactor, TestEnv};
 use crate::mcp::{setup, state_log, steady, TOOLS};
 
-type Client = RunningService<RoleClient, ()>;
+pub type Client = RunningService<RoleClient, ()>;
 
 /// Starts `git loopx mcp` in `repo` as `agent` (the test's hermetic
 /// environment) and connects rmcp's client to it: the `initialize`
 /// handshake is done when this returns.
 async fn connect(env: &TestEnv, repo: &Path, agent: &str) -> Client {
+    connect_at(env, repo, agent, &env.now).await
+}
+
+/// [`connect`], with the server's clock at `now`.
+pub async fn connect_at(env: &TestEnv, repo: &Path, agent: &str, now: &str) -> Client {
     let mut server = env.loopx_cmd(repo);
-    server.arg("mcp").env("LOOPX_AGENT", agent);
+    server
+        .arg("mcp")
+        .env("LOOPX_AGENT", agent)
+        .env("LOOPX_NOW", now);
     let transport = TokioChildProcess::new(tokio::process::Command::from(server))
         .expect("git loopx mcp starts");
     ().serve(transport).await.expect("initialize")
@@ -32,7 +40,7 @@ async fn connect(env: &TestEnv, repo: &Path, agent: &str) -> Client {
 
 /// One tool call, as `tests/mcp/client.py` reports it: whether it is a tool
 /// error, its structured content and its text content (parsed as JSON).
-async fn call(client: &Client, tool: &'static str, arguments: Value) -> Value {
+pub async fn call(client: &Client, tool: &'static str, arguments: Value) -> Value {
     let Value::Object(arguments) = arguments else {
         panic!("arguments are an object: {arguments}");
     };

@@ -225,7 +225,7 @@ fn step(
             step.prompt = Some(prompt::report(
                 gs,
                 Some(agent),
-                runtime,
+                (runtime, prompt::Surface::Cli),
                 decision,
                 key,
                 ctx.now,
@@ -235,7 +235,7 @@ fn step(
         step.prompt = Some(prompt::report(
             gs,
             Some(agent),
-            runtime,
+            (runtime, prompt::Surface::Cli),
             decision.clone(),
             key.clone(),
             ctx.now,

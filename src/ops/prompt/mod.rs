@@ -1,5 +1,6 @@
 //! `prompt`: the task body a host loop hands its agent each turn.
 
+mod calls;
 mod text;
 
 use serde::{Deserialize, Serialize};
@@ -13,6 +14,25 @@ use crate::Result;
 
 /// Which agent runtime the prompt is written for.
 pub use crate::model::runtime::Runtime;
+
+/// Where the prompt's reader acts: in a shell, with `git loopx` command
+/// lines (the CLI, the hooks, `run`), or in an MCP client, with the tools
+/// of `git loopx mcp` (the prompt `turn`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Surface {
+    Cli,
+    Mcp,
+}
+
+impl Surface {
+    /// What the prompt says on this surface.
+    pub fn pick<T>(self, cli: T, mcp: T) -> T {
+        match self {
+            Surface::Cli => cli,
+            Surface::Mcp => mcp,
+        }
+    }
+}
 
 /// `prompt`, and the MCP prompt `turn` (see `ops::args`), which does not
 /// take capabilities.
@@ -69,7 +89,7 @@ pub fn default_turn_key(agent: Option<&str>, now: Timestamp) -> String {
 
 pub fn prompt(
     ctx: &Context,
-    runtime: Runtime,
+    (runtime, surface): (Runtime, Surface),
     capabilities: &[String],
     turn: Option<&str>,
 ) -> Result<PromptReport> {
@@ -81,16 +101,23 @@ pub fn prompt(
     let agent = ctx.agent();
     let decision = should_run::decide(&state, gs, agent, capabilities, ctx.now);
     let turn = turn.map_or_else(|| default_turn_key(agent, ctx.now), str::to_owned);
-    Ok(report(gs, agent, runtime, decision, turn, ctx.now))
+    Ok(report(
+        gs,
+        agent,
+        (runtime, surface),
+        decision,
+        turn,
+        ctx.now,
+    ))
 }
 
 /// The prompt for `decision` (made by [`should_run::decide`] on `gs`) under
-/// turn key `turn`: what `prompt` prints, and what the runtime hooks hand
-/// their session.
+/// turn key `turn`, for `runtime` on `surface`: what `prompt` prints, and
+/// what the runtime hooks hand their session.
 pub fn report(
     gs: &GoalState,
     agent: Option<&str>,
-    runtime: Runtime,
+    (runtime, surface): (Runtime, Surface),
     decision: Decision,
     turn: String,
     now: Timestamp,
@@ -140,7 +167,7 @@ pub fn report(
         done,
         prompt: String::new(),
     };
-    report.prompt = text::prompt(&report, now);
+    report.prompt = text::prompt(&report, now, surface);
     report
 }
 

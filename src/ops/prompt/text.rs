@@ -1,25 +1,30 @@
-//! The heartbeat prompt's text: goal, selected todo, the exact commands, the
+//! The heartbeat prompt's text: goal, selected todo, the exact calls, the
 //! rules. It is what the use case hands the agent, so it is made here and
 //! carried in the report; the CLI, the hooks and the MCP server print it as
 //! it is.
+//!
+//! One text for both surfaces ([`Surface`]): every git-loopx call in it is
+//! written by [`call`], as a command line or as an MCP tool call.
 
 use std::fmt::Write as _;
 
-use super::{PromptReport, Runtime};
+use super::calls::*;
+use super::{PromptReport, Runtime, Surface};
 use crate::model::Timestamp;
+use crate::ops::{done, gate, goal, lease, monitor, quota, should_run, todo, writeback};
 
 /// The prompt for `r`. With an agent known, every `git loopx` command in it
 /// names the agent (`git loopx --agent A …`), so the commands act as the
 /// agent even in a shell the runtime gave no identity.
-pub fn prompt(r: &PromptReport, now: Timestamp) -> String {
-    let text = body(r, now);
+pub fn prompt(r: &PromptReport, now: Timestamp, s: Surface) -> String {
+    let text = body(r, now, s);
     match &r.agent {
         Some(agent) => text.replace("`git loopx ", &format!("`git loopx --agent {agent} ")),
         None => text,
     }
 }
 
-fn body(r: &PromptReport, now: Timestamp) -> String {
+fn body(r: &PromptReport, now: Timestamp, s: Surface) -> String {
     let mut out = String::new();
     let agent = r.agent.as_deref().unwrap_or("<agent>");
     let d = &r.decision;
@@ -39,7 +44,7 @@ fn body(r: &PromptReport, now: Timestamp) -> String {
     let _ = writeln!(out);
 
     if d.should_run && r.todo.is_none() {
-        planning(&mut out, r);
+        planning(&mut out, r, s);
         return out;
     }
     let Some(todo) = &r.todo else {
@@ -50,8 +55,9 @@ fn body(r: &PromptReport, now: Timestamp) -> String {
         );
         let _ = writeln!(
             out,
-            "Check again in {} seconds with `git loopx should-run`.",
-            d.scheduler_hint.wake_after_seconds
+            "Check again in {} seconds with {}.",
+            d.scheduler_hint.wake_after_seconds,
+            call::<should_run::ShouldRunArgs>(s, SHOULD_RUN, &[], &[])
         );
         gates(&mut out, r);
         if let Some(line) = stop_hook_line(r.runtime) {
@@ -74,10 +80,11 @@ fn body(r: &PromptReport, now: Timestamp) -> String {
     if let Some(v) = &todo.validate {
         let _ = writeln!(
             out,
-            "It is complete only when `{v}` exits 0 (run by `todo done`)."
+            "It is complete only when `{v}` exits 0 (run by {}).",
+            s.pick("`todo done`", "the `complete_todo` tool")
         );
     }
-    monitor(&mut out, todo);
+    monitor(&mut out, todo, s);
     for n in todo.notes.iter().rev().take(3).rev() {
         let _ = writeln!(
             out,
@@ -102,12 +109,17 @@ fn body(r: &PromptReport, now: Timestamp) -> String {
     }
     gates(&mut out, r);
 
-    let id = &todo.id;
-    let turn = &r.turn;
-    let _ = writeln!(out, "\n## Commands, in order\n");
+    let id = todo.id.as_str();
+    let turn = r.turn.as_str();
+    let _ = writeln!(out, "\n## {}, in order\n", s.pick("Commands", "Tool calls"));
     let mut step = 1;
     if d.selected_todo.as_ref().is_some_and(|t| t.claim_required) {
-        let _ = writeln!(out, "{step}. `git loopx todo claim {id}` — claim first; on claim_conflict stop and run `git loopx should-run` again.");
+        let claim = call::<lease::ClaimArgs>(s, CLAIM, &[("todo", id)], &[]);
+        let again = call::<should_run::ShouldRunArgs>(s, SHOULD_RUN, &[], &[]);
+        let _ = writeln!(
+            out,
+            "{step}. {claim} — claim first; on claim_conflict stop and run {again} again."
+        );
         step += 1;
     }
     let _ = writeln!(out, "{step}. Do one bounded piece of the work; commit it to your code branch (not loopx-state), naming the todo: `git commit --trailer \"Loopx-Todo: {id}\"`.");
@@ -117,14 +129,26 @@ fn body(r: &PromptReport, now: Timestamp) -> String {
         "{step}. Check it the way `validate` will, before you claim progress."
     );
     step += 1;
-    let _ = writeln!(
-        out,
-        "{step}. `git loopx writeback --todo {id} --turn {turn} --outcome outcome_progress --summary \"<what changed>\" --artifact <commit>`"
+    let wrote = [
+        ("todo", id),
+        ("turn", turn),
+        ("outcome", "outcome_progress"),
+        ("summary", "\"<what changed>\""),
+        ("artifacts", "<commit>"),
+    ];
+    let wrote = call::<writeback::WritebackArgs>(s, WRITEBACK, &wrote, &[]);
+    let _ = writeln!(out, "{step}. {wrote}");
+    step += 1;
+    let finished = call::<done::DoneArgs>(
+        s,
+        DONE,
+        &[("todo", id), ("evidence", "\"<proof>\"")],
+        &[&[("next", "\"<follow-up>\""), ("no_follow_up", "")]],
     );
+    let _ = writeln!(out, "{step}. If the todo is finished: {finished}");
     step += 1;
-    let _ = writeln!(out, "{step}. If the todo is finished: `git loopx todo done {id} --evidence \"<proof>\" [--next \"<follow-up>\" | --no-follow-up]`");
-    step += 1;
-    let _ = writeln!(out, "{step}. `git loopx quota spend --turn {turn}`");
+    let spend = call::<quota::SpendArgs>(s, SPEND, &[("turn", turn)], &[]);
+    let _ = writeln!(out, "{step}. {spend}");
 
     let _ = writeln!(out, "\n## Rules\n");
     let _ = writeln!(out, "- Claim before you work; work only on {id} this turn.");
@@ -137,11 +161,26 @@ fn body(r: &PromptReport, now: Timestamp) -> String {
         out,
         "- Spend once per accountable writeback; quiet turns and failed validations never spend."
     );
-    let _ = writeln!(out, "- `--next` queues the follow-up work; `--no-follow-up` says none is needed, and on the goal's last open todo it ends the goal.");
-    let _ = writeln!(out, "- A question only the user can answer: `git loopx gate add \"<question>\" [--unblocks <todo>]`, then move on.");
     let _ = writeln!(
         out,
-        "- Never edit the loopx-state branch by hand; every change goes through `git loopx`."
+        "- `{}` queues the follow-up work; `{}` says none is needed, and on the goal's last open todo it ends the goal.",
+        s.pick("--next", "next"),
+        s.pick("--no-follow-up", "no_follow_up")
+    );
+    let ask = call::<gate::AddArgs>(
+        s,
+        GATE,
+        &[("question", "\"<question>\"")],
+        &[&[("unblocks", "<todo>")]],
+    );
+    let _ = writeln!(
+        out,
+        "- A question only the user can answer: {ask}, then move on."
+    );
+    let _ = writeln!(
+        out,
+        "- Never edit the loopx-state branch by hand; every change goes through {}.",
+        s.pick("`git loopx`", "the git-loopx tools")
     );
     if let Some(line) = stop_hook_line(r.runtime) {
         let _ = writeln!(
@@ -155,9 +194,9 @@ fn body(r: &PromptReport, now: Timestamp) -> String {
 
 /// A planning turn (no open todo) or a replanning turn (every open todo is
 /// blocked): the agent shapes the work instead of doing it.
-fn planning(out: &mut String, r: &PromptReport) {
+fn planning(out: &mut String, r: &PromptReport, s: Surface) {
     let d = &r.decision;
-    let turn = &r.turn;
+    let turn = r.turn.as_str();
     let replan = d.effective_action == "replan_required";
     if replan {
         let _ = writeln!(out, "## This turn: replan ({})", d.reason);
@@ -174,12 +213,25 @@ fn planning(out: &mut String, r: &PromptReport) {
                 .unwrap_or_default();
             let _ = writeln!(out, "- {} {}{why}", t.id, t.text);
         }
+        let update = |status| {
+            let args = [("todo", "<id>"), ("status", status), ("note", "\"<why>\"")];
+            call::<todo::UpdateArgs>(s, UPDATE, &args, &[])
+        };
         let _ = writeln!(
             out,
-            "\nUnblock a todo whose obstacle is gone (`git loopx todo update <id> --status open --note \"<why>\"`), \
-             add smaller todos that get around an obstacle (`git loopx todo add \"<text>\"`), \
-             ask the user what only they can answer (`git loopx gate add \"<question>\" --unblocks <id>`), \
-             or park a todo that is no longer wanted (`git loopx todo update <id> --status deferred --note \"<why>\"`)."
+            "\nUnblock a todo whose obstacle is gone ({}), \
+             add smaller todos that get around an obstacle ({}), \
+             ask the user what only they can answer ({}), \
+             or park a todo that is no longer wanted ({}).",
+            update("open"),
+            call::<todo::AddArgs>(s, ADD, &[("text", "\"<text>\"")], &[]),
+            call::<gate::AddArgs>(
+                s,
+                GATE,
+                &[("question", "\"<question>\""), ("unblocks", "<id>")],
+                &[]
+            ),
+            update("deferred"),
         );
     } else {
         let _ = writeln!(out, "## This turn: plan ({})", d.reason);
@@ -188,14 +240,21 @@ fn planning(out: &mut String, r: &PromptReport) {
             out,
             "No todo is open. Work on no todo this turn: compare the objective with what is done, then either"
         );
-        let _ = writeln!(
-            out,
-            "- add the next todos, each one bounded piece of work towards the objective, most important first: \
-             `git loopx todo add \"<text>\" [--priority P1] [--validate \"<check>\"]`; or"
+        let add = call::<todo::AddArgs>(
+            s,
+            ADD,
+            &[("text", "\"<text>\"")],
+            &[&[("priority", "P1")], &[("validate", "\"<check>\"")]],
         );
         let _ = writeln!(
             out,
-            "- if the objective is met and nothing useful is left, end the goal: `git loopx goal done --note \"<what was delivered>\"`."
+            "- add the next todos, each one bounded piece of work towards the objective, most important first: {add}; or"
+        );
+        let end =
+            call::<goal::DoneArgs>(s, GOAL_DONE, &[("note", "\"<what was delivered>\"")], &[]);
+        let _ = writeln!(
+            out,
+            "- if the objective is met and nothing useful is left, end the goal: {end}."
         );
         if !r.done.is_empty() {
             let _ = writeln!(out, "\nDone so far (latest last):");
@@ -205,17 +264,25 @@ fn planning(out: &mut String, r: &PromptReport) {
         }
     }
     gates(out, r);
-    let _ = writeln!(out, "\n## Commands, in order\n");
+    let (steps, calls) = s.pick(("Commands", "commands"), ("Tool calls", "calls"));
+    let _ = writeln!(out, "\n## {steps}, in order\n");
     let _ = writeln!(
         out,
-        "1. The todo and goal commands above; do not change code this turn."
+        "1. The todo and goal {calls} above; do not change code this turn."
     );
+    let wrote = [
+        ("turn", turn),
+        ("outcome", "outcome_progress"),
+        ("summary", "\"<what you planned and why>\""),
+    ];
     let _ = writeln!(
         out,
-        "2. `git loopx writeback --turn {turn} --outcome outcome_progress --summary \"<what you planned and why>\"` \
-         (no --todo: the writeback is on the goal; `surface_only` if you changed nothing)"
+        "2. {} (no {}: the writeback is on the goal; `surface_only` if you changed nothing)",
+        call::<writeback::WritebackArgs>(s, WRITEBACK, &wrote, &[]),
+        s.pick("--todo", "todo")
     );
-    let _ = writeln!(out, "3. `git loopx quota spend --turn {turn}`");
+    let spend = call::<quota::SpendArgs>(s, SPEND, &[("turn", turn)], &[]);
+    let _ = writeln!(out, "3. {spend}");
     let _ = writeln!(out, "\n## Rules\n");
     let _ = writeln!(
         out,
@@ -227,7 +294,8 @@ fn planning(out: &mut String, r: &PromptReport) {
     );
     let _ = writeln!(
         out,
-        "- Never edit the loopx-state branch by hand; every change goes through `git loopx`."
+        "- Never edit the loopx-state branch by hand; every change goes through {}.",
+        s.pick("`git loopx`", "the git-loopx tools")
     );
     if let Some(line) = stop_hook_line(r.runtime) {
         let _ = writeln!(out, "- {line}");
@@ -261,24 +329,28 @@ fn gates(out: &mut String, r: &PromptReport) {
 }
 
 /// What a monitor turn is: observe, then record the poll (`todo poll`).
-fn monitor(out: &mut String, todo: &crate::model::Todo) {
+fn monitor(out: &mut String, todo: &crate::model::Todo, s: Surface) {
     let Some(m) = &todo.monitor else {
         return;
     };
-    let id = &todo.id;
+    let id = todo.id.as_str();
     let _ = writeln!(
         out,
         "\nThis is a monitor, due every {}: check what it watches, then record the poll instead of finishing the todo:",
         m.cadence
     );
-    let _ = writeln!(
-        out,
-        "  nothing needs work: `git loopx todo poll {id} --quiet [--note \"<what you saw>\"]`"
-    );
-    let _ = writeln!(
-        out,
-        "  something needs work: `git loopx todo poll {id} --material --note \"<what you saw>\" --next \"<the work>\"`"
-    );
+    let saw = ("note", "\"<what you saw>\"");
+    let quiet = [("todo", id), ("quiet", "")];
+    let quiet = call::<monitor::PollArgs>(s, POLL, &quiet, &[&[saw]]);
+    let _ = writeln!(out, "  nothing needs work: {quiet}");
+    let material = [
+        ("todo", id),
+        ("material", ""),
+        saw,
+        ("next", "\"<the work>\""),
+    ];
+    let material = call::<monitor::PollArgs>(s, POLL, &material, &[]);
+    let _ = writeln!(out, "  something needs work: {material}");
     let _ = writeln!(
         out,
         "A quiet poll is no progress: write back `surface_only` and do not spend. Leave the monitor open."

@@ -1,8 +1,9 @@
 // git-loopx for OpenCode. Written by `git loopx hooks install --opencode`;
 // `git loopx hooks uninstall --opencode` removes it. See hooks/opencode/README.md.
 //
-// - shell.env: every command the agent runs acts as the agent (LOOPX_AGENT)
-//   and is marked as run inside OpenCode (LOOPX_RUNTIME).
+// - shell.env: every command the agent runs acts as the agent (LOOPX_AGENT),
+//   on the goal installed for (LOOPX_GOAL), and is marked as run inside
+//   OpenCode (LOOPX_RUNTIME).
 // - experimental.chat.system.transform: the session's first request asks
 //   `git loopx hook opencode session-start` once and adds its context.
 // - When an agent reply ends (an assistant message with a final finish
@@ -12,11 +13,13 @@
 //   so the next message must arrive before the session goes idle.
 
 const AGENT = "{{AGENT}}";
+const GOAL = "{{GOAL}}";
 const RUNTIME = "{{RUNTIME}}";
 
 function hook(event, payload, cwd) {
   const args = ["git", "loopx", "hook", RUNTIME, event];
   if (AGENT) args.push("--agent", AGENT);
+  if (GOAL) args.push("--goal", GOAL);
   const run = Bun.spawnSync(args, {
     cwd,
     stdin: new TextEncoder().encode(JSON.stringify(payload)),
@@ -43,6 +46,7 @@ export const LoopxPlugin = async ({ client, directory }) => {
     "shell.env": async (_input, output) => {
       output.env.LOOPX_RUNTIME = RUNTIME;
       if (AGENT) output.env.LOOPX_AGENT = AGENT;
+      if (GOAL) output.env.LOOPX_GOAL = GOAL;
     },
     "experimental.chat.system.transform": async (input, output) => {
       const id = input.sessionID;

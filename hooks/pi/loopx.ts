@@ -1,8 +1,9 @@
 // git-loopx for Pi. Written by `git loopx hooks install --pi`;
 // `git loopx hooks uninstall --pi` removes it. See hooks/pi/README.md.
 //
-// - The bash tool runs with the agent's identity (LOOPX_AGENT) and the
-//   installed marker (LOOPX_RUNTIME) in its environment.
+// - The bash tool runs with the agent's identity (LOOPX_AGENT), the goal
+//   installed for (LOOPX_GOAL) and the installed marker (LOOPX_RUNTIME) in
+//   its environment.
 // - before_agent_start: `git loopx hook pi session-start` once, its context
 //   added to the system prompt (on every prompt: Pi resets it otherwise).
 // - turn_end with no tool call: `git loopx hook pi stop` decides; while it
@@ -16,11 +17,13 @@ import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
 import { createBashTool } from "@mariozechner/pi-coding-agent";
 
 const AGENT = "{{AGENT}}";
+const GOAL = "{{GOAL}}";
 const RUNTIME = "{{RUNTIME}}";
 
 function hook(event: string, payload: object, cwd: string): any {
   const args = ["loopx", "hook", RUNTIME, event];
   if (AGENT) args.push("--agent", AGENT);
+  if (GOAL) args.push("--goal", GOAL);
   try {
     const out = execFileSync("git", args, { cwd, input: JSON.stringify(payload), encoding: "utf8", stdio: ["pipe", "pipe", "inherit"] }).trim();
     return out ? JSON.parse(out) : null;
@@ -58,7 +61,7 @@ export default function (pi: ExtensionAPI) {
     spawnHook: ({ command, cwd, env }: any) => ({
       command,
       cwd,
-      env: { ...env, LOOPX_RUNTIME: RUNTIME, ...(AGENT ? { LOOPX_AGENT: AGENT } : {}) },
+      env: { ...env, LOOPX_RUNTIME: RUNTIME, ...(AGENT ? { LOOPX_AGENT: AGENT } : {}), ...(GOAL ? { LOOPX_GOAL: GOAL } : {}) },
     }),
   });
   pi.registerTool({ ...bash, execute: (id: any, params: any, signal: any, onUpdate: any) => bash.execute(id, params, signal, onUpdate) });

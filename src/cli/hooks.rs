@@ -34,7 +34,9 @@ enum HooksCommand {
     /// as that agent and its shell gets `LOOPX_AGENT=ID`, so every command
     /// the agent runs acts as it; without it they find the agent when they
     /// run ($LOOPX_AGENT, else git config loopx.agent), and `hooks status`
-    /// says when the agent's shell would have none. The git hooks always
+    /// says when the agent's shell would have none. `--goal ID` on the
+    /// command line is baked in the same way (`LOOPX_GOAL=ID`); without it
+    /// they act on $LOOPX_GOAL, else the default goal. The git hooks always
     /// find it when they run: they serve every worktree and your own commits. The pre-push hook syncs only after `git config
     /// loopx.prePushSync true`.
     Install(Which),
@@ -126,12 +128,12 @@ pub fn run(ctx: &Context, global: &GlobalArgs, args: &Args) -> Result<Output> {
     };
     match &args.command {
         HooksCommand::Install(which) => {
-            let agent = if global.agent_on_command_line {
-                ctx.agent()
-            } else {
-                None
+            let (agent, goal) = global.on_command_line;
+            let baked = hooks::Baked {
+                agent: ctx.agent().filter(|_| agent),
+                goal: global.goal.as_deref().filter(|_| goal),
             };
-            let report = hooks::install(ctx, &which.chosen(&[Integration::Git]), agent)?;
+            let report = hooks::install(ctx, &which.chosen(&[Integration::Git]), baked)?;
             Ok(Output::new(&report, render::hooks::changes(&report)))
         }
         HooksCommand::Uninstall(which) => {

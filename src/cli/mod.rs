@@ -79,10 +79,11 @@ pub struct GlobalArgs {
     /// The goal to act on (else $LOOPX_GOAL, else the default goal).
     #[arg(long, global = true, env = "LOOPX_GOAL", value_name = "ID")]
     pub goal: Option<String>,
-    /// `--agent` was given on the command line (not only by $LOOPX_AGENT):
-    /// `hooks install` bakes only such an agent into what it installs.
+    /// `--agent` and `--goal` were given on the command line (not only by
+    /// $LOOPX_AGENT, $LOOPX_GOAL): `hooks install` bakes only those into
+    /// what it installs.
     #[arg(skip)]
-    pub agent_on_command_line: bool,
+    pub on_command_line: (bool, bool),
     /// Colour in human output: auto (on a terminal, unless $NO_COLOR is
     /// set), always, or never.
     #[arg(
@@ -311,12 +312,12 @@ fn empty_agent_flag(matches: &clap::ArgMatches) -> Option<clap::Error> {
     }
 }
 
-/// Whether `--agent` was given on the command line, not only by
-/// `LOOPX_AGENT` (clap hands both over as the same value).
-fn agent_on_command_line(matches: &clap::ArgMatches) -> bool {
+/// Whether the global flag `id` was given on the command line, not only by
+/// its variable (clap hands both over as the same value).
+fn on_command_line(matches: &clap::ArgMatches, id: &str) -> bool {
     let mut m = matches;
     loop {
-        if m.value_source("agent") == Some(clap::parser::ValueSource::CommandLine) {
+        if m.value_source(id) == Some(clap::parser::ValueSource::CommandLine) {
             return true;
         }
         match m.subcommand() {
@@ -335,7 +336,8 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         .try_get_matches_from(&args)
         .and_then(|m| {
             let mut cli = empty_agent_flag(&m).map_or(Cli::from_arg_matches(&m), Err)?;
-            cli.global.agent_on_command_line = agent_on_command_line(&m);
+            cli.global.on_command_line =
+                (on_command_line(&m, "agent"), on_command_line(&m, "goal"));
             Ok(cli)
         });
     let cli = match parsed {

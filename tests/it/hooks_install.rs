@@ -623,6 +623,102 @@ fn only_an_agent_named_on_the_command_line_is_baked_in_and_never_into_git_hooks(
     );
 }
 
+/// A global `--goal` on the command line, before or after the subcommand,
+/// is baked in as `--agent` is: into the runtimes' hook commands, their
+/// shells, their plugins and the MCP server's entry, never into the git
+/// hooks; `LOOPX_GOAL` alone is not. The installed Stop hook then hands
+/// the session that goal's turn, whose commands name the goal.
+#[test]
+fn a_goal_named_on_the_command_line_is_baked_in_as_the_agent_is() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    env.loopx(
+        &repo,
+        &["goal", "add", "docs", "--objective", "Write the docs"],
+    )
+    .success();
+    let read = |file: &str| std::fs::read_to_string(repo.join(file)).unwrap();
+    let mut cmd = env.loopx_cmd(&repo);
+    cmd.env("LOOPX_GOAL", "docs")
+        .args(["hooks", "install", "--claude-code"]);
+    assert!(cmd.output().unwrap().status.success());
+    assert!(!read(".claude/settings.json").contains("--goal"));
+    assert!(!read(".claude/settings.local.json").contains("LOOPX_GOAL"));
+
+    let install = [
+        "--goal",
+        "docs",
+        "hooks",
+        "install",
+        "--agent",
+        "agent-b",
+        "--claude-code",
+        "--opencode",
+        "--mcp-claude-code",
+        "--git",
+    ];
+    env.loopx(&repo, &install).success();
+    let status = env
+        .loopx(&repo, &["--json", "hooks", "status"])
+        .success()
+        .json();
+    let commands: Vec<&str> = status["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|f| f["commands"].as_array().into_iter().flatten())
+        .filter_map(|c| {
+            c.as_str()
+                .filter(|c| c.contains("git loopx hook c") || c.contains("mcp"))
+        })
+        .collect();
+    assert_eq!(
+        commands,
+        [
+            "SessionStart: git loopx hook claude-code session-start --agent agent-b --goal docs",
+            "Stop: git loopx hook claude-code stop --agent agent-b --goal docs",
+            "git loopx mcp --agent agent-b --goal docs",
+        ]
+    );
+    let local: serde_json::Value =
+        serde_json::from_str(&read(".claude/settings.local.json")).unwrap();
+    assert_eq!(local["env"]["LOOPX_GOAL"], "docs", "{local}");
+    assert!(read(".opencode/plugin/loopx.js").contains(r#"const GOAL = "docs";"#));
+    assert!(!read(".git/hooks/prepare-commit-msg").contains("docs"));
+
+    // The Stop hook as Claude Code runs it: docs' turn, its commands on docs.
+    let todo = env
+        .loopx(
+            &repo,
+            &[
+                "--goal",
+                "docs",
+                "--json",
+                "todo",
+                "add",
+                "Document the parser",
+            ],
+        )
+        .success()
+        .json()["todo"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let stop = "git loopx hook claude-code stop --agent agent-b --goal docs";
+    let payload = r#"{"session_id": "s", "hook_event_name": "Stop"}"#;
+    let mut hook = env.command(Path::new("sh"), &repo);
+    hook.args(["-c", stop]);
+    let run = crate::env::run_with_stdin(&mut hook, payload.as_bytes());
+    assert!(run.stdout.contains("Goal `docs`"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains(&format!(
+            "git loopx --agent agent-b --goal docs todo claim {todo}"
+        )),
+        "{}",
+        run.stdout
+    );
+}
+
 #[test]
 fn loopx_trouble_never_fails_a_commit_or_a_push() {
     // (A failed sync letting the push through is in

@@ -224,6 +224,7 @@ fn step(
         if !decision.should_run || !block_allowed(blocks.max(agent_blocks)) {
             step.prompt = Some(prompt::report(
                 gs,
+                &view.meta.default_goal,
                 Some(agent),
                 (runtime, prompt::Surface::Cli),
                 decision,
@@ -234,6 +235,7 @@ fn step(
         }
         step.prompt = Some(prompt::report(
             gs,
+            &view.meta.default_goal,
             Some(agent),
             (runtime, prompt::Surface::Cli),
             decision.clone(),

@@ -13,17 +13,16 @@
 use serde_json::{json, Map, Value};
 
 use super::runtime_json::{self, Installed, Removed};
+use super::Baked;
 use crate::model::Refusal;
 
 /// The server's name in `mcpServers`.
 pub const NAME: &str = "loopx";
 
-/// Our entry: `git loopx mcp`, with `--agent ID` when one is given.
-pub fn entry(agent: Option<&str>) -> Value {
+/// Our entry: `git loopx mcp`, with `--agent ID` and `--goal ID` when given.
+pub fn entry(baked: Baked) -> Value {
     let mut args = vec!["loopx", "mcp"];
-    if let Some(agent) = agent {
-        args.extend(["--agent", agent]);
-    }
+    args.extend(baked.args());
     json!({ "command": "git", "args": args })
 }
 
@@ -136,14 +135,18 @@ pub fn installed(path: &str, text: &str) -> Result<Option<String>, Refusal> {
 mod tests {
     use super::*;
 
+    fn ours(agent: Option<&str>) -> Value {
+        entry(Baked { agent, goal: None })
+    }
+
     #[test]
     fn a_new_file_holds_our_server_and_goes_on_uninstall() {
-        let out = install("f", None, &entry(None)).unwrap().unwrap();
+        let out = install("f", None, &ours(None)).unwrap().unwrap();
         assert_eq!(
             out.text,
             "{\n  \"mcpServers\": {\n    \"loopx\": {\n      \"command\": \"git\",\n      \"args\": [\n        \"loopx\",\n        \"mcp\"\n      ]\n    }\n  }\n}\n"
         );
-        assert_eq!(install("f", Some(&out.text), &entry(None)).unwrap(), None);
+        assert_eq!(install("f", Some(&out.text), &ours(None)).unwrap(), None);
         assert_eq!(
             installed("f", &out.text).unwrap().as_deref(),
             Some("git loopx mcp")
@@ -154,7 +157,7 @@ mod tests {
     #[test]
     fn the_users_servers_and_settings_are_kept_in_order() {
         let user = "{\n    \"mcpServers\": {\n        \"docs\": {\"command\": \"docs-mcp\"}\n    },\n    \"other\": 1\n}\n";
-        let out = install("f", Some(user), &entry(Some("agent-a")))
+        let out = install("f", Some(user), &ours(Some("agent-a")))
             .unwrap()
             .unwrap();
         let value: Value = serde_json::from_str(&out.text).unwrap();
@@ -171,7 +174,7 @@ mod tests {
             out.text
         );
         // Another agent replaces ours in place.
-        let again = install("f", Some(&out.text), &entry(Some("agent-b")))
+        let again = install("f", Some(&out.text), &ours(Some("agent-b")))
             .unwrap()
             .unwrap();
         assert!(again.text.contains("agent-b") && !again.text.contains("agent-a"));
@@ -188,16 +191,16 @@ mod tests {
     #[test]
     fn a_loopx_server_of_the_users_and_bad_files_are_refused() {
         let theirs = r#"{"mcpServers": {"loopx": {"command": "loopx-fork"}}}"#;
-        let err = install("f", Some(theirs), &entry(None)).unwrap_err();
+        let err = install("f", Some(theirs), &ours(None)).unwrap_err();
         assert!(err.message.contains("server of yours"), "{}", err.message);
         assert_eq!(uninstall("f", theirs).unwrap(), None);
-        let err = install("f", Some("{\"mcpServers\": []}"), &entry(None)).unwrap_err();
+        let err = install("f", Some("{\"mcpServers\": []}"), &ours(None)).unwrap_err();
         assert!(
             err.message.contains("`mcpServers` is an array"),
             "{}",
             err.message
         );
-        let err = install("f", Some("{not json"), &entry(None)).unwrap_err();
+        let err = install("f", Some("{not json"), &ours(None)).unwrap_err();
         assert!(err.message.contains("not valid JSON"), "{}", err.message);
     }
 }

@@ -65,6 +65,35 @@ impl Serialize for Integration {
     }
 }
 
+/// What `hooks install` bakes into a runtime's commands and shell, from the
+/// command line (`--agent`, `--goal`): whom they act as, and on which goal.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Baked<'a> {
+    pub agent: Option<&'a str>,
+    pub goal: Option<&'a str>,
+}
+
+impl Baked<'_> {
+    /// The global flags that say it: `--agent ID --goal ID`.
+    pub fn args(&self) -> Vec<&str> {
+        let given = [("--agent", self.agent), ("--goal", self.goal)];
+        given
+            .into_iter()
+            .flat_map(|(flag, v)| v.map(|v| [flag, v]))
+            .flatten()
+            .collect()
+    }
+
+    /// The same, for a shell: `LOOPX_AGENT`, `LOOPX_GOAL`.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        let given = [("LOOPX_AGENT", self.agent), ("LOOPX_GOAL", self.goal)];
+        given
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, v?.to_owned())))
+            .collect()
+    }
+}
+
 /// One file an integration lives in, and how we edit it.
 struct Target {
     integration: Integration,
@@ -95,7 +124,7 @@ pub enum Kind {
     },
 }
 
-fn targets(ctx: &Context, which: &[Integration], agent: Option<&str>) -> Result<Vec<Target>> {
+fn targets(ctx: &Context, which: &[Integration], baked: Baked) -> Result<Vec<Target>> {
     let mut out = Vec::new();
     for &integration in which {
         let root = |shown: &str| {
@@ -116,7 +145,7 @@ fn targets(ctx: &Context, which: &[Integration], agent: Option<&str>) -> Result<
                 let site = runtimes::Site {
                     root,
                     common_dir: ctx.store.common_dir(),
-                    agent,
+                    baked,
                     home: home.as_deref(),
                 };
                 for file in runtimes::files(runtime, &site) {
@@ -204,15 +233,16 @@ enum Next {
 }
 
 /// `hooks install`: merges our entries into each selected integration's
-/// files. `agent` is baked into the runtimes' commands (a Claude Code or
-/// Codex configuration serves one agent), never into the git hooks (see
-/// [`shim::block`]).
-pub fn install(ctx: &Context, which: &[Integration], agent: Option<&str>) -> Result<HooksReport> {
-    if let Some(agent) = agent {
-        crate::model::ids::check_name("agent", agent)?;
+/// files. `baked` goes into the runtimes' commands and shells (a Claude
+/// Code or Codex configuration serves one agent), never into the git hooks
+/// (see [`shim::block`]).
+pub fn install(ctx: &Context, which: &[Integration], baked: Baked) -> Result<HooksReport> {
+    for (what, id) in [("agent", baked.agent), ("goal", baked.goal)] {
+        id.map(|id| crate::model::ids::check_name(what, id))
+            .transpose()?;
     }
     let mut plans = Vec::new();
-    for target in targets(ctx, which, agent)? {
+    for target in targets(ctx, which, baked)? {
         let current = read(&target.path)?;
         let shown = target.path.display().to_string();
         let mut notes = Vec::new();
@@ -233,7 +263,7 @@ pub fn install(ctx: &Context, which: &[Integration], agent: Option<&str>) -> Res
                 let mut now = text()?.map(str::to_owned);
                 let mut changed = false;
                 if let Some(template) = template {
-                    let entries = runtime_json::template_entries(template, agent);
+                    let entries = runtime_json::template_entries(template, baked);
                     if let Some(done) =
                         runtime_json::install(&shown, now.as_deref(), &entries, prefix)?
                     {
@@ -275,7 +305,7 @@ pub fn install(ctx: &Context, which: &[Integration], agent: Option<&str>) -> Res
                     .as_deref()
                     .map(|b| utf8(&target.path, b))
                     .transpose()?;
-                mcp_json::install(&shown, text, &mcp_json::entry(agent))?.map(|done| {
+                mcp_json::install(&shown, text, &mcp_json::entry(baked))?.map(|done| {
                     if done.reformatted {
                         notes.push("the file's own layout could not be kept exactly; uninstall puts it back byte for byte".to_owned());
                     }
@@ -387,7 +417,7 @@ fn missing_dirs(path: &Path) -> Vec<PathBuf> {
 /// wrote.
 pub fn uninstall(ctx: &Context, which: &[Integration]) -> Result<HooksReport> {
     let mut plans = Vec::new();
-    for target in targets(ctx, which, None)? {
+    for target in targets(ctx, which, Baked::default())? {
         let current = read(&target.path)?;
         let shown = target.path.display().to_string();
         let recorded = record::load(ctx, &target.path);

@@ -23,20 +23,20 @@ pub struct Entry {
     pub group: Value,
 }
 
-/// The groups of a shipped template, with `--agent ID` appended to each
-/// command when an agent is given.
-pub fn template_entries(template: &str, agent: Option<&str>) -> Vec<Entry> {
+/// The groups of a shipped template, with `--agent ID` and `--goal ID`
+/// appended to each command when given.
+pub fn template_entries(template: &str, baked: super::Baked) -> Vec<Entry> {
     let value: Value = serde_json::from_str(template).expect("shipped templates are JSON");
     let events = value["hooks"].as_object().expect("templates have hooks");
     let mut entries = Vec::new();
     for (event, groups) in events {
         for group in groups.as_array().expect("events are arrays") {
             let mut group = group.clone();
-            if let (Some(agent), Some(hooks)) = (agent, group["hooks"].as_array_mut()) {
-                for hook in hooks {
-                    if let Some(Value::String(command)) = hook.get_mut("command") {
-                        command.push_str(" --agent ");
-                        command.push_str(agent);
+            for hook in group["hooks"].as_array_mut().into_iter().flatten() {
+                if let Some(Value::String(command)) = hook.get_mut("command") {
+                    for arg in baked.args() {
+                        command.push(' ');
+                        command.push_str(arg);
                     }
                 }
             }

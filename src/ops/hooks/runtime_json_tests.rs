@@ -2,12 +2,13 @@
 //! indentation and the user's entries kept; bad files refused with the place.
 
 use super::*;
+use crate::ops::hooks::Baked;
 
 const TEMPLATE: &str = include_str!("../../../hooks/claude-code/settings.json");
 const PREFIX: &str = "git loopx hook claude-code ";
 
 fn entries() -> Vec<Entry> {
-    template_entries(TEMPLATE, None)
+    template_entries(TEMPLATE, Baked::default())
 }
 
 #[test]
@@ -79,7 +80,13 @@ fn another_agent_replaces_our_entries_in_place() {
         .unwrap()
         .unwrap()
         .text;
-    let agent = template_entries(TEMPLATE, Some("agent-a"));
+    let agent = template_entries(
+        TEMPLATE,
+        Baked {
+            agent: Some("agent-a"),
+            goal: None,
+        },
+    );
     let second = install("f", Some(&first), &agent, PREFIX)
         .unwrap()
         .unwrap()

@@ -90,7 +90,7 @@ fn identity_notes(ctx: &Context, files: &mut [StatusLine]) {
 /// where, and whether its file was changed by hand.
 pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
     let mut files = Vec::new();
-    for target in targets(ctx, which, None)? {
+    for target in targets(ctx, which, super::Baked::default())? {
         let current = read(&target.path)?;
         let shown = target.path.display().to_string();
         let changed_by_hand = match (&current, record::load(ctx, &target.path)) {
@@ -120,7 +120,7 @@ pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
                     }
                 };
                 let wanted = template
-                    .map(|t| runtime_json::template_entries(t, None))
+                    .map(|t| runtime_json::template_entries(t, super::Baked::default()))
                     .unwrap_or_default();
                 let has = |event: &str| found.iter().any(|(e, _)| e == event);
                 // Settings are compared by key: another agent's identity

@@ -56,6 +56,9 @@ pub struct PromptArgs {
 pub struct PromptReport {
     pub runtime: Runtime,
     pub agent: Option<String>,
+    /// The goal is not the state's default: the commands name it.
+    #[serde(skip)]
+    pub names_goal: bool,
     pub turn: String,
     pub goal: Goal,
     pub decision: Decision,
@@ -101,8 +104,10 @@ pub fn prompt(
     let agent = ctx.agent();
     let decision = should_run::decide(&state, gs, agent, capabilities, ctx.now);
     let turn = turn.map_or_else(|| default_turn_key(agent, ctx.now), str::to_owned);
+    let default = &state.meta.default_goal;
     Ok(report(
         gs,
+        default,
         agent,
         (runtime, surface),
         decision,
@@ -113,9 +118,11 @@ pub fn prompt(
 
 /// The prompt for `decision` (made by [`should_run::decide`] on `gs`) under
 /// turn key `turn`, for `runtime` on `surface`: what `prompt` prints, and
-/// what the runtime hooks hand their session.
+/// what the runtime hooks hand their session. `default_goal` is the
+/// state's.
 pub fn report(
     gs: &GoalState,
+    default_goal: &str,
     agent: Option<&str>,
     (runtime, surface): (Runtime, Surface),
     decision: Decision,
@@ -157,6 +164,7 @@ pub fn report(
     let mut report = PromptReport {
         runtime,
         agent: agent.map(str::to_owned),
+        names_goal: gs.goal.id != default_goal,
         turn,
         goal: gs.goal.clone(),
         decision,

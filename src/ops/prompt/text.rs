@@ -14,14 +14,18 @@ use crate::model::Timestamp;
 use crate::ops::{done, gate, goal, lease, monitor, quota, should_run, todo, writeback};
 
 /// The prompt for `r`. With an agent known, every `git loopx` command in it
-/// names the agent (`git loopx --agent A …`), so the commands act as the
-/// agent even in a shell the runtime gave no identity.
+/// names the agent (`git loopx --agent A …`), and the goal when it is not
+/// the default one, so the commands act as the agent, on the goal, even in
+/// a shell the runtime gave neither.
 pub fn prompt(r: &PromptReport, now: Timestamp, s: Surface) -> String {
-    let text = body(r, now, s);
-    match &r.agent {
-        Some(agent) => text.replace("`git loopx ", &format!("`git loopx --agent {agent} ")),
-        None => text,
+    let mut who = String::from("`git loopx ");
+    if let Some(agent) = &r.agent {
+        who = format!("{who}--agent {agent} ");
     }
+    if r.names_goal {
+        who = format!("{who}--goal {} ", r.goal.id);
+    }
+    body(r, now, s).replace("`git loopx ", &who)
 }
 
 fn body(r: &PromptReport, now: Timestamp, s: Surface) -> String {

@@ -26,7 +26,7 @@ pub const ALLOW: [&str; 2] = ["Bash(git loopx:*)", "mcp__loopx"];
 
 pub fn files(site: &Site) -> Vec<File> {
     let dir = site.root.join(".claude");
-    let env = identity_env(Runtime::ClaudeCode, site.agent)
+    let env = identity_env(Runtime::ClaudeCode, site.baked)
         .into_iter()
         .map(|(k, v)| Edit::set(&["env", k], v))
         .collect();
@@ -50,7 +50,7 @@ pub fn files(site: &Site) -> Vec<File> {
         File {
             path: dir.join("commands").join("loopx.md"),
             kind: Kind::Owned {
-                text: owned(COMMAND, Runtime::ClaudeCode, site.agent),
+                text: owned(COMMAND, Runtime::ClaudeCode, site.baked),
             },
         },
     ]

@@ -24,7 +24,7 @@ pub const SKILL: &str = include_str!("../../../../hooks/codex/SKILL.md");
 
 pub fn files(site: &Site) -> Vec<File> {
     let dir = site.root.join(".codex");
-    let mut edits: Vec<Edit> = identity_env(Runtime::Codex, site.agent)
+    let mut edits: Vec<Edit> = identity_env(Runtime::Codex, site.baked)
         .into_iter()
         .map(|(k, v)| Edit::set(&["shell_environment_policy", "set", k], v))
         .collect();
@@ -63,7 +63,7 @@ pub fn files(site: &Site) -> Vec<File> {
         File {
             path: site.root.join(".agents/skills/loopx/SKILL.md"),
             kind: Kind::Owned {
-                text: owned(SKILL, Runtime::Codex, site.agent),
+                text: owned(SKILL, Runtime::Codex, site.baked),
             },
         },
     ]);

@@ -16,7 +16,7 @@ pub fn files(site: &Site) -> Vec<File> {
     let hook = |event: &str, name: &str| Edit {
         path: vec!["hooks".to_owned(), name.to_owned()],
         op: Op::Union(vec![
-            json!({ "command": hook_command(Runtime::Cursor, event, site.agent) }),
+            json!({ "command": hook_command(Runtime::Cursor, event, site.baked) }),
         ]),
     };
     vec![File {

@@ -21,7 +21,7 @@ pub const POLICY: &str = include_str!("../../../../hooks/gemini/policy.toml");
 
 pub fn files(site: &Site) -> Vec<File> {
     let dir = site.root.join(".gemini");
-    let env: String = identity_env(Runtime::Gemini, site.agent)
+    let env: String = identity_env(Runtime::Gemini, site.baked)
         .into_iter()
         .map(|(k, v)| format!("{k}={v}\n"))
         .collect();
@@ -41,7 +41,7 @@ pub fn files(site: &Site) -> Vec<File> {
         File {
             path: dir.join("commands").join("loopx.toml"),
             kind: Kind::Owned {
-                text: owned(COMMAND, Runtime::Gemini, site.agent),
+                text: owned(COMMAND, Runtime::Gemini, site.baked),
             },
         },
     ];

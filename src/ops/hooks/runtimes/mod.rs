@@ -19,7 +19,7 @@ mod pi;
 
 use std::path::{Path, PathBuf};
 
-use super::Kind;
+use super::{Baked, Kind};
 use crate::model::runtime::{Runtime, INSTALLED_MARKER};
 
 /// Where and for whom an installation is made.
@@ -28,8 +28,8 @@ pub struct Site<'a> {
     pub root: &'a Path,
     /// The repository's common git directory (shared by linked worktrees).
     pub common_dir: &'a Path,
-    /// The agent the runtime's configuration serves.
-    pub agent: Option<&'a str>,
+    /// The agent and goal the runtime's configuration serves.
+    pub baked: Baked<'a>,
     /// The person's home directory, for a runtime that reads a setting only
     /// from there.
     pub home: Option<&'a Path>,
@@ -70,31 +70,30 @@ pub fn names_agent(runtime: Runtime, texts: &[String]) -> bool {
 }
 
 /// The command a runtime's hook runs: `git loopx hook <runtime> <event>`,
-/// with `--agent ID` when one is given.
-pub fn hook_command(runtime: Runtime, event: &str, agent: Option<&str>) -> String {
-    let mut command = format!("git loopx hook {} {event}", runtime.name());
-    if let Some(agent) = agent {
-        command.push_str(" --agent ");
-        command.push_str(agent);
-    }
-    command
+/// with `--agent ID` and `--goal ID` when given.
+pub fn hook_command(runtime: Runtime, event: &str, baked: Baked) -> String {
+    let command = format!("git loopx hook {} {event}", runtime.name());
+    [command.as_str()]
+        .into_iter()
+        .chain(baked.args())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The environment a runtime's shell gets: the installed marker, and the
-/// agent when one is given.
-pub fn identity_env(runtime: Runtime, agent: Option<&str>) -> Vec<(&'static str, String)> {
+/// agent and goal when given.
+pub fn identity_env(runtime: Runtime, baked: Baked) -> Vec<(&'static str, String)> {
     let mut env = vec![(INSTALLED_MARKER, runtime.name().to_owned())];
-    if let Some(agent) = agent {
-        env.push(("LOOPX_AGENT", agent.to_owned()));
-    }
+    env.extend(baked.env());
     env
 }
 
 /// A file wholly ours (a plugin, an extension, a command): the template
-/// with `{{AGENT}}` replaced by the agent (or empty), `{{RUNTIME}}` by the
-/// runtime's name.
-pub fn owned(template: &str, runtime: Runtime, agent: Option<&str>) -> String {
+/// with `{{AGENT}}` and `{{GOAL}}` replaced by the agent and the goal (or
+/// empty), `{{RUNTIME}}` by the runtime's name.
+pub fn owned(template: &str, runtime: Runtime, baked: Baked) -> String {
     template
-        .replace("{{AGENT}}", agent.unwrap_or(""))
+        .replace("{{AGENT}}", baked.agent.unwrap_or(""))
+        .replace("{{GOAL}}", baked.goal.unwrap_or(""))
         .replace("{{RUNTIME}}", runtime.name())
 }

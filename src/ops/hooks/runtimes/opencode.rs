@@ -19,13 +19,13 @@ pub fn files(site: &Site) -> Vec<File> {
         File {
             path: site.root.join(".opencode/plugin/loopx.js"),
             kind: Kind::Owned {
-                text: owned(PLUGIN, Runtime::OpenCode, site.agent),
+                text: owned(PLUGIN, Runtime::OpenCode, site.baked),
             },
         },
         File {
             path: site.root.join(".opencode/command/loopx.md"),
             kind: Kind::Owned {
-                text: owned(COMMAND, Runtime::OpenCode, site.agent),
+                text: owned(COMMAND, Runtime::OpenCode, site.baked),
             },
         },
         File {

@@ -15,7 +15,7 @@ pub fn files(site: &Site) -> Vec<File> {
     vec![File {
         path: site.root.join(".pi/extensions/loopx.ts"),
         kind: Kind::Owned {
-            text: owned(EXTENSION, Runtime::Pi, site.agent),
+            text: owned(EXTENSION, Runtime::Pi, site.baked),
         },
     }]
 }

@@ -9,7 +9,8 @@
 //! Invariants: the acting agent is fixed when the server starts (`--agent`,
 //! `LOOPX_AGENT`, `loopx.agent`) and no tool argument can change it (the
 //! arguments take no agent, and unknown fields are refused before anything
-//! runs); nothing but the JSON-RPC stream goes to stdout. The ops run on one
+//! runs); nothing but the JSON-RPC stream goes to stdout, and every line
+//! the client sends is passed to rmcp or answered ([`stdio`]). The ops run on one
 //! thread of their own ([`worker`]), so a long `validate` holds up the next
 //! tool call, not the protocol; a second thread watches the state ref and
 //! turns its moves into resource notifications ([`watch`]).
@@ -18,6 +19,7 @@
 mod params;
 mod prompt;
 mod resources;
+mod stdio;
 mod tools;
 mod watch;
 mod worker;
@@ -71,17 +73,23 @@ pub async fn serve(options: Options) -> Result<()> {
         prompts: Server::prompt_router(),
     };
     let subscribed = server.subscribed.clone();
-    let running = server
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| Error::invalid_input(format!("the MCP client did not initialize: {e}")))?;
-    let notifier = tokio::spawn(watch::notify(running.peer().clone(), watched, subscribed));
-    let ended = running.waiting().await;
-    notifier.abort();
-    match ended {
-        Ok(_) => Ok(()),
-        Err(e) => Err(Error::invalid_input(format!("the MCP session failed: {e}"))),
-    }
+    let (transport, writer) = stdio::stdio();
+    let ended = match server.serve(transport).await {
+        Ok(running) => {
+            let peer = running.peer().clone();
+            let notifier = tokio::spawn(watch::notify(peer, watched, subscribed));
+            let ended = running.waiting().await;
+            notifier.abort();
+            ended
+                .map(drop)
+                .map_err(|e| format!("the MCP session failed: {e}"))
+        }
+        Err(e) => Err(format!("the MCP client did not initialize: {e}")),
+    };
+    // rmcp has let go of the transport: the writer ends once it has written
+    // what is left (bounded, should a client stop reading).
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(10), writer).await;
+    ended.map_err(Error::invalid_input)
 }
 
 impl Server {

@@ -35,6 +35,8 @@ mod mcp;
 #[cfg(feature = "mcp")]
 mod mcp_rmcp;
 #[cfg(feature = "mcp")]
+mod mcp_stdio;
+#[cfg(feature = "mcp")]
 mod mcp_turns;
 mod monitor;
 // Only a build that leaves a front end out has something to test here.

@@ -47,19 +47,48 @@ fn report(state: &crate::model::State, gs: &GoalState) -> GoalReport {
     }
 }
 
-#[derive(Debug, Default, Clone)]
+// `goal set` (its help is the subcommand's): a list flag given replaces
+// the list; one not given leaves it.
+#[derive(Debug, Default, Clone, clap::Args)]
 pub struct SetArgs {
+    /// The goal's objective: what the agents work towards.
+    #[arg(long, value_name = "TEXT")]
     pub objective: Option<String>,
+    /// What should happen next, shown to every agent.
+    #[arg(long, value_name = "TEXT", conflicts_with = "clear_next_action")]
     pub next_action: Option<String>,
+    /// Remove the next action.
+    #[arg(long)]
     pub clear_next_action: bool,
+    /// Share of the window agents may use, 0..1 (0 pauses all work).
+    #[arg(long)]
     pub compute: Option<f64>,
+    /// The length of the rolling quota window, in hours.
+    #[arg(long, value_name = "HOURS")]
     pub window_hours: Option<u32>,
+    /// The length of one quota slot, in minutes.
+    #[arg(long, value_name = "MINUTES")]
     pub slot_minutes: Option<u32>,
+    /// Override the computed allowance.
+    #[arg(long, value_name = "N")]
     pub allowed_slots: Option<u32>,
-    pub guards: Option<Vec<String>>,
-    pub write_scope: Option<Vec<String>>,
+    /// A guard the agents must respect (repeatable; replaces the list).
+    #[arg(long = "guard", value_name = "TEXT")]
+    pub guards: Vec<String>,
+    /// A path glob agents may write to (repeatable; replaces the list).
+    #[arg(long = "write-scope", value_name = "GLOB")]
+    pub write_scope: Vec<String>,
+    /// Whether a goal whose only open todos are blocked asks for a
+    /// replan turn (true, the default) or waits for a person (false).
+    #[arg(long, value_name = "true|false")]
     pub replan_when_blocked: Option<bool>,
-    pub person_only: Option<Vec<String>>,
+    /// A goal decision only a person may take, refused to agents and
+    /// inside agent runtimes: `done` (`goal done`, and an agent's
+    /// `todo done --no-follow-up` no longer ends the goal), `stop`
+    /// (`goal stop` and `goal resume`). Repeatable; replaces the list;
+    /// `none` clears it. Only a person changes it.
+    #[arg(long = "person-only", value_name = "done|stop|none")]
+    pub person_only: Vec<String>,
 }
 
 /// The goal decisions `person_only` may reserve.
@@ -115,8 +144,8 @@ pub fn set(ctx: &Context, args: &SetArgs) -> Result<GoalReport> {
         .map(|n| non_empty("--next-action", n))
         .transpose()?;
     let person_only = match &args.person_only {
-        None => None,
-        Some(list) => {
+        list if list.is_empty() => None,
+        list => {
             ctx.require_person("change which goal decisions are the person's")?;
             let mut out: Vec<String> = Vec::new();
             for d in list.iter().filter(|d| d.as_str() != "none") {
@@ -173,12 +202,12 @@ pub fn set(ctx: &Context, args: &SetArgs) -> Result<GoalReport> {
             q.allowed_slots = Some(a);
             changed.push(format!("allowed_slots {a}"));
         }
-        if let Some(g) = &args.guards {
-            goal.guards = g.clone();
+        if !args.guards.is_empty() {
+            goal.guards = args.guards.clone();
             changed.push("guards".to_owned());
         }
-        if let Some(w) = &args.write_scope {
-            goal.write_scope = w.clone();
+        if !args.write_scope.is_empty() {
+            goal.write_scope = args.write_scope.clone();
             changed.push("write_scope".to_owned());
         }
         if let Some(r) = args.replan_when_blocked {

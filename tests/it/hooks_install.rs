@@ -557,17 +557,7 @@ fn only_an_agent_named_on_the_command_line_is_baked_in_and_never_into_git_hooks(
         ],
     )
     .success();
-    let status = env
-        .loopx(&repo, &["--json", "hooks", "status"])
-        .success()
-        .json();
-    let commands: Vec<&str> = status["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|f| f["commands"].as_array().into_iter().flatten())
-        .map(|c| c.as_str().unwrap())
-        .collect();
+    let commands = hook_commands(&env, &repo);
     assert_eq!(
         commands,
         [
@@ -658,19 +648,9 @@ fn a_goal_named_on_the_command_line_is_baked_in_as_the_agent_is() {
         "--git",
     ];
     env.loopx(&repo, &install).success();
-    let status = env
-        .loopx(&repo, &["--json", "hooks", "status"])
-        .success()
-        .json();
-    let commands: Vec<&str> = status["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|f| f["commands"].as_array().into_iter().flatten())
-        .filter_map(|c| {
-            c.as_str()
-                .filter(|c| c.contains("git loopx hook c") || c.contains("mcp"))
-        })
+    let commands: Vec<String> = hook_commands(&env, &repo)
+        .into_iter()
+        .filter(|c| c.contains("git loopx hook c") || c.contains("mcp"))
         .collect();
     assert_eq!(
         commands,
@@ -804,4 +784,19 @@ fn a_bare_repository_gets_the_git_hooks_only() {
         .loopx(&bare, &["hooks", "install", "--claude-code"])
         .failure(2);
     assert!(refused.stderr.contains("no worktree"), "{}", refused.stderr);
+}
+
+/// Every command `hooks status` reports installed, file by file.
+fn hook_commands(env: &TestEnv, repo: &Path) -> Vec<String> {
+    let status = env
+        .loopx(repo, &["--json", "hooks", "status"])
+        .success()
+        .json();
+    status["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|f| f["commands"].as_array().into_iter().flatten())
+        .map(|c| c.as_str().unwrap().to_owned())
+        .collect()
 }

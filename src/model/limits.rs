@@ -11,6 +11,8 @@
 //! passes [`MAX_NOTED_TODO_BYTES`]; [`GoalState::notes`] puts them back in
 //! front, so `todo show` and `review` show every note.
 
+use std::collections::BTreeMap;
+
 use crate::model::{ids, GoalState, Note, Refusal, Run, RunKind, Todo};
 
 /// The reader's limit on one file (`codec::MAX_FILE_BYTES`, which is
@@ -60,34 +62,53 @@ fn moved_note_id(todo: &str, note: &Note) -> String {
 }
 
 impl GoalState {
+    /// The notes moved out of each todo's file, by todo id, oldest first:
+    /// one pass over the goal's runs.
+    pub fn moved_notes(&self) -> BTreeMap<String, Vec<Note>> {
+        let mut moved: BTreeMap<String, Vec<&Run>> = BTreeMap::new();
+        for r in self.runs.all_facts().filter(|r| r.kind == RunKind::Note) {
+            if let (Some(todo), Some(run)) = (r.todo, self.runs.get(r.id)) {
+                moved.entry(todo.to_owned()).or_default().push(run);
+            }
+        }
+        moved
+            .into_iter()
+            .map(|(todo, mut runs)| {
+                runs.sort_by(|a, b| a.added_key().cmp(&b.added_key()));
+                let notes = runs
+                    .into_iter()
+                    .map(|r| Note {
+                        at: r.at,
+                        agent: r.agent.clone(),
+                        text: r.summary.clone().unwrap_or_default(),
+                        extra: r.extra.clone(),
+                    })
+                    .collect();
+                (todo, notes)
+            })
+            .collect()
+    }
+
     /// Every note of `todo`: those moved out of its file (oldest first),
     /// then those in it.
     pub fn notes(&self, todo: &Todo) -> Vec<Note> {
-        let mut moved: Vec<&Run> = self
-            .runs
-            .all_facts()
-            .filter(|r| r.kind == RunKind::Note && r.todo == Some(todo.id.as_str()))
-            .filter_map(|r| self.runs.get(r.id))
-            .collect();
-        moved.sort_by(|a, b| a.added_key().cmp(&b.added_key()));
-        let mut notes: Vec<Note> = moved
-            .into_iter()
-            .map(|r| Note {
-                at: r.at,
-                agent: r.agent.clone(),
-                text: r.summary.clone().unwrap_or_default(),
-                extra: r.extra.clone(),
-            })
-            .collect();
-        let kept: Vec<Note> = todo
-            .notes
-            .iter()
-            .filter(|n| !notes.contains(n))
-            .cloned()
-            .collect();
-        notes.extend(kept);
-        notes
+        let moved = self.moved_notes().remove(&todo.id).unwrap_or_default();
+        with_moved(todo, moved)
     }
+}
+
+/// `moved` (the notes moved out of `todo`'s file, see
+/// [`GoalState::moved_notes`]), then the notes in the file that are not
+/// among them.
+pub fn with_moved(todo: &Todo, mut moved: Vec<Note>) -> Vec<Note> {
+    let kept: Vec<Note> = todo
+        .notes
+        .iter()
+        .filter(|n| !moved.contains(n))
+        .cloned()
+        .collect();
+    moved.extend(kept);
+    moved
 }
 
 /// Moves the oldest notes of each todo whose file (`size` gives its

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::model::diff::{self, Change};
-use crate::model::{Run, RunKind, Todo, TodoClass, TodoStatus};
+use crate::model::{limits, Run, RunKind, Todo, TodoClass, TodoStatus};
 use crate::ops::Context;
 use crate::store::{transaction, Error as StoreError, Oid, REVIEWED_REF};
 use crate::Result;
@@ -100,15 +100,18 @@ pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewRep
     let mut rest = Vec::new();
     let mut answered = Vec::new();
     let mut handoffs = Vec::new();
+    // Each todo's notes, moved ones included: the runs read once a side.
+    let old_goal = old_state.as_ref().and_then(|s| s.goals.get(&goal));
+    let mut old_moved = old_goal.map(|g| g.moved_notes()).unwrap_or_default();
+    let mut moved = gs.moved_notes();
     for change in &changes {
         if let Change::TodoChanged { id, .. } | Change::TodoAdded { id, .. } = change {
             let todo = &gs.todos[id];
-            let seen = old_state
-                .as_ref()
-                .and_then(|s| s.goals.get(&goal))
-                .and_then(|g| Some(g.notes(g.todos.get(id)?)))
+            let seen = old_goal
+                .and_then(|g| g.todos.get(id))
+                .map(|t| limits::with_moved(t, old_moved.remove(id).unwrap_or_default()))
                 .unwrap_or_default();
-            let notes = gs.notes(todo);
+            let notes = limits::with_moved(todo, moved.remove(id).unwrap_or_default());
             let new = notes.iter().filter(|n| !seen.contains(n));
             for h in crate::ops::pr::handoffs(new) {
                 let packet = todo

@@ -19,9 +19,4 @@ pub mod render;
 pub mod serve;
 pub mod store;
 
-#[cfg(test)]
-mod fuzz;
-#[cfg(test)]
-mod proptests;
-
 pub use error::{Error, Result};

@@ -29,7 +29,7 @@ use crate::model::{
 };
 
 /// Changes whenever the layout below changes (the cache key holds it too).
-pub(crate) const MAGIC: &[u8; 8] = b"LXSTATE9";
+pub const MAGIC: &[u8; 8] = b"LXSTATE9";
 
 /// The state as cache bytes.
 pub fn encode(state: &State) -> Vec<u8> {
@@ -106,7 +106,7 @@ pub fn decode(bytes: Vec<u8>) -> Option<State> {
 }
 
 /// Changes whenever the delta layout below changes.
-pub(crate) const DELTA_MAGIC: &[u8; 8] = b"LXDELTA8";
+pub const DELTA_MAGIC: &[u8; 8] = b"LXDELTA8";
 
 /// One file a commit changed, as a cached delta carries it: todos and runs
 /// in this compact form (replaying them decodes no YAML), anything else as
@@ -197,22 +197,22 @@ pub fn decode_delta(bytes: &[u8]) -> Option<Delta> {
 
 /// `body` with its checksum appended, as [`encode`] ends a snapshot: lets
 /// the fuzz tests reach the structure checks behind the checksum.
-#[cfg(test)]
-pub(crate) fn seal(mut body: Vec<u8>) -> Vec<u8> {
+#[doc(hidden)]
+pub fn seal(mut body: Vec<u8>) -> Vec<u8> {
     let sum = checksum(&body);
     body.extend_from_slice(&sum.to_le_bytes());
     body
 }
 
 /// The todo in a snapshot entry's bytes, if they hold a whole one.
-#[cfg(test)]
-pub(crate) fn todo_from(bytes: &[u8]) -> Option<Todo> {
+#[doc(hidden)]
+pub fn todo_from(bytes: &[u8]) -> Option<Todo> {
     Reader::whole(bytes, |r| r.todo())
 }
 
 /// The run in a snapshot entry's bytes, if they hold a whole one.
-#[cfg(test)]
-pub(crate) fn run_from(bytes: &[u8]) -> Option<Run> {
+#[doc(hidden)]
+pub fn run_from(bytes: &[u8]) -> Option<Run> {
     Reader::whole(bytes, |r| r.run())
 }
 

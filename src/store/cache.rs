@@ -112,7 +112,7 @@ pub fn remember_delta(
 }
 
 /// The delta of a commit with `parent` that made `changes`, giving `state`.
-pub(crate) fn delta_bytes(parent: &Oid, state: &State, changes: &[FileChange]) -> Vec<u8> {
+pub fn delta_bytes(parent: &Oid, state: &State, changes: &[FileChange]) -> Vec<u8> {
     let files: Vec<(&str, DeltaFileRef<'_>)> = changes
         .iter()
         .map(|c| match c {
@@ -139,7 +139,7 @@ pub(crate) fn delta_bytes(parent: &Oid, state: &State, changes: &[FileChange]) -
 }
 
 /// Replays a delta's files onto its parent's state; `None` if one does not fit.
-pub(crate) fn replay(state: &mut State, files: Vec<(String, DeltaFile)>) -> Option<()> {
+pub fn replay(state: &mut State, files: Vec<(String, DeltaFile)>) -> Option<()> {
     for (path, file) in files {
         match file {
             DeltaFile::Removed => codec::apply_file(state, &path, None),

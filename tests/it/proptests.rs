@@ -5,9 +5,9 @@
 use proptest::prelude::*;
 use serde_json::Value;
 
-use crate::codec;
-use crate::model::lease;
-use crate::model::*;
+use loopx::codec;
+use loopx::model::lease;
+use loopx::model::*;
 
 fn t(s: i64) -> Timestamp {
     Timestamp::from_unix(1_800_000_000 + s)
@@ -164,7 +164,7 @@ fn selectable_todo() -> impl Strategy<Value = Todo> {
                 (todo.resume_when, todo.unblocks, todo.blocks_agent) = links;
                 let (monitor, successors, validate, handoff) = rest;
                 todo.handoff = handoff
-                    .map(|(summary, items, epoch)| crate::model::handoff::Handoff {
+                    .map(|(summary, items, epoch)| loopx::model::handoff::Handoff {
                         from: "a".into(),
                         to: "b".into(),
                         at: t(3),
@@ -172,7 +172,7 @@ fn selectable_todo() -> impl Strategy<Value = Todo> {
                         work_summary: summary,
                         approaches_tried: items
                             .iter()
-                            .map(|i| crate::model::handoff::Tried::parse(i))
+                            .map(|i| loopx::model::handoff::Tried::parse(i))
                             .collect(),
                         next_steps: items.clone(),
                         open_questions: items.clone(),
@@ -261,9 +261,9 @@ proptest! {
     /// the facts of the entity those bytes decode to.
     #[test]
     fn facts_read_from_bytes_match_the_entity(todos in prop::collection::vec(selectable_todo(), 0..8), runs in prop::collection::vec(any_run(), 0..4)) {
-        use crate::model::tracked::Facts;
-        use crate::codec::binary;
-        let mut state = State::with_goal(crate::model::Goal::new("g", "o", t(0)), t(0));
+        use loopx::model::tracked::Facts;
+        use loopx::codec::binary;
+        let mut state = State::with_goal(loopx::model::Goal::new("g", "o", t(0)), t(0));
         let gs = state.goals.get_mut("g").unwrap();
         for todo in todos {
             gs.todos.insert(todo.id.clone(), todo);
@@ -319,8 +319,8 @@ proptest! {
     /// entry is read lazily, copied as bytes, or re-encoded after a write.
     #[test]
     fn binary_cache_round_trip(todos in prop::collection::vec(todo(), 0..12), summary in tricky_string(), extra in extra(), pick in 0usize..12) {
-        use crate::codec::binary;
-        let mut state = State::with_goal(crate::model::Goal::new("g", "o", t(0)), t(0));
+        use loopx::codec::binary;
+        let mut state = State::with_goal(loopx::model::Goal::new("g", "o", t(0)), t(0));
         let gs = state.goals.get_mut("g").unwrap();
         for todo in todos {
             gs.todos.insert(todo.id.clone(), todo);
@@ -358,9 +358,9 @@ proptest! {
     /// the same as applying the commit's YAML files.
     #[test]
     fn a_delta_replays_like_its_files(todos in prop::collection::vec(todo(), 1..8), changed in todo(), summary in tricky_string(), pick in 0usize..8, drop in any::<bool>()) {
-        use crate::codec::binary;
-        use crate::store::{cache, transaction, Oid};
-        let mut parent = State::with_goal(crate::model::Goal::new("g", "o", t(0)), t(0));
+        use loopx::codec::binary;
+        use loopx::store::{cache, transaction, Oid};
+        let mut parent = State::with_goal(loopx::model::Goal::new("g", "o", t(0)), t(0));
         let gs = parent.goals.get_mut("g").unwrap();
         for todo in todos {
             gs.todos.insert(todo.id.clone(), todo);
@@ -389,10 +389,10 @@ proptest! {
         let mut from_yaml = parent.clone();
         for change in &changes {
             let (path, bytes) = match change {
-                crate::store::FileChange::Upsert { path, bytes } => (path, Some(bytes.as_slice())),
-                crate::store::FileChange::Remove { path } => (path, None),
+                loopx::store::FileChange::Upsert { path, bytes } => (path, Some(bytes.as_slice())),
+                loopx::store::FileChange::Remove { path } => (path, None),
             };
-            crate::codec::apply_file(&mut from_yaml, path, bytes).unwrap();
+            loopx::codec::apply_file(&mut from_yaml, path, bytes).unwrap();
         }
         from_yaml.clean();
         prop_assert_eq!(&from_yaml, &child);
@@ -488,7 +488,7 @@ proptest! {
 
 mod merge_props {
     use super::*;
-    use crate::model::merge::merge;
+    use loopx::model::merge::merge;
 
     #[derive(Clone, Debug)]
     enum Edit {

@@ -31,10 +31,10 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::codec;
-use crate::codec::binary::{self, DeltaFile, DeltaFileRef};
-use crate::model::merge::merge;
-use crate::model::*;
+use loopx::codec;
+use loopx::codec::binary::{self, DeltaFile, DeltaFileRef};
+use loopx::model::merge::merge;
+use loopx::model::*;
 
 // ---------------------------------------------------------------- driver
 
@@ -927,7 +927,7 @@ fn gen_binary(
         let mut bytes = rng.pick(deltas).1.clone();
         if rng.chance(10) {
             let n = rng.size(512);
-            bytes = crate::codec::binary::DELTA_MAGIC.to_vec();
+            bytes = loopx::codec::binary::DELTA_MAGIC.to_vec();
             bytes.extend((0..n).map(|_| rng.next() as u8));
         } else {
             mutate_binary(rng, &mut bytes, deltas);
@@ -939,7 +939,7 @@ fn gen_binary(
     let mut body = original[..original.len() - 8].to_vec();
     if rng.chance(10) {
         let n = rng.size(1024);
-        body = crate::codec::binary::MAGIC.to_vec();
+        body = loopx::codec::binary::MAGIC.to_vec();
         body.extend((0..n).map(|_| rng.next() as u8));
     } else {
         mutate_binary(rng, &mut body, snapshots);
@@ -964,7 +964,7 @@ fn gen_binary(
 /// bytes (see `codec/binary.rs`), so the check is that the facts and the
 /// entity agree wherever the entity decodes.
 fn read_all(state: &State) {
-    use crate::model::tracked::Facts;
+    use loopx::model::tracked::Facts;
     let mut trusted = 0;
     for gs in state.goals.values() {
         let keys: Vec<String> = gs.todos.keys().map(str::to_owned).collect();
@@ -1052,7 +1052,7 @@ fn check_binary(case: &BinaryCase) {
             let third = binary::encode_delta(&redecoded.parent, &files);
             assert_eq!(third, again, "a delta's encoding is not stable");
             let mut state = rich_state(6, 5);
-            let _ = crate::store::cache::replay(&mut state, delta.files);
+            let _ = loopx::store::cache::replay(&mut state, delta.files);
         }
     }
 }

@@ -931,7 +931,12 @@ fn against(env: &Env, o: &Opts, n: usize, old: &Path) {
         bin: old.to_owned(),
     };
     std::fs::create_dir_all(old_env.home()).unwrap();
-    let sides = [(env, copy("new")), (&old_env, copy("old"))];
+    // Named by size: `cp -a` into an existing directory would copy the
+    // seed inside the previous size's copy, and measure that one again.
+    let sides = [
+        (env, copy(&format!("new{n}"))),
+        (&old_env, copy(&format!("old{n}"))),
+    ];
     for (e, dir) in &sides {
         e.loopx_ok(dir, &["status"]);
     }

@@ -370,6 +370,9 @@ fn claim_shared(
     let window = shared::known_peers(ctx, remote);
     let mut merge_first = false;
     let mut fetch_leases = false;
+    // Pushes refused in a row although the leases were fetched just before,
+    // and of those, refusals by a lease ref that reads as no lease at all.
+    let (mut lost, mut unreadable) = (0, 0);
     loop {
         patience.attempts += 1;
         let mut all = None;
@@ -444,19 +447,43 @@ fn claim_shared(
         let changes = transaction::written(Some(&skeleton), &state);
         let checked = Checked::new(&ctx.store, &[&parent], changes, &message)?;
         let published = Published::of(&goal, &todo.id, &claim);
-        match shared::confirm(ctx, remote, &published, lease.map(|(oid, _)| oid)) {
-            Ok(Confirm::Confirmed) => {}
+        let action = match shared::confirm(ctx, remote, &published, lease.map(|(oid, _)| oid)) {
+            Ok(Confirm::Confirmed) => action,
+            // The same agent holds this very lease already (its claim from
+            // another clone, in the same second): this claim holds it too.
+            Ok(Confirm::AlreadyThere) => ClaimAction::Held,
             Ok(Confirm::LostLease) => {
                 // The lease moved since we last fetched it: someone leased
                 // this very todo, or our copy was old. Fetch the leases and
                 // decide again (a `todo next` takes another todo first).
-                if one.is_none() && fetch_leases {
+                if fetch_leases && one.is_none() {
+                    // Another todo cannot conflict: try it at once.
                     excluded.push(todo.id.clone());
+                } else if fetch_leases {
+                    lost += 1;
+                    if lease.is_none() {
+                        unreadable += 1;
+                    }
+                    // Fetched, decided on no lease, refused as if there were
+                    // one, three times over: the ref is there but unreadable.
+                    if unreadable >= UNREADABLE_TRIES {
+                        return Err(shared::unreadable_lease(ctx, remote, &goal, &todo.id, lost));
+                    }
+                    if lost >= sync::MAX_ROUNDS {
+                        return Err(lost_every_round(remote, &todo.id, &patience));
+                    }
+                    patience.wait();
                 }
                 fetch_leases = true;
                 continue;
             }
             Err(e) => return Err(starved(e, &patience)),
+        };
+        // Held here already, in this very form (claimed without --sync in
+        // the same second): the remote now has it, and the branch needs no
+        // commit.
+        if checked.changes().is_empty() {
+            return Ok(granted(ctx, agent, action, todo, None));
         }
         // On the remote: now the local branch records it.
         let commit = commit_confirmed(ctx, remote, &parent, state, &checked)?;
@@ -508,6 +535,26 @@ fn commit_confirmed(
         );
     }
     Ok(commit)
+}
+
+/// Refusals by one lease ref, each after its value was fetched, before a
+/// claim of that todo stops and names the ref (a live race refuses twice
+/// in a row only when another claimer wins twice).
+const UNREADABLE_TRIES: u32 = 3;
+
+/// A claim whose lease push was refused in every round although the lease
+/// was fetched before each: the todo's lease keeps moving.
+fn lost_every_round(remote: &str, todo: &str, patience: &sync::shared::Patience) -> crate::Error {
+    Refusal::new(
+        Code::PushRejected,
+        format!(
+            "{remote} refused the lease on {todo} in each of {} rounds over {:.1}s: others keep claiming it",
+            sync::MAX_ROUNDS,
+            patience.elapsed().as_secs_f64()
+        ),
+    )
+    .with_hint("claim again later, or take another todo (`todo next --claim --sync`)")
+    .into()
 }
 
 /// A claim's error, telling how long it tried when it tried more than once.

@@ -31,6 +31,7 @@ mod kernel;
 mod layers;
 mod layout;
 mod leaks;
+mod lease_liveness;
 #[cfg(feature = "mcp")]
 mod mcp;
 #[cfg(feature = "mcp")]

@@ -669,6 +669,9 @@ fn combine(before: SyncAction, now: SyncAction) -> SyncAction {
 pub enum Confirm {
     /// The lease ref moved from the value fetched to the claim's lease.
     Confirmed,
+    /// The lease ref already held this very lease: the same agent claimed
+    /// the todo at the same epoch, in the same second, from elsewhere.
+    AlreadyThere,
     /// The lease ref had moved: another agent leased this todo first.
     LostLease,
 }
@@ -694,7 +697,8 @@ pub fn confirm(
     let pushed = transport::push(ctx.repo_dir(), remote, std::slice::from_ref(&update), false);
     ctx.store.settle_detached(&lease_commit);
     match pushed.map_err(git_failed)?.remove(0) {
-        PushStatus::Updated | PushStatus::UpToDate => Ok(Confirm::Confirmed),
+        PushStatus::Updated => Ok(Confirm::Confirmed),
+        PushStatus::UpToDate => Ok(Confirm::AlreadyThere),
         PushStatus::Rejected(why) if refused_by_policy(&why) => {
             Err(policy_refusal(remote, &update.dst, &why))
         }
@@ -703,6 +707,32 @@ pub fn confirm(
             Ok(Confirm::LostLease)
         }
     }
+}
+
+/// The error for a lease ref on `remote` that refuses a claim however often
+/// it is fetched, yet reads as no lease: a commit another tool put there, or
+/// a remote that hides the ref from fetches.
+pub fn unreadable_lease(
+    ctx: &Context,
+    remote: &str,
+    goal: &str,
+    todo: &str,
+    tries: u32,
+) -> crate::Error {
+    let name = lease_ref(goal, todo);
+    let tracking = format!("{}leases/{goal}/{todo}", transport::tracking_prefix(remote));
+    let what = match ctx.store.try_find_ref(&tracking) {
+        Ok(Some(oid)) => format!("holds commit {}, which is not a git-loopx lease", oid.0),
+        _ => "exists there, but a fetch does not bring it (does the remote hide it, e.g. with uploadpack.hideRefs?)".to_owned(),
+    };
+    Refusal::new(
+        Code::StateInvalid,
+        format!("{remote}'s {name} {what}; the claim was refused {tries} times and nothing was pushed"),
+    )
+    .with_hint(format!(
+        "inspect it with `git fetch {remote} {name}` and `git log -1 FETCH_HEAD`; if no git-loopx peer holds that todo, delete the ref (`git push {remote} :{name}`) and claim again"
+    ))
+    .into()
 }
 
 /// Fetches the remote's leases of `goal` — of one todo, or all of them —

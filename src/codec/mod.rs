@@ -298,7 +298,7 @@ fn goal_of<'a>(state: &'a mut State, goal: &str, path: &str) -> Result<&'a mut G
     state
         .goals
         .get_mut(goal)
-        .ok_or_else(|| err(path, "no such goal"))
+        .ok_or_else(|| err(path, format!("goal `{goal}` has no goal.yaml")))
 }
 
 fn apply_entity<T: DeserializeOwned + crate::model::tracked::Facts>(
@@ -357,6 +357,9 @@ pub fn changed_files(old: Option<&State>, new: &State) -> Vec<FileEdit> {
         path: fn(&T) -> String,
     ) {
         for id in new.entity_keys() {
+            if crate::model::tracked::same(old, Some(new), id) {
+                continue;
+            }
             entity(out, old.and_then(|o| o.entity(id)), new.entity(id), path);
         }
         for id in old.into_iter().flat_map(|o| o.entity_keys()) {
@@ -522,88 +525,192 @@ where
         match classify(path)? {
             Slot::Meta | Slot::Foreign => {}
             Slot::Agent(id) => {
-                let agent: Agent = decode(path, bytes)?;
-                expect_id(path, &agent.id, id)?;
-                ids::check_name("agent", id).map_err(|e| err(path, e.message))?;
+                let agent = read_agent(path, id, bytes)?;
                 state.agents.insert(agent.id.clone(), agent);
             }
             Slot::Goal(id) => {
-                let goal: Goal = decode(path, bytes)?;
-                expect_id(path, &goal.id, id)?;
-                ids::check_name("goal", id).map_err(|e| err(path, e.message))?;
+                let goal = read_goal(path, id, bytes)?;
                 state.goals.insert(goal.id.clone(), GoalState::new(goal));
             }
-            Slot::Todo { goal, shard, id } => {
+            slot @ Slot::Todo { .. } => {
                 let Some(Parsed::Todo(todo)) = parsed.take().transpose()? else {
                     unreachable!("a todo's file parses as a todo");
                 };
-                expect_id(path, &todo.id, id)?;
-                if !ids::is_valid_todo_id(id) || ids::shard(id) != shard {
-                    return Err(err(
-                        path,
-                        format!("`{id}` is not a todo id of shard `{shard}`"),
-                    ));
-                }
-                expect_field(path, "goal", &todo.goal, goal)?;
+                check_place(path, &slot, &todo.id, &todo.goal, None)?;
                 todos.push((path, todo));
             }
-            Slot::Run {
-                goal,
-                day,
-                shard,
-                id,
-            } => {
+            slot @ Slot::Run { .. } => {
                 let Some(Parsed::Run(run)) = parsed.take().transpose()? else {
                     unreachable!("a run's file parses as a run");
                 };
-                expect_id(path, &run.id, id)?;
-                if !ids::is_valid_run_id(id) {
-                    return Err(err(path, format!("`{id}` is not a run id")));
-                }
-                if ids::shard(id) != shard {
-                    return Err(err(
-                        path,
-                        format!("`{id}` is not a run id of shard `{shard}`"),
-                    ));
-                }
-                expect_field(path, "goal", &run.goal, goal)?;
-                expect_field(path, "at", &run.at.day(), day)?;
+                check_place(path, &slot, &run.id, &run.goal, Some(&run.at.day()))?;
                 runs.push((path, run));
             }
         }
     }
     for (path, todo) in todos {
-        let gs = state
-            .goals
-            .get_mut(&todo.goal)
-            .ok_or_else(|| err(path, format!("goal `{}` has no goal.yaml", todo.goal)))?;
-        gs.todos.insert(todo.id.clone(), todo);
+        goal_of(&mut state, &todo.goal.clone(), path)?
+            .todos
+            .insert(todo.id.clone(), todo);
     }
     for (path, run) in runs {
-        let gs = state
-            .goals
-            .get_mut(&run.goal)
-            .ok_or_else(|| err(path, format!("goal `{}` has no goal.yaml", run.goal)))?;
+        let gs = goal_of(&mut state, &run.goal.clone(), path)?;
         if let Some(first) = gs.runs.insert(run.id.clone(), run) {
             // The same run under two days is refused: which of the two
             // holds it would be a guess. Each was read where its day and
             // shard say, so `run_path` is where the first one is.
-            return Err(err(
-                path,
-                format!(
-                    "duplicate run id `{}`: also stored at {}",
-                    first.id,
-                    run_path(&first)
-                ),
-            ));
+            return Err(duplicate_run(path, &first));
         }
     }
+    checked(&mut state)?;
+    Ok(state)
+}
+
+/// The checks of the whole state a read makes; then `state` is marked clean.
+fn checked(state: &mut State) -> Result<(), Error> {
     state.check().map_err(|(entity, message)| {
-        let path = path_of_entity(&state, &entity).unwrap_or_else(|| entity.clone());
+        let path = path_of_entity(state, &entity).unwrap_or_else(|| entity.clone());
         err(&path, message)
     })?;
     state.clean();
-    Ok(state)
+    Ok(())
+}
+
+fn read_agent(path: &str, id: &str, bytes: &[u8]) -> Result<Agent, Error> {
+    let agent: Agent = decode(path, bytes)?;
+    expect_id(path, &agent.id, id)?;
+    ids::check_name("agent", id).map_err(|e| err(path, e.message))?;
+    Ok(agent)
+}
+
+fn read_goal(path: &str, id: &str, bytes: &[u8]) -> Result<Goal, Error> {
+    let goal: Goal = decode(path, bytes)?;
+    expect_id(path, &goal.id, id)?;
+    ids::check_name("goal", id).map_err(|e| err(path, e.message))?;
+    Ok(goal)
+}
+
+/// Checks that a todo or run read from `path` (of `slot`) belongs there:
+/// its id, goal and (for a run) day are the ones its place names.
+fn check_place(
+    path: &str,
+    slot: &Slot<'_>,
+    found_id: &str,
+    found_goal: &str,
+    found_day: Option<&str>,
+) -> Result<(), Error> {
+    let (goal, shard, id, valid, what) = match *slot {
+        Slot::Todo { goal, shard, id } => (goal, shard, id, ids::is_valid_todo_id(id), "todo"),
+        Slot::Run {
+            goal, shard, id, ..
+        } => (goal, shard, id, ids::is_valid_run_id(id), "run"),
+        _ => return Ok(()),
+    };
+    expect_id(path, found_id, id)?;
+    if !valid {
+        return Err(err(path, format!("`{id}` is not a {what} id")));
+    }
+    if ids::shard(id) != shard {
+        return Err(err(
+            path,
+            format!("`{id}` is not a {what} id of shard `{shard}`"),
+        ));
+    }
+    expect_field(path, "goal", found_goal, goal)?;
+    if let (Slot::Run { day, .. }, Some(found)) = (slot, found_day) {
+        expect_field(path, "at", found, day)?;
+    }
+    Ok(())
+}
+
+fn duplicate_run(path: &str, first: &Run) -> Error {
+    err(
+        path,
+        format!(
+            "duplicate run id `{}`: also stored at {}",
+            first.id,
+            run_path(first)
+        ),
+    )
+}
+
+/// Applies the files that changed between a commit and one of its
+/// ancestors (`None`: removed) to the ancestor's state, with every check a
+/// whole read of the commit ([`decode_state`]) makes, so that the result is
+/// the state `decode_state` would give, or the error it would give. `false`
+/// (and `state` partly changed) for a change this does not replay — the
+/// metadata or a goal's file removed —: read the commit whole.
+pub fn apply_changes(state: &mut State, files: &[(&str, Option<&[u8]>)]) -> Result<bool, Error> {
+    // The metadata and goals first, so that todos and runs find theirs.
+    let mut files: Vec<(&str, Option<&[u8]>, Slot<'_>)> = files
+        .iter()
+        .map(|&(path, bytes)| Ok((path, bytes, classify(path)?)))
+        .collect::<Result<_, Error>>()?;
+    files.sort_by_key(|(_, _, slot)| !matches!(slot, Slot::Meta | Slot::Goal(_)));
+    let removed: std::collections::BTreeSet<&str> = files
+        .iter()
+        .filter(|(_, bytes, _)| bytes.is_none())
+        .map(|(path, ..)| *path)
+        .collect();
+    for (path, bytes, slot) in &files {
+        let path = *path;
+        match (slot, *bytes) {
+            (Slot::Meta, Some(b)) => {
+                check_format(b)?;
+                state.meta = decode(path, b)?;
+            }
+            (Slot::Meta | Slot::Goal(_), None) => return Ok(false),
+            (Slot::Agent(id), Some(b)) => {
+                state.agents.insert((*id).to_owned(), read_agent(path, id, b)?);
+            }
+            (Slot::Agent(id), None) => {
+                state.agents.remove(*id);
+            }
+            (Slot::Goal(id), Some(b)) => {
+                let goal = read_goal(path, id, b)?;
+                match state.goals.get_mut(*id) {
+                    Some(gs) => gs.goal = goal,
+                    None => {
+                        state.goals.insert((*id).to_owned(), GoalState::new(goal));
+                    }
+                }
+            }
+            (Slot::Todo { goal, id, .. }, Some(b)) => {
+                let todo: Todo = decode(path, b)?;
+                check_place(path, slot, &todo.id, &todo.goal, None)?;
+                goal_of(state, goal, path)?.todos.insert((*id).to_owned(), todo);
+            }
+            (Slot::Run { goal, id, .. }, Some(b)) => {
+                let run: Run = decode(path, b)?;
+                check_place(path, slot, &run.id, &run.goal, Some(&run.at.day()))?;
+                let gs = goal_of(state, goal, path)?;
+                if let Some(first) = gs.runs.get(id) {
+                    let first_path = run_path(first);
+                    if first_path != path && !removed.contains(first_path.as_str()) {
+                        return Err(duplicate_run(path, first));
+                    }
+                }
+                gs.runs.insert((*id).to_owned(), run);
+            }
+            (Slot::Todo { goal, id, .. }, None) => {
+                if let Some(gs) = state.goals.get_mut(*goal) {
+                    gs.todos.remove(id);
+                }
+            }
+            (Slot::Run { goal, id, .. }, None) => {
+                if let Some(gs) = state.goals.get_mut(*goal) {
+                    // Only the run stored here: a run that moved to another
+                    // day is in this change twice, and its new place stays.
+                    if gs.runs.get(id).is_some_and(|r| run_path(r) == path) {
+                        gs.runs.remove(id);
+                    }
+                }
+            }
+            (Slot::Foreign, _) => {}
+        }
+    }
+    checked(state)?;
+    Ok(true)
 }
 
 /// The file `entity` (as `State::check` names it) was read from.

@@ -28,7 +28,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::model::tracked::Entities;
+use crate::model::tracked::{same, Entities, Facts};
 use crate::model::{GoalState, State, Tracked};
 
 /// A value that lost to the other side's, never silently.
@@ -421,6 +421,46 @@ where
     Ok(out)
 }
 
+/// [`merge_map`] for the todos or runs of a goal: `local`'s map with only
+/// the entries that differ changed, so that a merge decodes and copies what
+/// the two sides changed, not every entry they hold.
+fn merge_tracked<T>(
+    kind: &str,
+    b: Option<&Tracked<T>>,
+    l: &Tracked<T>,
+    r: &Tracked<T>,
+    ctx: &mut Ctx<'_>,
+) -> Result<Tracked<T>, String>
+where
+    T: Serialize + DeserializeOwned + PartialEq + Clone + Facts,
+{
+    let bd = b.map(|b| b as &dyn Entities<T>);
+    let (ld, rd) = (Some(l as &dyn Entities<T>), Some(r as &dyn Entities<T>));
+    let mut ids: Vec<&str> = l.keys().chain(r.keys()).chain(b.into_iter().flat_map(|b| b.keys())).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut out = l.clone();
+    for id in ids {
+        if same(ld, rd, id) || same(rd, bd, id) {
+            continue;
+        }
+        let merged = if same(ld, bd, id) {
+            r.get(id).cloned()
+        } else {
+            merge_entity(&format!("{kind} {id}"), b.and_then(|b| b.get(id)), l.get(id), r.get(id), ctx)?
+        };
+        match merged {
+            Some(v) => {
+                out.insert(id.to_owned(), v);
+            }
+            None => {
+                out.remove(id);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Merges `local` and `remote`, which diverged from `base` (`None`: no common history).
 pub fn merge(base: Option<&State>, local: &State, remote: &State) -> Result<Merged, String> {
     merge_with(base, local, remote, ClaimRule::Remote)
@@ -478,29 +518,22 @@ fn merge_with(
         )?;
         let Some(goal) = goal else { continue };
         let none = Tracked::new();
-        let todos = merge_map(
+        let todos = merge_tracked(
             "todo",
-            bg.map(|g| &g.todos as _),
+            bg.map(|g| &g.todos),
             lg.map_or(&none, |g| &g.todos),
             rg.map_or(&none, |g| &g.todos),
             &mut ctx,
         )?;
         let nor = Tracked::new();
-        let runs = merge_map(
+        let runs = merge_tracked(
             "run",
-            bg.map(|g| &g.runs as _),
+            bg.map(|g| &g.runs),
             lg.map_or(&nor, |g| &g.runs),
             rg.map_or(&nor, |g| &g.runs),
             &mut ctx,
         )?;
-        goals.insert(
-            gid.clone(),
-            GoalState {
-                goal,
-                todos: todos.into(),
-                runs: runs.into(),
-            },
-        );
+        goals.insert(gid.clone(), GoalState { goal, todos, runs });
     }
     let state = State {
         meta,

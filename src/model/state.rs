@@ -125,10 +125,12 @@ impl State {
             if !ids::is_valid_name(gid) || gs.goal.id != *gid {
                 return Err((format!("goal {gid}"), "invalid goal id".into()));
             }
-            for (tid, todo) in &gs.todos {
+            // What was loaded from the cache was checked before it was
+            // cached: only what changed since is looked at.
+            for (tid, todo) in gs.todos.written() {
                 check_todo(gid, tid, todo).map_err(|e| (format!("todo {tid}"), e))?;
             }
-            for (rid, run) in &gs.runs {
+            for (rid, run) in gs.runs.written() {
                 if !ids::is_valid_run_id(rid) || run.id != *rid || run.goal != *gid {
                     return Err((format!("run {rid}"), "invalid run id or goal".into()));
                 }

@@ -332,6 +332,15 @@ impl<T: Facts> Tracked<T> {
         self.entries().map(|(_, slot)| self.facts_of(slot))
     }
 
+    /// The entries not as loaded — inserted or changed since — in key order:
+    /// the ones a check of the whole must look at, since what was loaded
+    /// was checked before it was cached.
+    pub fn written(&self) -> impl Iterator<Item = (&str, &T)> + '_ {
+        self.entries()
+            .filter(|(_, slot)| slot.raw.is_none())
+            .map(|(k, slot)| (k, self.value(slot)))
+    }
+
     /// Keys written since the last [`Tracked::clean`].
     pub fn dirty(&self) -> &BTreeSet<String> {
         &self.dirty
@@ -414,6 +423,24 @@ impl<'a, T: Facts> IntoIterator for &'a Tracked<T> {
 pub trait Entities<T> {
     fn entity(&self, key: &str) -> Option<&T>;
     fn entity_keys(&self) -> Box<dyn Iterator<Item = &str> + '_>;
+    /// The entity's encoded bytes as loaded, where the map keeps them.
+    fn entity_raw(&self, _key: &str) -> Option<&[u8]> {
+        None
+    }
+}
+
+/// Whether `key` is the same in `a` and `b` (absent from both counts): by
+/// their encoded bytes when both keep them, which decodes nothing, else by
+/// value. The encoding is a function of the value, so equal bytes are
+/// equal values.
+pub fn same<T: PartialEq>(a: Option<&dyn Entities<T>>, b: Option<&dyn Entities<T>>, key: &str) -> bool {
+    let raws = (a.and_then(|m| m.entity_raw(key)), b.and_then(|m| m.entity_raw(key)));
+    if let (Some(x), Some(y)) = raws {
+        if x == y {
+            return true;
+        }
+    }
+    a.and_then(|a| a.entity(key)) == b.and_then(|b| b.entity(key))
 }
 
 impl<T> Entities<T> for BTreeMap<String, T> {
@@ -433,6 +460,10 @@ impl<T: Facts> Entities<T> for Tracked<T> {
 
     fn entity_keys(&self) -> Box<dyn Iterator<Item = &str> + '_> {
         Box::new(self.keys())
+    }
+
+    fn entity_raw(&self, key: &str) -> Option<&[u8]> {
+        self.encoded(key)
     }
 }
 

@@ -46,10 +46,56 @@ pub fn state_at(store: &GixStore, commit: &Oid) -> Result<State, Error> {
         }
         return Ok(state);
     }
+    if let Some(state) = from_ancestor(store, commit)? {
+        return Ok(state);
+    }
     let snapshot = store.read(commit)?;
     let state = decode(&snapshot)?.expect("snapshot of a commit");
     remember(store, commit, &state);
     Ok(state)
+}
+
+/// How many first-parent ancestors of an unseen commit are looked up in
+/// the cache before it is read whole.
+const ANCESTOR_WALK: usize = 64;
+
+/// The state of a commit this host has not seen (a peer's head, fetched)
+/// from the nearest first-parent ancestor it has: that state, plus the
+/// files the two trees differ in, decoded with every check a whole read
+/// makes. What a sync merge reads then costs what the peers changed, not
+/// what the state holds. `None` when no ancestor in reach is cached.
+fn from_ancestor(store: &GixStore, commit: &Oid) -> Result<Option<State>, Error> {
+    let Ok(line) = store.first_parent_log(commit, ANCESTOR_WALK) else {
+        return Ok(None);
+    };
+    let Some((ancestor, mut state)) = line
+        .iter()
+        .skip(1)
+        .find_map(|c| cached(store, &c.id, 0).map(|(state, _)| (c.id.clone(), state)))
+    else {
+        return Ok(None);
+    };
+    let files = store.changed_files(&ancestor, commit)?;
+    let edits: Vec<(&str, Option<&[u8]>)> = files
+        .iter()
+        .map(|(path, bytes)| (path.as_str(), bytes.as_deref()))
+        .collect();
+    let applied = codec::apply_changes(&mut state, &edits).map_err(|source| Error::Corrupt {
+        commit: commit.clone(),
+        source,
+    })?;
+    if !applied {
+        return Ok(None);
+    }
+    let changes: Vec<FileChange> = files
+        .into_iter()
+        .map(|(path, bytes)| match bytes {
+            Some(bytes) => FileChange::Upsert { path, bytes },
+            None => FileChange::Remove { path },
+        })
+        .collect();
+    remember_delta(store, commit, Some(&ancestor), &state, &changes);
+    Ok(Some(state))
 }
 
 /// Decodes the state of `snapshot`, naming the commit on failure.

@@ -302,6 +302,13 @@ impl GixStore {
             .map_err(|e| self.diagnosed(commit, e))
     }
 
+    /// The files whose bytes differ between the trees of `from` and `to`
+    /// (`None`: not in `to`), reading only the subtrees that differ.
+    pub fn changed_files(&self, from: &Oid, to: &Oid) -> Result<Vec<objects::ChangedFile>, Error> {
+        self.settled_afresh(|| self.try_changed_files(from, to))
+            .map_err(|e| self.diagnosed(to, e))
+    }
+
     /// The bytes of one file of `commit`'s tree (`None`: no such file).
     pub fn read_file(&self, commit: &Oid, path: &str) -> Result<Option<Vec<u8>>, Error> {
         self.settled_afresh(|| self.try_read_file(commit, path))

@@ -11,7 +11,9 @@
 use std::path::{Path, PathBuf};
 
 use gix::bstr::ByteSlice;
-use gix::objs::tree::EntryKind;
+use std::collections::BTreeMap;
+
+use gix::objs::tree::{EntryKind, EntryMode};
 use gix::ObjectId;
 
 use super::{git_err, object_id, oid, GixStore};
@@ -72,6 +74,82 @@ impl GixStore {
         Ok(Some(blob.data.clone()))
     }
 
+    /// The files that differ between the trees of `from` and `to`: each
+    /// with its bytes in `to`, or `None` where `to` has no such file. Only
+    /// subtrees whose ids differ are read, so the cost is what changed.
+    pub(super) fn try_changed_files(&self, from: &Oid, to: &Oid) -> Result<Vec<ChangedFile>, Error> {
+        let repo = self.repo.borrow();
+        let tree_of = |commit: &Oid| -> Result<ObjectId, Error> {
+            let c = repo
+                .find_commit(object_id(commit)?)
+                .map_err(|e| git_err(&format!("reading commit {commit}"), e))?;
+            Ok(c.tree_id().map_err(|e| git_err("reading commit tree", e))?.detach())
+        };
+        let (old, new) = (tree_of(from)?, tree_of(to)?);
+        drop(repo);
+        let mut out = Vec::new();
+        self.diff_trees(to, Some(old), Some(new), "", &mut out)?;
+        Ok(out)
+    }
+
+    fn diff_trees(
+        &self,
+        commit: &Oid,
+        old: Option<ObjectId>,
+        new: Option<ObjectId>,
+        prefix: &str,
+        out: &mut Vec<ChangedFile>,
+    ) -> Result<(), Error> {
+        let entries = |tree: Option<ObjectId>| -> Result<BTreeMap<String, (EntryMode, ObjectId)>, Error> {
+            let Some(tree) = tree else {
+                return Ok(BTreeMap::new());
+            };
+            let repo = self.repo.borrow();
+            let tree = repo
+                .find_tree(tree)
+                .map_err(|e| git_err(&format!("reading tree {prefix}"), e))?;
+            let decoded = tree.decode().map_err(|e| git_err("decoding tree", e))?;
+            Ok(decoded
+                .entries
+                .iter()
+                .map(|e| (e.filename.to_str_lossy().into_owned(), (e.mode, e.oid.to_owned())))
+                .collect())
+        };
+        let (old, new) = (entries(old)?, entries(new)?);
+        let names: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+        for name in names {
+            let (was, is) = (old.get(name), new.get(name));
+            if was == is {
+                continue;
+            }
+            let path = if prefix.is_empty() {
+                name.clone()
+            } else {
+                format!("{prefix}/{name}")
+            };
+            let subtree = |e: Option<&(EntryMode, ObjectId)>| e.filter(|(m, _)| m.is_tree()).map(|(_, id)| *id);
+            let (old_tree, new_tree) = (subtree(was), subtree(is));
+            if old_tree.is_some() || new_tree.is_some() {
+                self.diff_trees(commit, old_tree, new_tree, &path, out)?;
+            }
+            let was_file = was.is_some_and(|(m, _)| !m.is_tree());
+            match is {
+                Some((mode, id)) if mode.is_blob() => {
+                    let repo = self.repo.borrow();
+                    let blob = repo
+                        .find_blob(*id)
+                        .map_err(|e| git_err(&format!("reading {path}"), e))?;
+                    out.push((path, Some(blob.data.clone())));
+                }
+                Some((mode, _)) if !mode.is_tree() => return Err(not_a_file(commit, path, *mode)),
+                // Gone, or a directory now where a file was.
+                _ if was_file => out.push((path, None)),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     fn collect(
         &self,
         commit: &Oid,
@@ -99,22 +177,7 @@ impl GixStore {
                     .map_err(|e| git_err(&format!("reading {path}"), e))?;
                 files.insert(path, blob.data.clone());
             } else {
-                // A symlink or a submodule where a file belongs: refused
-                // with its path, never skipped (a skipped todo is a lost one).
-                let what = if entry.mode.is_link() {
-                    "a symbolic link"
-                } else if entry.mode.is_commit() {
-                    "a submodule (gitlink)"
-                } else {
-                    "not a regular file"
-                };
-                return Err(Error::Corrupt {
-                    commit: commit.clone(),
-                    source: crate::codec::Error {
-                        path,
-                        message: format!("is {what}; the state holds only regular files"),
-                    },
-                });
+                return Err(not_a_file(commit, path, entry.mode));
             }
         }
         Ok(())
@@ -503,5 +566,27 @@ fn persist<T, E: std::fmt::Display>(write: impl Fn() -> Result<T, E>) -> Result<
             }
             Err(e) => return Err(e),
         }
+    }
+}
+
+/// A file of the state tree, by path, with its bytes (`None`: removed).
+pub type ChangedFile = (String, Option<Vec<u8>>);
+
+/// A symlink or a submodule where a file belongs: refused with its path,
+/// never skipped (a skipped todo is a lost one).
+fn not_a_file(commit: &Oid, path: String, mode: EntryMode) -> Error {
+    let what = if mode.is_link() {
+        "a symbolic link"
+    } else if mode.is_commit() {
+        "a submodule (gitlink)"
+    } else {
+        "not a regular file"
+    };
+    Error::Corrupt {
+        commit: commit.clone(),
+        source: crate::codec::Error {
+            path,
+            message: format!("is {what}; the state holds only regular files"),
+        },
     }
 }

@@ -491,13 +491,6 @@ pub fn merge_base(dir: &Path, a: &str, b: &str) -> Result<Option<String>, String
     }
 }
 
-/// Whether `ancestor` is an ancestor of (or equal to) `descendant`.
-pub fn is_ancestor(dir: &Path, ancestor: &str, descendant: &str) -> Result<bool, String> {
-    let out = run(dir, &["merge-base", "--is-ancestor", ancestor, descendant])
-        .map_err(|e| format!("could not run git merge-base: {e}"))?;
-    Ok(out.success)
-}
-
 #[cfg(test)]
 mod transport_tests {
     use super::*;

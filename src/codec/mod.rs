@@ -661,7 +661,9 @@ pub fn apply_changes(state: &mut State, files: &[(&str, Option<&[u8]>)]) -> Resu
             }
             (Slot::Meta | Slot::Goal(_), None) => return Ok(false),
             (Slot::Agent(id), Some(b)) => {
-                state.agents.insert((*id).to_owned(), read_agent(path, id, b)?);
+                state
+                    .agents
+                    .insert((*id).to_owned(), read_agent(path, id, b)?);
             }
             (Slot::Agent(id), None) => {
                 state.agents.remove(*id);
@@ -678,7 +680,9 @@ pub fn apply_changes(state: &mut State, files: &[(&str, Option<&[u8]>)]) -> Resu
             (Slot::Todo { goal, id, .. }, Some(b)) => {
                 let todo: Todo = decode(path, b)?;
                 check_place(path, slot, &todo.id, &todo.goal, None)?;
-                goal_of(state, goal, path)?.todos.insert((*id).to_owned(), todo);
+                goal_of(state, goal, path)?
+                    .todos
+                    .insert((*id).to_owned(), todo);
             }
             (Slot::Run { goal, id, .. }, Some(b)) => {
                 let run: Run = decode(path, b)?;

@@ -155,36 +155,6 @@ pub fn push(
         .collect()
 }
 
-/// Of `commits`, those no other one of them reaches (`git merge-base
-/// --independent`), in the order git gives.
-pub fn independent(dir: &Path, commits: &[&str]) -> Result<Vec<String>, String> {
-    if commits.len() < 2 {
-        return Ok(commits.iter().map(|c| (*c).to_owned()).collect());
-    }
-    let mut args = vec!["merge-base", "--independent"];
-    args.extend_from_slice(commits);
-    let out = run(dir, &args).map_err(|e| format!("could not run git merge-base: {e}"))?;
-    if !out.success {
-        return Err(format!("git merge-base failed: {}", out.stderr.trim()));
-    }
-    Ok(out.stdout.split_whitespace().map(str::to_owned).collect())
-}
-
-/// The best common ancestor of `one` and a merge of all of `others` (`git
-/// merge-base one others…`), if they share history.
-pub fn merge_base_of(dir: &Path, one: &str, others: &[&str]) -> Result<Option<String>, String> {
-    let mut args = vec!["merge-base", one];
-    args.extend_from_slice(others);
-    let out = run(dir, &args).map_err(|e| format!("could not run git merge-base: {e}"))?;
-    if out.success {
-        Ok(out.stdout.split_whitespace().next().map(str::to_owned))
-    } else if out.stderr.trim().is_empty() {
-        Ok(None)
-    } else {
-        Err(format!("git merge-base failed: {}", out.stderr.trim()))
-    }
-}
-
 /// A ref under a prefix, with the trailers of the commit it points at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RefTrailers {

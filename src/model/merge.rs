@@ -436,7 +436,11 @@ where
 {
     let bd = b.map(|b| b as &dyn Entities<T>);
     let (ld, rd) = (Some(l as &dyn Entities<T>), Some(r as &dyn Entities<T>));
-    let mut ids: Vec<&str> = l.keys().chain(r.keys()).chain(b.into_iter().flat_map(|b| b.keys())).collect();
+    let mut ids: Vec<&str> = l
+        .keys()
+        .chain(r.keys())
+        .chain(b.into_iter().flat_map(|b| b.keys()))
+        .collect();
     ids.sort_unstable();
     ids.dedup();
     let mut out = l.clone();
@@ -447,7 +451,13 @@ where
         let merged = if same(ld, bd, id) {
             r.get(id).cloned()
         } else {
-            merge_entity(&format!("{kind} {id}"), b.and_then(|b| b.get(id)), l.get(id), r.get(id), ctx)?
+            merge_entity(
+                &format!("{kind} {id}"),
+                b.and_then(|b| b.get(id)),
+                l.get(id),
+                r.get(id),
+                ctx,
+            )?
         };
         match merged {
             Some(v) => {

@@ -433,8 +433,15 @@ pub trait Entities<T> {
 /// their encoded bytes when both keep them, which decodes nothing, else by
 /// value. The encoding is a function of the value, so equal bytes are
 /// equal values.
-pub fn same<T: PartialEq>(a: Option<&dyn Entities<T>>, b: Option<&dyn Entities<T>>, key: &str) -> bool {
-    let raws = (a.and_then(|m| m.entity_raw(key)), b.and_then(|m| m.entity_raw(key)));
+pub fn same<T: PartialEq>(
+    a: Option<&dyn Entities<T>>,
+    b: Option<&dyn Entities<T>>,
+    key: &str,
+) -> bool {
+    let raws = (
+        a.and_then(|m| m.entity_raw(key)),
+        b.and_then(|m| m.entity_raw(key)),
+    );
     if let (Some(x), Some(y)) = raws {
         if x == y {
             return true;

@@ -365,13 +365,12 @@ fn merge_commit(
     theirs: &Oid,
     allow_unrelated: bool,
 ) -> Result<Option<MergeCommit>> {
-    let dir = ctx.repo_dir().to_owned();
-    let base = git_cmd::merge_base(&dir, &local.0, &theirs.0).map_err(git_failed)?;
+    let base = ctx.store.merge_base(local, &[theirs])?;
     if base.is_none() && !allow_unrelated {
         return Err(unrelated(remote, local, theirs));
     }
     let base_state = match &base {
-        Some(b) => Some(transaction::state_at(&ctx.store, &Oid(b.clone()))?),
+        Some(b) => Some(transaction::state_at(&ctx.store, b)?),
         None => None,
     };
     let ours = transaction::state_at(&ctx.store, local)?;
@@ -520,7 +519,6 @@ fn sync_branch(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result<Syn
     let mut conflicts = Vec::new();
     let mut lost_claims = Vec::new();
     let mut merged_any = false;
-    let dir = ctx.repo_dir().to_owned();
     let mut jitter = transaction::Jitter::new();
     for round in 1..=MAX_ROUNDS {
         let theirs = fetch(ctx, &remote)?;
@@ -562,7 +560,7 @@ fn sync_branch(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result<Syn
                 return Ok(report(action, l, conflicts, lost_claims));
             }
             (Some(l), Some(r)) => {
-                if git_cmd::is_ancestor(&dir, &l.0, &r.0).map_err(git_failed)? {
+                if ctx.store.is_ancestor(&l, &r)? {
                     if ctx.store.move_ref(
                         STATE_REF,
                         Some(&l),
@@ -579,7 +577,7 @@ fn sync_branch(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result<Syn
                     }
                     continue;
                 }
-                let tip = if git_cmd::is_ancestor(&dir, &r.0, &l.0).map_err(git_failed)? {
+                let tip = if ctx.store.is_ancestor(&r, &l)? {
                     l
                 } else {
                     match merge_commit(ctx, &remote, &l, &r, allow_unrelated)? {

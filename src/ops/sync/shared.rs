@@ -190,7 +190,6 @@ pub fn integrate(
     fetched: &Fetched,
     allow_unrelated: bool,
 ) -> Result<Integrated> {
-    let dir = ctx.repo_dir().to_owned();
     let heads = fetched.heads();
     loop {
         let local = ctx.store.tip()?;
@@ -200,15 +199,11 @@ pub fn integrate(
             conflicts: Vec::new(),
             lost_claims: Vec::new(),
         };
-        let mut all: Vec<&str> = heads.iter().map(|h| h.0.as_str()).collect();
+        let mut all = heads.clone();
         if let Some(l) = &local {
-            all.push(&l.0);
+            all.push(l.clone());
         }
-        let tops: Vec<Oid> = transport::independent(&dir, &all)
-            .map_err(git_failed)?
-            .into_iter()
-            .map(Oid)
-            .collect();
+        let tops = ctx.store.independent(&all)?;
         match (&local, tops.as_slice()) {
             (None, []) => return Err(StoreError::Missing.into()),
             (Some(l), [only]) if only == l => return Ok(done(l.clone(), SyncAction::UpToDate)),
@@ -253,7 +248,6 @@ fn merge_heads(
     tops: &[Oid],
     allow_unrelated: bool,
 ) -> Result<Option<Integrated>> {
-    let dir = ctx.repo_dir().to_owned();
     let local_on_top = local.filter(|l| tops.contains(l));
     // The published heads, merged among themselves first.
     let mut published: Vec<&Oid> = tops.iter().filter(|t| Some(*t) != local_on_top).collect();
@@ -261,7 +255,7 @@ fn merge_heads(
     // goes first, so the local branch's history stays the first parent.
     if let (Some(l), None) = (local, local_on_top) {
         for (i, h) in published.iter().enumerate() {
-            if git_cmd::is_ancestor(&dir, &l.0, &h.0).map_err(git_failed)? {
+            if ctx.store.is_ancestor(l, h)? {
                 let h = published.remove(i);
                 published.insert(0, h);
                 break;
@@ -272,7 +266,7 @@ fn merge_heads(
     let mut lost_claims = Vec::new();
     let mut acc = transaction::state_at(&ctx.store, published[0])?;
     for (i, head) in published.iter().enumerate().skip(1) {
-        let before: Vec<&str> = published[..i].iter().map(|h| h.0.as_str()).collect();
+        let before: Vec<&Oid> = published[..i].to_vec();
         let base = base_state(ctx, remote, head, &before, allow_unrelated)?;
         let theirs = transaction::state_at(&ctx.store, head)?;
         let m = merge::merge_published(base.as_ref(), &acc, &theirs)
@@ -285,8 +279,7 @@ fn merge_heads(
     let (first, others, ours, merged) = match local_on_top {
         Some(l) => {
             let ours = transaction::state_at(&ctx.store, l)?;
-            let heads: Vec<&str> = published.iter().map(|h| h.0.as_str()).collect();
-            let base = base_state(ctx, remote, l, &heads, allow_unrelated)?;
+            let base = base_state(ctx, remote, l, &published, allow_unrelated)?;
             let m = merge::merge(base.as_ref(), &ours, &acc)
                 .map_err(|e| invalid_merge(remote, l, e))?;
             conflicts.extend(m.conflicts);
@@ -389,14 +382,13 @@ fn base_state(
     ctx: &Context,
     remote: &str,
     one: &Oid,
-    others: &[&str],
+    others: &[&Oid],
     allow_unrelated: bool,
 ) -> Result<Option<State>> {
-    let dir = ctx.repo_dir().to_owned();
-    match transport::merge_base_of(&dir, &one.0, others).map_err(git_failed)? {
-        Some(b) => Ok(Some(transaction::state_at(&ctx.store, &Oid(b))?)),
+    match ctx.store.merge_base(one, others)? {
+        Some(b) => Ok(Some(transaction::state_at(&ctx.store, &b)?)),
         None if allow_unrelated => Ok(None),
-        None => Err(super::unrelated(remote, one, &Oid(others[0].to_owned()))),
+        None => Err(super::unrelated(remote, one, others[0])),
     }
 }
 

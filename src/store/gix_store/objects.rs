@@ -74,16 +74,70 @@ impl GixStore {
         Ok(Some(blob.data.clone()))
     }
 
+    /// The best common ancestor of `one` and a merge of all of `others`, as
+    /// `git merge-base one others…` answers (`None`: no shared history).
+    pub fn merge_base(&self, one: &Oid, others: &[&Oid]) -> Result<Option<Oid>, Error> {
+        let others = others
+            .iter()
+            .map(|o| object_id(o))
+            .collect::<Result<Vec<_>, _>>()?;
+        let one_id = object_id(one)?;
+        self.settled_afresh(|| {
+            let repo = self.repo.borrow();
+            let bases = repo
+                .merge_bases_many(one_id, &others)
+                .map_err(|e| git_err(&format!("finding the merge base of {one}"), e))?;
+            Ok(bases.first().map(|id| oid(id.detach())))
+        })
+    }
+
+    /// Whether `ancestor` is `descendant` or reachable from it.
+    pub fn is_ancestor(&self, ancestor: &Oid, descendant: &Oid) -> Result<bool, Error> {
+        Ok(ancestor == descendant
+            || self.merge_base(ancestor, &[descendant])?.as_ref() == Some(ancestor))
+    }
+
+    /// The commits of `commits` that no other of them reaches (`git
+    /// merge-base --independent`), each once, in their first order.
+    pub fn independent(&self, commits: &[Oid]) -> Result<Vec<Oid>, Error> {
+        let mut unique: Vec<&Oid> = Vec::new();
+        for c in commits {
+            if !unique.contains(&c) {
+                unique.push(c);
+            }
+        }
+        let mut tops = Vec::new();
+        for (i, c) in unique.iter().enumerate() {
+            let mut reached = false;
+            for (j, other) in unique.iter().enumerate() {
+                if i != j && self.is_ancestor(c, other)? {
+                    reached = true;
+                    break;
+                }
+            }
+            if !reached {
+                tops.push((*c).clone());
+            }
+        }
+        Ok(tops)
+    }
+
     /// The files that differ between the trees of `from` and `to`: each
     /// with its bytes in `to`, or `None` where `to` has no such file. Only
     /// subtrees whose ids differ are read, so the cost is what changed.
-    pub(super) fn try_changed_files(&self, from: &Oid, to: &Oid) -> Result<Vec<ChangedFile>, Error> {
+    pub(super) fn try_changed_files(
+        &self,
+        from: &Oid,
+        to: &Oid,
+    ) -> Result<Vec<ChangedFile>, Error> {
         let repo = self.repo.borrow();
         let tree_of = |commit: &Oid| -> Result<ObjectId, Error> {
             let c = repo
                 .find_commit(object_id(commit)?)
                 .map_err(|e| git_err(&format!("reading commit {commit}"), e))?;
-            Ok(c.tree_id().map_err(|e| git_err("reading commit tree", e))?.detach())
+            Ok(c.tree_id()
+                .map_err(|e| git_err("reading commit tree", e))?
+                .detach())
         };
         let (old, new) = (tree_of(from)?, tree_of(to)?);
         drop(repo);
@@ -100,21 +154,27 @@ impl GixStore {
         prefix: &str,
         out: &mut Vec<ChangedFile>,
     ) -> Result<(), Error> {
-        let entries = |tree: Option<ObjectId>| -> Result<BTreeMap<String, (EntryMode, ObjectId)>, Error> {
-            let Some(tree) = tree else {
-                return Ok(BTreeMap::new());
+        let entries =
+            |tree: Option<ObjectId>| -> Result<BTreeMap<String, (EntryMode, ObjectId)>, Error> {
+                let Some(tree) = tree else {
+                    return Ok(BTreeMap::new());
+                };
+                let repo = self.repo.borrow();
+                let tree = repo
+                    .find_tree(tree)
+                    .map_err(|e| git_err(&format!("reading tree {prefix}"), e))?;
+                let decoded = tree.decode().map_err(|e| git_err("decoding tree", e))?;
+                Ok(decoded
+                    .entries
+                    .iter()
+                    .map(|e| {
+                        (
+                            e.filename.to_str_lossy().into_owned(),
+                            (e.mode, e.oid.to_owned()),
+                        )
+                    })
+                    .collect())
             };
-            let repo = self.repo.borrow();
-            let tree = repo
-                .find_tree(tree)
-                .map_err(|e| git_err(&format!("reading tree {prefix}"), e))?;
-            let decoded = tree.decode().map_err(|e| git_err("decoding tree", e))?;
-            Ok(decoded
-                .entries
-                .iter()
-                .map(|e| (e.filename.to_str_lossy().into_owned(), (e.mode, e.oid.to_owned())))
-                .collect())
-        };
         let (old, new) = (entries(old)?, entries(new)?);
         let names: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
         for name in names {
@@ -127,7 +187,9 @@ impl GixStore {
             } else {
                 format!("{prefix}/{name}")
             };
-            let subtree = |e: Option<&(EntryMode, ObjectId)>| e.filter(|(m, _)| m.is_tree()).map(|(_, id)| *id);
+            let subtree = |e: Option<&(EntryMode, ObjectId)>| {
+                e.filter(|(m, _)| m.is_tree()).map(|(_, id)| *id)
+            };
             let (old_tree, new_tree) = (subtree(was), subtree(is));
             if old_tree.is_some() || new_tree.is_some() {
                 self.diff_trees(commit, old_tree, new_tree, &path, out)?;

@@ -436,15 +436,9 @@ where
 {
     let bd = b.map(|b| b as &dyn Entities<T>);
     let (ld, rd) = (Some(l as &dyn Entities<T>), Some(r as &dyn Entities<T>));
-    let mut ids: Vec<&str> = l
-        .keys()
-        .chain(r.keys())
-        .chain(b.into_iter().flat_map(|b| b.keys()))
-        .collect();
-    ids.sort_unstable();
-    ids.dedup();
     let mut out = l.clone();
-    for id in ids {
+    for id in differing(b, l, r) {
+        let id = id.as_str();
         if same(ld, rd, id) || same(rd, bd, id) {
             continue;
         }
@@ -469,6 +463,31 @@ where
         }
     }
     Ok(out)
+}
+
+/// The keys whose encoded bytes as loaded are not the same in all three
+/// maps (or that one of them lacks, or holds as written since): one walk
+/// over the three in key order, decoding nothing. Keys equal in all three
+/// need no merge.
+fn differing<T: Facts>(b: Option<&Tracked<T>>, l: &Tracked<T>, r: &Tracked<T>) -> Vec<String> {
+    let none = Tracked::new();
+    let mut its = [b.unwrap_or(&none), l, r].map(|m| m.raw_entries().peekable());
+    let mut out = Vec::new();
+    loop {
+        let Some(key) = its.iter_mut().filter_map(|it| it.peek().map(|e| e.0)).min() else {
+            return out;
+        };
+        let mut raws = Vec::with_capacity(3);
+        for it in &mut its {
+            if it.peek().is_some_and(|e| e.0 == key) {
+                raws.push(it.next().and_then(|e| e.1));
+            }
+        }
+        let alike = raws.len() == 3 && raws[0].is_some() && raws.iter().all(|r| *r == raws[0]);
+        if !alike {
+            out.push(key.to_owned());
+        }
+    }
 }
 
 /// Merges `local` and `remote`, which diverged from `base` (`None`: no common history).

@@ -341,6 +341,13 @@ impl<T: Facts> Tracked<T> {
             .map(|(k, slot)| (k, self.value(slot)))
     }
 
+    /// Every key in order with its encoded bytes as loaded (`None` once
+    /// written); decodes nothing.
+    pub fn raw_entries(&self) -> impl Iterator<Item = (&str, Option<&[u8]>)> + '_ {
+        self.entries()
+            .map(|(k, slot)| (k, slot.raw.map(|raw| self.bytes(raw))))
+    }
+
     /// Keys written since the last [`Tracked::clean`].
     pub fn dirty(&self) -> &BTreeSet<String> {
         &self.dirty

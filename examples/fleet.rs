@@ -42,6 +42,16 @@
 //! `todo list --all`, each id completed once, no id claimed by two agents),
 //! and whether every clone and the remote hold the same `loopx-state` tree.
 //!
+//! `--mode merge`: what one `sync` costs for each peer head it merges.
+//! Clones 1..N each change one todo (`todo update --note`) and publish
+//! their branch on a peer ref with a plain `git push`, merging nothing.
+//! Then, for K = 0, 1, 2, 4, … N-1 peer heads, on fresh copies of the
+//! remote (keeping K of those refs) and of clone 0: `git fetch` of what
+//! `sync` fetches, then `git loopx sync` timed (median of 3), so the figure
+//! is the merge and the push, not the transfer. Printed: each K's time and
+//! the cost per extra peer head, (time at N-1 − time at 2) / (N-3): one
+//! head is a fast-forward, two are the first merge.
+//!
 //! `--bin PATH` measures another build (default: this checkout's, built
 //! first under cargo); `--compare OTHER` also runs everything with OTHER, each
 //! on its own fresh setup, and prints both side by side with B/A ratios.
@@ -70,7 +80,7 @@ usage: cargo run --release --example fleet -- [options]
   --clones N             clones of the repository (default 16)
   --agents M             agents per clone (default 1)
   --todos T              todos to drain; claims uses at least N*M*K (default 200)
-  --mode claims|drain|both   what to measure (default both)
+  --mode claims|drain|both|merge   what to measure (default both)
   --seconds S            how long the claimers claim (default 20)
   --claims-each K        todos per claimer at least, in claims mode (default 20)
   --latency-ms L         sleep before every fetch, push, ls-remote (default 0)
@@ -88,6 +98,7 @@ enum Mode {
     Claims,
     Drain,
     Both,
+    Merge,
 }
 
 struct Opts {
@@ -165,7 +176,8 @@ fn opts() -> Opts {
                     "claims" => Mode::Claims,
                     "drain" => Mode::Drain,
                     "both" => Mode::Both,
-                    other => fail(format!("--mode {other}: claims, drain or both")),
+                    "merge" => Mode::Merge,
+                    other => fail(format!("--mode {other}: claims, drain, both or merge")),
                 }
             }
             "--no-sync-after-done" => {
@@ -1114,7 +1126,95 @@ fn drain_bench(o: &Opts, bin: &Path, real_git: &Path) -> Vec<Row> {
     ]
 }
 
+/// `--mode merge` (see the top of this file).
+fn merge_bench(o: &Opts, bin: &Path, real_git: &Path) -> Vec<Row> {
+    let peers = o.clones.saturating_sub(1).max(3);
+    let fleet = Fleet::new(bin, real_git, o, peers + 1, o.todos.max(peers));
+    for p in 1..=peers {
+        let dir = &fleet.clones[p];
+        let agent = format!("peer-{p}");
+        let ran = fleet.loopx(
+            dir,
+            Some(&agent),
+            &[
+                "todo",
+                "update",
+                &fleet.todos[p - 1],
+                "--note",
+                "merge bench",
+            ],
+        );
+        assert!(ran.ok(), "todo update: {} {}", ran.failure(), ran.json);
+        let dst = format!("loopx-state:refs/loopx/peers/merge-bench-{p:03}");
+        fleet.git(dir, &["push", "-q", "origin", &dst]);
+    }
+    let top = fleet.root.path().to_owned();
+    let mut ks = vec![0, 1];
+    while ks[ks.len() - 1] * 2 < peers {
+        ks.push(ks[ks.len() - 1] * 2);
+    }
+    ks.push(peers);
+    let mut rows = Vec::new();
+    let mut times = BTreeMap::new();
+    for &k in &ks {
+        let mut samples = Vec::new();
+        for rep in 0..3 {
+            let remote = top.join(format!("merge-remote-{k}-{rep}.git"));
+            let clone = top.join(format!("merge-clone-{k}-{rep}"));
+            for (from, to) in [(&fleet.remote, &remote), (&fleet.clones[0], &clone)] {
+                let copied = Command::new("cp").arg("-a").arg(from).arg(to).status();
+                assert!(
+                    copied.is_ok_and(|s| s.success()),
+                    "cp -a {}",
+                    from.display()
+                );
+            }
+            let git_dir = format!("--git-dir={}", remote.display());
+            for p in k + 1..=peers {
+                let name = format!("refs/loopx/peers/merge-bench-{p:03}");
+                fleet.git(&top, &[&git_dir, "update-ref", "-d", &name]);
+            }
+            let url = remote.to_string_lossy().into_owned();
+            fleet.git(&clone, &["remote", "set-url", "origin", &url]);
+            fleet.git(
+                &clone,
+                &[
+                    "fetch",
+                    "-q",
+                    "origin",
+                    "+refs/heads/loopx-state:refs/remotes/origin/loopx-state",
+                    "+refs/loopx/peers/*:refs/loopx/remotes/origin/peers/*",
+                    "+refs/loopx/leases/*:refs/loopx/remotes/origin/leases/*",
+                ],
+            );
+            let started = Instant::now();
+            let ran = fleet.loopx(&clone, None, &["sync"]);
+            let took = started.elapsed().as_secs_f64() * 1000.0;
+            assert!(ran.ok(), "sync: {} {}", ran.failure(), ran.json);
+            samples.push(took);
+        }
+        samples.sort_by(f64::total_cmp);
+        let median = samples[1];
+        times.insert(k, median);
+        rows.push(row(
+            &format!("sync merging {k} peer heads"),
+            format!("{median:.1} ms"),
+            Some(median),
+        ));
+    }
+    let per_peer = (times[&peers] - times[&2]) / (peers - 2) as f64;
+    rows.push(row(
+        "merge cost per extra peer head",
+        format!("{per_peer:.2} ms ({} todos)", o.todos.max(peers)),
+        Some(per_peer),
+    ));
+    rows
+}
+
 fn bench(o: &Opts, bin: &Path, real_git: &Path) -> Vec<Row> {
+    if o.mode == Mode::Merge {
+        return merge_bench(o, bin, real_git);
+    }
     let mut rows = Vec::new();
     if o.mode != Mode::Drain {
         rows.extend(claims_bench(o, bin, real_git));

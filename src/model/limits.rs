@@ -117,12 +117,13 @@ pub fn with_moved(todo: &Todo, mut moved: Vec<Note>) -> Vec<Note> {
 /// moved (a peer's merge brought it back) leaves the file first. The same
 /// todo gives the same records on every peer. Returns how many moved.
 pub fn shed_notes(gs: &mut GoalState, size: impl Fn(&Todo) -> usize) -> usize {
-    // Only a todo whose notes could pass the bound is measured: a text
-    // encodes to at most six bytes a byte (escapes), a note's fields to
-    // less than 200.
+    // Only a todo written since it was loaded can have grown (a merge
+    // writes the todos it merged), and of those only one whose notes could
+    // pass the bound is measured: a text encodes to at most six bytes a
+    // byte (escapes), a note's fields to less than 200.
     let large: Vec<String> = gs
         .todos
-        .iter()
+        .written()
         .filter(|(_, t)| {
             let bytes: usize = t.notes.iter().map(|n| 6 * n.text.len() + 200).sum();
             bytes > MAX_NOTED_TODO_BYTES && size(t) > MAX_NOTED_TODO_BYTES

@@ -58,5 +58,12 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
     for l in &r.lost_claims {
         text.push_str(&format!("your claim on {} lost to {}\n", l.todo, l.remote));
     }
+    if r.deferred_heads > 0 {
+        text.push_str(&format!(
+            "{} more peer heads wait for the next sync (one sync merges at most {})\n",
+            r.deferred_heads,
+            sync::shared::MAX_MERGED_HEADS
+        ));
+    }
     Ok(Output::new(&r, text))
 }

@@ -975,3 +975,61 @@ fn note_texts(env: &TestEnv, dir: &Path, todo: &str) -> Vec<String> {
         .map(|n| n["text"].as_str().unwrap().to_owned())
         .collect()
 }
+
+/// One sync merges at most 16 peer heads and says how many wait; the next
+/// sync merges those.
+#[test]
+fn a_sync_merges_at_most_sixteen_peer_heads_and_says_so() {
+    let env = TestEnv::new();
+    let (remote, dirs) = env.shared_state(&["a", "b"]);
+    let (a, b) = (&dirs[0], &dirs[1]);
+    let todos: Vec<String> = (0..18)
+        .map(|i| env.add_todo(a, &format!("work {i}")))
+        .collect();
+    env.loopx(a, &["sync"]).success();
+    env.loopx(b, &["sync"]).success();
+    let base = env.tip(a);
+    // Eighteen peers, each with one change on the same base.
+    for (i, t) in todos.iter().enumerate() {
+        env.loopx(
+            a,
+            &[
+                "--agent",
+                "x",
+                "todo",
+                "update",
+                t,
+                "--note",
+                &format!("peer {i}"),
+            ],
+        )
+        .success();
+        env.git(
+            a,
+            &[
+                "push",
+                "-q",
+                "origin",
+                &format!("loopx-state:refs/loopx/peers/peer-{i:02}"),
+            ],
+        );
+        env.git(a, &["update-ref", "refs/heads/loopx-state", &base]);
+    }
+    let first = env.loopx(b, &["--json", "sync"]).success().json();
+    assert_eq!(first["action"], "merged", "{first}");
+    assert_eq!(first["deferred_heads"], 2, "{first}");
+    let second = env.loopx(b, &["--json", "sync"]).success().json();
+    assert!(second.get("deferred_heads").is_none(), "{second}");
+    for (i, t) in todos.iter().enumerate() {
+        let show = env
+            .loopx(b, &["--json", "todo", "show", t])
+            .success()
+            .json();
+        let notes = show["todo"]["notes"].to_string();
+        assert!(
+            notes.contains(&format!("peer {i}")),
+            "peer {i}'s note: {show}"
+        );
+    }
+    drop(remote);
+}

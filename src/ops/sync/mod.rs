@@ -47,6 +47,14 @@ pub struct SyncReport {
     /// The remote ref this clone publishes its branch on (shared refs only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peer: Option<String>,
+    /// Peer heads this sync left for the next one: it merges at most
+    /// [`shared::MAX_MERGED_HEADS`] (shared refs only).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub deferred_heads: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// How a sync runs.
@@ -533,6 +541,7 @@ fn sync_branch(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result<Syn
                 conflicts,
                 lost_claims,
                 peer: None,
+                deferred_heads: 0,
             };
         match (local, theirs) {
             (None, None) => return Err(StoreError::Missing.into()),

@@ -179,7 +179,14 @@ pub struct Integrated {
     pub action: SyncAction,
     pub conflicts: Vec<Conflict>,
     pub lost_claims: Vec<LostClaim>,
+    /// Peer heads left for a later sync ([`MAX_MERGED_HEADS`]).
+    pub deferred: usize,
 }
+
+/// The most peer heads one sync merges. A sync's merge costs a little per
+/// head (docs/multi-machine.md); past this many, the rest wait on their
+/// peer refs for the next sync, which is said in its report.
+pub const MAX_MERGED_HEADS: usize = 16;
 
 /// Brings every fetched head into the local branch: nothing (it has them
 /// all), a fast-forward (one head has everything), or one merge commit
@@ -198,12 +205,31 @@ pub fn integrate(
             action,
             conflicts: Vec::new(),
             lost_claims: Vec::new(),
+            deferred: 0,
         };
         let mut all = heads.clone();
         if let Some(l) = &local {
             all.push(l.clone());
         }
-        let tops = ctx.store.independent(&all)?;
+        let mut tops = ctx.store.independent(&all)?;
+        // The local tip, if it is a top, and at most MAX_MERGED_HEADS others.
+        let keep = MAX_MERGED_HEADS + usize::from(local.as_ref().is_some_and(|l| tops.contains(l)));
+        let mut deferred = 0;
+        if tops.len() > keep {
+            deferred = tops.len() - keep;
+            let mut others: Vec<Oid> = tops
+                .iter()
+                .filter(|t| Some(*t) != local.as_ref())
+                .cloned()
+                .collect();
+            others.truncate(MAX_MERGED_HEADS);
+            tops = local
+                .iter()
+                .filter(|l| tops.contains(l))
+                .cloned()
+                .chain(others)
+                .collect();
+        }
         match (&local, tops.as_slice()) {
             (None, []) => return Err(StoreError::Missing.into()),
             (Some(l), [only]) if only == l => return Ok(done(l.clone(), SyncAction::UpToDate)),
@@ -232,7 +258,8 @@ pub fn integrate(
             }
             _ => {}
         }
-        if let Some(m) = merge_heads(ctx, remote, local.as_ref(), &tops, allow_unrelated)? {
+        if let Some(mut m) = merge_heads(ctx, remote, local.as_ref(), &tops, allow_unrelated)? {
+            m.deferred = deferred;
             return Ok(m);
         }
     }
@@ -365,6 +392,7 @@ fn merge_heads(
         action: SyncAction::Merged,
         conflicts,
         lost_claims,
+        deferred: 0,
     }))
 }
 
@@ -596,6 +624,7 @@ pub fn sync_locked(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result
         round += 1;
         let fetched = fetch(ctx, remote)?;
         let integrated = integrate(ctx, remote, &fetched, allow_unrelated)?;
+        let deferred_heads = integrated.deferred;
         conflicts.extend(integrated.conflicts);
         lost_claims.extend(integrated.lost_claims);
         action = combine(action, integrated.action);
@@ -634,6 +663,7 @@ pub fn sync_locked(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result
                 conflicts,
                 lost_claims,
                 peer: Some(peer_ref(&me)),
+                deferred_heads,
             });
         }
         std::thread::sleep(jitter.full(round, Duration::from_millis(20), Duration::from_secs(1)));

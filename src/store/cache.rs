@@ -40,10 +40,14 @@ const MAX_DELTA_FILES: usize = 64;
 /// seen the commit before (a snapshot, or a chain of deltas ending in one),
 /// else read from git, decoded, and cached.
 pub fn state_at(store: &GixStore, commit: &Oid) -> Result<State, Error> {
+    if let Some(state) = store.read_memo_get(commit) {
+        return Ok(state);
+    }
     if let Some((state, depth)) = cached(store, commit, 0) {
         if depth >= MAX_DELTAS {
             remember(store, commit, &state);
         }
+        store.read_memo_put(commit, &state);
         return Ok(state);
     }
     if let Some(state) = from_ancestor(store, commit)? {
@@ -68,11 +72,13 @@ fn from_ancestor(store: &GixStore, commit: &Oid) -> Result<Option<State>, Error>
     let Ok(line) = store.first_parent_log(commit, ANCESTOR_WALK) else {
         return Ok(None);
     };
-    let Some((ancestor, mut state)) = line
-        .iter()
-        .skip(1)
-        .find_map(|c| cached(store, &c.id, 0).map(|(state, _)| (c.id.clone(), state)))
-    else {
+    let Some((ancestor, mut state)) = line.iter().skip(1).find_map(|c| {
+        let state = store
+            .read_memo_get(&c.id)
+            .or_else(|| cached(store, &c.id, 0).map(|(state, _)| state))?;
+        store.read_memo_put(&c.id, &state);
+        Some((c.id.clone(), state))
+    }) else {
         return Ok(None);
     };
     let files = store.changed_files(&ancestor, commit)?;

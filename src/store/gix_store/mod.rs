@@ -57,6 +57,10 @@ pub struct GixStore {
     pending: RefCell<Vec<(Oid, Vec<LooseObject>)>>,
     /// The state of the last commit this store made (see `GixStore::memo_take`).
     memo: RefCell<Option<(Oid, crate::model::State)>>,
+    /// The state this store last read from the parsed-state cache, as read
+    /// (its entries undecoded, so a copy is cheap): a sync asks for the
+    /// same base and ancestor once per peer head.
+    read_memo: RefCell<Option<(Oid, crate::model::State)>>,
     /// What is synced to disk (see `store::durable`).
     durability: Durability,
     /// Whether this process removed what killed writers left (see
@@ -114,6 +118,7 @@ impl GixStore {
             repo: RefCell::new(repo),
             pending: Default::default(),
             memo: RefCell::new(None),
+            read_memo: RefCell::new(None),
             allowed_leaks: Vec::new(),
         })
     }
@@ -344,6 +349,20 @@ impl GixStore {
         } else {
             None
         }
+    }
+
+    /// A copy of the state of `commit` if this store read it from the
+    /// cache last.
+    pub fn read_memo_get(&self, commit: &Oid) -> Option<crate::model::State> {
+        let memo = self.read_memo.borrow();
+        memo.as_ref()
+            .filter(|(id, _)| id == commit)
+            .map(|(_, state)| state.clone())
+    }
+
+    /// Keeps a copy of a state just read from the cache.
+    pub fn read_memo_put(&self, commit: &Oid, state: &crate::model::State) {
+        *self.read_memo.borrow_mut() = Some((commit.clone(), state.clone()));
     }
 
     /// Remembers the state of the commit this store just made.

@@ -47,7 +47,6 @@ pub fn state_at(store: &GixStore, commit: &Oid) -> Result<State, Error> {
         if depth >= MAX_DELTAS {
             remember(store, commit, &state);
         }
-        store.read_memo_put(commit, &state);
         return Ok(state);
     }
     if let Some(state) = from_ancestor(store, commit)? {

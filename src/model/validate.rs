@@ -365,7 +365,3 @@ fn gate_rules(out: &mut Vec<Problem>, path: &str, todo: &Todo, agents: &BTreeSet
         }
     }
 }
-
-#[cfg(test)]
-#[path = "validate_tests.rs"]
-mod tests;

@@ -30,6 +30,7 @@ mod import;
 mod kernel;
 mod layers;
 mod layout;
+mod leak_rules;
 mod leaks;
 mod lease_liveness;
 #[cfg(feature = "mcp")]
@@ -64,6 +65,7 @@ mod serve_page;
 mod state_diff;
 mod sync;
 mod turn;
+mod validate_rules;
 mod vocab;
 mod workflows;
 

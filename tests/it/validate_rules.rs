@@ -1,7 +1,7 @@
 //! Tests of `model::validate`.
 
-use super::*;
-use crate::model::{Claim, Decision, Extra, Priority, Timestamp};
+use loopx::model::validate::*;
+use loopx::model::*;
 
 fn at(s: i64) -> Timestamp {
     Timestamp::from_unix(1_800_000_000 + s)

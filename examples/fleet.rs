@@ -37,8 +37,9 @@
 //! ID --evidence …` and `sync` (`--no-sync-after-done` drops the last) until
 //! nothing is ready on the remote; then every clone syncs, twice round.
 //! Printed: the wall time to drain `--todos`, todos/s, claims/s, todos per
-//! agent, rejected pushes, merge commits per todo and commits on the remote
-//! (over all its refs), whether every todo was done exactly once (the final
+//! agent, rejected pushes, merge commits per todo, remote operations per
+//! todo (fetches, pushes, ls-remotes: each a network round) and commits
+//! on the remote (over all its refs), whether every todo was done exactly once (the final
 //! `todo list --all`, each id completed once, no id claimed by two agents),
 //! and whether every clone and the remote hold the same `loopx-state` tree.
 //!
@@ -309,8 +310,9 @@ fn real_git() -> PathBuf {
         })
 }
 
-/// The `git` the loopx processes run: `sleep` before network commands, and
-/// one log line per push: `rc=<code>\t<porcelain lines joined by |>`.
+/// The `git` the loopx processes run: `sleep` before network commands, one
+/// log line per push: `rc=<code>\t<porcelain lines joined by |>`, and one
+/// line per fetch or ls-remote in `ops.log` beside it.
 fn wrapper_script(real_git: &Path, log: &Path, latency_ms: u64) -> String {
     let quote = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', r"'\''"));
     let sleep = if latency_ms == 0 {
@@ -336,6 +338,7 @@ for a in "$@"; do
     *) sub=$a; break ;;
   esac
 done
+case $sub in fetch|ls-remote) printf '%s\n' "$sub" >>{ops} ;; esac
 {sleep}if [ "$sub" = push ]; then
   out=$("$real" "$@")
   rc=$?
@@ -347,6 +350,7 @@ exec "$real" "$@"
 "#,
         git = quote(real_git),
         log = quote(log),
+        ops = quote(&log.with_file_name("ops.log")),
     )
 }
 
@@ -610,6 +614,15 @@ impl Fleet {
 
     fn pushes(&self) -> Vec<String> {
         std::fs::read_to_string(&self.push_log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// The fetches and ls-remotes run so far, one name a line.
+    fn fetches(&self) -> Vec<String> {
+        std::fs::read_to_string(self.push_log.with_file_name("ops.log"))
             .unwrap_or_default()
             .lines()
             .map(str::to_owned)
@@ -949,6 +962,7 @@ fn drain_bench(o: &Opts, bin: &Path, real_git: &Path) -> Vec<Row> {
     let agents = agents(o.clones, o.agents);
     eprintln!("fleet: drain, {} agents, {} todos", agents.len(), o.todos);
     let mark = fleet.pushes().len();
+    let fetch_mark = fleet.fetches().len();
     let started = Instant::now();
     let drainers: Vec<Drainer> = std::thread::scope(|s| {
         let handles: Vec<_> = agents
@@ -966,6 +980,10 @@ fn drain_bench(o: &Opts, bin: &Path, real_git: &Path) -> Vec<Row> {
     let wall = started.elapsed().as_secs_f64();
     let drained = fleet.pushes().len();
     let pushed = count_pushes(&fleet.pushes()[mark..drained]);
+    let ops = fleet.fetches();
+    let ops = &ops[fetch_mark..];
+    let fetches = ops.iter().filter(|o| o.as_str() == "fetch").count() as f64;
+    let ls_remotes = ops.iter().filter(|o| o.as_str() == "ls-remote").count() as f64;
 
     eprintln!("fleet: drained in {wall:.1} s; every clone syncs, twice round");
     let converge_started = Instant::now();
@@ -1091,6 +1109,21 @@ fn drain_bench(o: &Opts, bin: &Path, real_git: &Path) -> Vec<Row> {
         pushed.reasons_row(),
         num("merge commits on remote", merges, 0),
         num("merge commits per todo", merges / o.todos as f64, 2),
+        {
+            let per = |n: f64| n / o.todos as f64;
+            let all = fetches + pushed.all as f64 + ls_remotes;
+            row(
+                "remote ops per todo (fetch/push/ls-remote)",
+                format!(
+                    "{:.2} ({:.2}/{:.2}/{:.2})",
+                    per(all),
+                    per(fetches),
+                    per(pushed.all as f64),
+                    per(ls_remotes)
+                ),
+                Some(per(all)),
+            )
+        },
         num("commits on remote", total_commits, 0),
         num("timeouts", fleet.timeouts.load(Ordering::Relaxed) as f64, 0),
         verdict(

@@ -25,8 +25,9 @@
 //! `a<clone>-<agent>`, the M agents of a clone share it), each on a fresh
 //! setup with the same number of todos (`--todos`, raised to N×M×`--claims-each`).
 //! Every claimer claims its own disjoint share of the todos, one
-//! `todo claim ID --sync` after another, for `--seconds` or until its share
-//! ends. A claim that exits non-zero gave up (the binary's own retries are
+//! `todo claim ID --sync` after another (each followed by a `sync` with
+//! `--sync-after-claim`, its time counted in the claim's latency), for
+//! `--seconds` or until its share ends. A claim that exits non-zero gave up (the binary's own retries are
 //! spent); it is tried again up to twice. Printed: claims/s for one and for
 //! N×M claimers and their ratio, claims per claimer against the fair share,
 //! latency percentiles over every attempt, and four verdicts: the fleet
@@ -41,7 +42,18 @@
 //! todo (fetches, pushes, ls-remotes: each a network round) and commits
 //! on the remote (over all its refs), whether every todo was done exactly once (the final
 //! `todo list --all`, each id completed once, no id claimed by two agents),
-//! and whether every clone and the remote hold the same `loopx-state` tree.
+//! and whether every clone and the remote hold the same `loopx-state` tree;
+//! then the lease refs left on the remote and in the fullest clone (after
+//! converging, and again after waiting out `--lease-grace` and one more
+//! sync round), and a fresh clone's first `sync` before and after the drain
+//! (median of 3).
+//!
+//! `--transport http|ssh` serves the remote through
+//! `examples/support/serve-remote.sh` (installing its Debian packages when
+//! missing): `git http-backend` behind lighttpd, or a private `sshd`, on
+//! 127.0.0.1. The clones are set up over the file system, then pointed at
+//! the served URL; `--latency-ms` then delays every byte on the wire, one
+//! way, through the script's delay line.
 //!
 //! `--mode merge`: what one `sync` costs for each peer head it merges.
 //! Clones 1..N each change one todo (`todo update --note`) and publish
@@ -86,6 +98,13 @@ usage: cargo run --release --example fleet -- [options]
   --claims-each K        todos per claimer at least, in claims mode (default 20)
   --latency-ms L         sleep before every fetch, push, ls-remote (default 0)
   --no-sync-after-done   drain: no `sync` after each `todo done`
+  --sync-after-claim     claims: a `sync` after each claim (timed with it)
+  --transport T          file (default), http (git http-backend behind lighttpd) or ssh
+                         (a private sshd), both on 127.0.0.1 through
+                         examples/support/serve-remote.sh; --latency-ms is then a
+                         one-way delay on every byte (a round trip gains 2L)
+  --lease-grace S        git config loopx.leaseRefGrace in every clone (default: unset, 10m);
+                         drain: after converging, wait it out and sync once more
   --bin PATH             the git-loopx to measure (default: this checkout's)
   --compare PATH         also measure this one, side by side (B/A ratios)
   --timeout-s S          kill any child after S seconds (default 300)
@@ -93,6 +112,14 @@ usage: cargo run --release --example fleet -- [options]
   --keep                 leave the scratch directories behind (their paths are printed)
 
 Scratch directories go to $TMPDIR.";
+
+/// How the clones reach the remote.
+#[derive(Clone, Copy, PartialEq)]
+enum Transport {
+    File,
+    Http,
+    Ssh,
+}
 
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
@@ -111,6 +138,9 @@ struct Opts {
     claims_each: usize,
     latency_ms: u64,
     sync_after_done: bool,
+    sync_after_claim: bool,
+    lease_grace: Option<u64>,
+    transport: Transport,
     bin: Option<PathBuf>,
     compare: Option<PathBuf>,
     timeout: Duration,
@@ -129,6 +159,9 @@ fn opts() -> Opts {
         claims_each: 20,
         latency_ms: 0,
         sync_after_done: true,
+        sync_after_claim: false,
+        lease_grace: None,
+        transport: Transport::File,
         bin: None,
         compare: None,
         timeout: Duration::from_secs(300),
@@ -180,6 +213,17 @@ fn opts() -> Opts {
                     "merge" => Mode::Merge,
                     other => fail(format!("--mode {other}: claims, drain, both or merge")),
                 }
+            }
+            "--sync-after-claim" => o.sync_after_claim = true,
+            "--lease-grace" => o.lease_grace = Some(number()),
+            "--transport" => {
+                i += 1;
+                o.transport = match args.get(i).map(String::as_str) {
+                    Some("file") => Transport::File,
+                    Some("http") => Transport::Http,
+                    Some("ssh") => Transport::Ssh,
+                    other => fail(format!("--transport {other:?}: file, http or ssh")),
+                };
             }
             "--no-sync-after-done" => {
                 o.sync_after_done = false;
@@ -436,6 +480,77 @@ struct Fleet {
     timeouts: AtomicU64,
     /// Failures already shown on stderr, by command and code.
     seen: Mutex<BTreeSet<String>>,
+    /// The remote's URL and `core.sshCommand` over a served transport,
+    /// with the directory of its servers (stopped on drop).
+    served: Option<Served>,
+}
+
+struct Served {
+    url: String,
+    ssh_command: Option<String>,
+    dir: PathBuf,
+}
+
+fn serve_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/support/serve-remote.sh")
+}
+
+/// Serves `remote` over HTTP or ssh on 127.0.0.1 (`serve-remote.sh`).
+fn serve(remote: &Path, dir: &Path, transport: Transport, latency_ms: u64) -> Served {
+    let script = serve_script();
+    let installed = Command::new("bash").arg(&script).arg("install").status();
+    assert!(
+        installed.is_ok_and(|s| s.success()),
+        "{} install failed",
+        script.display()
+    );
+    let mut cmd = Command::new("bash");
+    cmd.arg(&script)
+        .args(["start", "--repo"])
+        .arg(remote)
+        .arg("--dir")
+        .arg(dir);
+    if latency_ms > 0 {
+        cmd.args(["--latency-ms", &latency_ms.to_string()]);
+    }
+    let out = cmd
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("serve-remote.sh runs");
+    assert!(out.status.success(), "serve-remote.sh start failed");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let value = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}=")))
+            .map(|v| v.trim_matches('\'').replace("'\\''", "'"))
+            .unwrap_or_else(|| panic!("serve-remote.sh printed no {key}: {text}"))
+    };
+    match transport {
+        Transport::Http => Served {
+            url: value("LOOPX_HTTP_URL"),
+            ssh_command: None,
+            dir: dir.to_owned(),
+        },
+        Transport::Ssh => Served {
+            url: value("LOOPX_SSH_URL"),
+            ssh_command: Some(value("LOOPX_GIT_SSH_COMMAND")),
+            dir: dir.to_owned(),
+        },
+        Transport::File => unreachable!("the file transport is not served"),
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        if let Some(served) = &self.served {
+            let _ = Command::new("bash")
+                .arg(serve_script())
+                .args(["stop", "--dir"])
+                .arg(&served.dir)
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
 }
 
 fn hermetic<'a>(cmd: &'a mut Command, home: &Path) -> &'a mut Command {
@@ -505,7 +620,17 @@ impl Fleet {
         std::fs::create_dir_all(&wrapper).unwrap();
         let push_log = root.path().join("pushes.log");
         let script = wrapper.join("git");
-        std::fs::write(&script, wrapper_script(real_git, &push_log, o.latency_ms)).unwrap();
+        // Over a served transport the delay is on the wire instead.
+        let wrapper_latency = if o.transport == Transport::File {
+            o.latency_ms
+        } else {
+            0
+        };
+        std::fs::write(
+            &script,
+            wrapper_script(real_git, &push_log, wrapper_latency),
+        )
+        .unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
         let mut path = vec![wrapper];
         path.extend(std::env::split_paths(
@@ -523,6 +648,7 @@ impl Fleet {
             limit: o.timeout,
             timeouts: AtomicU64::new(0),
             seen: Mutex::default(),
+            served: None,
             root,
         };
         let started = Instant::now();
@@ -550,8 +676,19 @@ impl Fleet {
                 &dir,
                 &["config", "user.email", &format!("c{c}@example.com")],
             );
+            if let Some(grace) = o.lease_grace {
+                fleet.git(&dir, &["config", "loopx.leaseRefGrace", &grace.to_string()]);
+            }
             fleet.must(&dir, &["sync"]);
             fleet.clones.push(dir);
+        }
+        if o.transport != Transport::File {
+            let dir = fleet.root.path().join("served");
+            let latency = o.latency_ms;
+            fleet.served = Some(serve(&fleet.remote, &dir, o.transport, latency));
+            for dir in &fleet.clones {
+                fleet.reach_remote(dir);
+            }
         }
         eprintln!(
             "fleet: set up {clones} clones, {todos} todos in {:.1} s in {} ({})",
@@ -627,6 +764,61 @@ impl Fleet {
             .lines()
             .map(str::to_owned)
             .collect()
+    }
+
+    /// Points a clone's `origin` at the served remote (no-op over files).
+    fn reach_remote(&self, dir: &Path) {
+        let Some(served) = &self.served else {
+            return;
+        };
+        self.git(dir, &["remote", "set-url", "origin", &served.url]);
+        if let Some(ssh) = &served.ssh_command {
+            self.git(dir, &["config", "core.sshCommand", ssh]);
+        }
+    }
+
+    /// Seconds a fresh clone of the remote takes for its first `sync`
+    /// (the median of three; the clone itself is not timed).
+    fn fresh_first_sync(&self) -> f64 {
+        let mut times = Vec::new();
+        for i in 0..3 {
+            let name = format!("fresh-{i}");
+            let top = self.root.path();
+            self.git(top, &["clone", "-q", "remote.git", &name]);
+            let dir = top.join(&name);
+            self.git(&dir, &["config", "user.name", "fresh clone"]);
+            self.git(&dir, &["config", "user.email", "fresh@example.com"]);
+            self.reach_remote(&dir);
+            let ran = self.loopx(&dir, None, &["sync"]);
+            assert!(ran.ok(), "a fresh clone's sync: {}", ran.failure());
+            times.push(ran.elapsed.as_secs_f64());
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        spread(times).1
+    }
+
+    /// How many lease refs the remote holds, and the most any clone holds
+    /// copies of.
+    fn lease_refs(&self) -> (usize, usize) {
+        let count = |text: String| text.lines().filter(|l| !l.is_empty()).count();
+        let remote =
+            count(self.remote_git(&["for-each-ref", "--format=%(refname)", "refs/loopx/leases/"]));
+        let clones = self
+            .clones
+            .iter()
+            .map(|d| {
+                count(self.git(
+                    d,
+                    &[
+                        "for-each-ref",
+                        "--format=%(refname)",
+                        "refs/loopx/remotes/origin/leases/",
+                    ],
+                ))
+            })
+            .max()
+            .unwrap_or(0);
+        (remote, clones)
     }
 
     fn remote_git(&self, args: &[&str]) -> String {
@@ -712,6 +904,7 @@ fn claim_phase(
     claimers: &[(usize, String)],
     lists: &[Vec<String>],
     seconds: u64,
+    sync_after: bool,
 ) -> (Vec<Claimer>, f64) {
     let started = Instant::now();
     let deadline = Duration::from_secs(seconds);
@@ -734,11 +927,21 @@ fn claim_phase(
                         for attempt in 0..3 {
                             let ran =
                                 fleet.loopx(dir, Some(agent), &["todo", "claim", id, "--sync"]);
-                            me.latencies.push(ran.elapsed.as_secs_f64());
+                            let mut elapsed = ran.elapsed.as_secs_f64();
                             if ran.ok() {
                                 me.claimed += 1;
+                                if sync_after {
+                                    let synced = fleet.loopx(dir, Some(agent), &["sync"]);
+                                    elapsed += synced.elapsed.as_secs_f64();
+                                    if !synced.ok() {
+                                        let why = format!("sync: {}", synced.failure());
+                                        *me.gave_up.entry(why).or_default() += 1;
+                                    }
+                                }
+                                me.latencies.push(elapsed);
                                 break;
                             }
+                            me.latencies.push(elapsed);
                             *me.gave_up.entry(ran.failure()).or_default() += 1;
                             if attempt < 2 {
                                 me.retries += 1;
@@ -768,7 +971,7 @@ fn claims_bench(o: &Opts, bin: &Path, real_git: &Path) -> Vec<Row> {
     let one = vec![(0, "a0-0".to_owned())];
     let mut list = single.todos.clone();
     rng.shuffle(&mut list);
-    let (solo, solo_wall) = claim_phase(&single, &one, &[list], o.seconds);
+    let (solo, solo_wall) = claim_phase(&single, &one, &[list], o.seconds, o.sync_after_claim);
     let solo_rate = solo[0].claimed as f64 / solo_wall;
     let mut solo_lat = solo[0].latencies.clone();
     solo_lat.sort_by(f64::total_cmp);
@@ -789,7 +992,7 @@ fn claims_bench(o: &Opts, bin: &Path, real_git: &Path) -> Vec<Row> {
     for (i, id) in ids.into_iter().enumerate() {
         lists[i % claimers.len()].push(id);
     }
-    let (all, wall) = claim_phase(&fleet, &claimers, &lists, o.seconds);
+    let (all, wall) = claim_phase(&fleet, &claimers, &lists, o.seconds, o.sync_after_claim);
     let pushed = count_pushes(&fleet.pushes()[mark..]);
 
     let total: u64 = all.iter().map(|c| c.claimed).sum();
@@ -960,6 +1163,7 @@ fn drain_agent(fleet: &Fleet, clone: usize, agent: &str, sync_after_done: bool) 
 fn drain_bench(o: &Opts, bin: &Path, real_git: &Path) -> Vec<Row> {
     let fleet = Fleet::new(bin, real_git, o, o.clones, o.todos);
     let agents = agents(o.clones, o.agents);
+    let fresh_before = fleet.fresh_first_sync();
     eprintln!("fleet: drain, {} agents, {} todos", agents.len(), o.todos);
     let mark = fleet.pushes().len();
     let fetch_mark = fleet.fetches().len();
@@ -998,6 +1202,21 @@ fn drain_bench(o: &Opts, bin: &Path, real_git: &Path) -> Vec<Row> {
     }
     let converge_wall = converge_started.elapsed().as_secs_f64();
     let converge_rejected = count_pushes(&fleet.pushes()[drained..]).rejected;
+    let leases_converged = fleet.lease_refs();
+    // The last ends were published moments ago: past their grace, one
+    // more sync round deletes their refs.
+    if let Some(grace) = o.lease_grace {
+        eprintln!("fleet: waiting out the lease grace ({grace} s), then every clone syncs once");
+        std::thread::sleep(Duration::from_secs(grace + 1));
+        for dir in &fleet.clones {
+            let sync = fleet.loopx(dir, None, &["sync"]);
+            if !sync.ok() {
+                *converge_failures.entry(sync.failure()).or_default() += 1;
+            }
+        }
+    }
+    let leases_left = fleet.lease_refs();
+    let fresh_after = fleet.fresh_first_sync();
 
     // Convergence: one tree everywhere.
     let tip = |dir: &Path| fleet.git(dir, &["rev-parse", "loopx-state", "loopx-state^{tree}"]);
@@ -1136,6 +1355,22 @@ fn drain_bench(o: &Opts, bin: &Path, real_git: &Path) -> Vec<Row> {
             ),
         ),
         num("converge: 2 sync rounds s", converge_wall, 1),
+        row(
+            "lease refs: remote, most in a clone",
+            format!(
+                "{}, {} after converging; {}, {} at the end",
+                leases_converged.0, leases_converged.1, leases_left.0, leases_left.1
+            ),
+            Some(leases_left.0 as f64),
+        ),
+        row(
+            "fresh clone's first sync s",
+            format!(
+                "{fresh_before:.3} before the drain, {fresh_after:.3} after ({:.2}x)",
+                fresh_after / fresh_before
+            ),
+            Some(fresh_after),
+        ),
         row(
             "converge: failures, rejected",
             format!(

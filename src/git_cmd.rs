@@ -176,7 +176,7 @@ mod tests {
 /// What `git push --porcelain` said about one ref.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PushStatus {
-    /// Updated (fast-forward, forced or new).
+    /// Updated (fast-forward, forced, new or deleted).
     Updated,
     /// The remote already had it.
     UpToDate,
@@ -393,7 +393,7 @@ pub fn parse_push_porcelain(stdout: &str, dst: &str) -> Option<PushStatus> {
             return None;
         }
         Some(match flag {
-            " " | "+" | "*" => PushStatus::Updated,
+            " " | "+" | "*" | "-" => PushStatus::Updated,
             "=" => PushStatus::UpToDate,
             _ => PushStatus::Rejected(summary),
         })

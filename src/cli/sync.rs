@@ -25,6 +25,12 @@ pub struct Args {
     /// 10m; 0 waits forever (default: git config loopx.syncTimeout, else 2m).
     #[arg(long, value_name = "DURATION", value_parser = timeout_arg)]
     pub timeout: Option<Duration>,
+    /// Delete every lease ref of an ended lease the remote can let go of
+    /// now, however many (each sync deletes up to 256): for a remote where
+    /// they piled up. A lease ref goes once its end has been published for
+    /// git config loopx.leaseRefGrace (default 10m) and is on loopx-state.
+    #[arg(long)]
+    pub prune_leases: bool,
 }
 
 /// A `--timeout` value: a duration like 90s, 10m, or 0.
@@ -40,6 +46,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
         remote: args.remote.clone(),
         allow_unrelated: args.allow_unrelated,
         timeout: args.timeout,
+        prune_leases: args.prune_leases,
     };
     let r = sync::sync(ctx, &opts)?;
     let mut text = format!(
@@ -63,6 +70,13 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             "{} more peer heads wait for the next sync (one sync merges at most {})\n",
             r.deferred_heads,
             sync::shared::MAX_MERGED_HEADS
+        ));
+    }
+    if r.leases_deleted > 0 {
+        text.push_str(&format!(
+            "deleted {} lease ref{} of ended leases\n",
+            r.leases_deleted,
+            if r.leases_deleted == 1 { "" } else { "s" }
         ));
     }
     Ok(Output::new(&r, text))

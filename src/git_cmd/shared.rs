@@ -160,6 +160,8 @@ pub fn push(
 pub struct RefTrailers {
     pub name: String,
     pub commit: String,
+    /// The commit's committer time, in seconds since the epoch.
+    pub time: i64,
     /// `(key, value)` in the order written.
     pub trailers: Vec<(String, String)>,
 }
@@ -171,7 +173,7 @@ pub fn refs_with_trailers(dir: &Path, prefix: &str) -> Result<Vec<RefTrailers>, 
         dir,
         &[
             "for-each-ref",
-            "--format=%(refname)%09%(objectname)%0a%(trailers:only,unfold)%00",
+            "--format=%(refname)%09%(objectname)%09%(committerdate:unix)%0a%(trailers:only,unfold)%00",
             prefix,
         ],
     )
@@ -187,7 +189,9 @@ fn parse_refs_with_trailers(text: &str) -> Vec<RefTrailers> {
         .filter_map(|record| {
             let record = record.trim_start_matches('\n');
             let (head, body) = record.split_once('\n').unwrap_or((record, ""));
-            let (name, commit) = head.split_once('\t')?;
+            let mut fields = head.split('\t');
+            let (name, commit) = (fields.next()?, fields.next()?);
+            let time = fields.next().and_then(|t| t.parse().ok()).unwrap_or(0);
             let trailers = body
                 .lines()
                 .filter_map(|l| l.split_once(": "))
@@ -196,6 +200,7 @@ fn parse_refs_with_trailers(text: &str) -> Vec<RefTrailers> {
             Some(RefTrailers {
                 name: name.to_owned(),
                 commit: commit.to_owned(),
+                time,
                 trailers,
             })
         })
@@ -224,11 +229,12 @@ pub fn refs_under(dir: &Path, prefix: &str) -> Result<Vec<(String, String)>, Str
 mod tests {
     #[test]
     fn refs_and_trailers_parse() {
-        let text = "refs/loopx/remotes/o/leases/main/t1\taaaa\nLoopx-Agent: a\nLoopx-Epoch: 3\n\0\nrefs/loopx/remotes/o/leases/main/t2\tbbbb\n\n\0\n";
+        let text = "refs/loopx/remotes/o/leases/main/t1\taaaa\t1700000000\nLoopx-Agent: a\nLoopx-Epoch: 3\n\0\nrefs/loopx/remotes/o/leases/main/t2\tbbbb\t\n\n\0\n";
         let got = super::parse_refs_with_trailers(text);
         assert_eq!(got.len(), 2);
         assert_eq!(got[0].name, "refs/loopx/remotes/o/leases/main/t1");
         assert_eq!(got[0].commit, "aaaa");
+        assert_eq!((got[0].time, got[1].time), (1_700_000_000, 0));
         assert_eq!(
             got[0].trailers,
             vec![

@@ -297,6 +297,35 @@ mod tests {
     }
 
     #[test]
+    fn an_ended_lease_is_recorded_only_by_a_state_that_saw_its_end() {
+        let mut w = todo();
+        claim(&mut w, "a", t(0), 600).unwrap();
+        let held = Published::of("g", &w.id, w.claim.as_ref().unwrap());
+        let ended = |status| Published {
+            status,
+            ended_at: Some(t(20)),
+            ..held.clone()
+        };
+        // The state still holds the lease: nothing is recorded yet.
+        assert!(!held.recorded_in(&w));
+        assert!(!ended(LeaseStatus::Released).recorded_in(&w));
+        // An older state, before the claim, records nothing either.
+        assert!(!ended(LeaseStatus::Released).recorded_in(&todo()));
+        let mut released = w.clone();
+        release(&mut released);
+        assert!(ended(LeaseStatus::Released).recorded_in(&released));
+        // A lease that ended done needs a state where the todo is done.
+        assert!(!ended(LeaseStatus::Done).recorded_in(&released));
+        let mut done = released.clone();
+        done.status = crate::model::TodoStatus::Done;
+        assert!(ended(LeaseStatus::Done).recorded_in(&done));
+        // Claimed again since: the old lease's end is behind the state.
+        claim(&mut released, "b", t(10), 600).unwrap();
+        assert!(ended(LeaseStatus::Done).recorded_in(&released));
+        assert!(!held.recorded_in(&released));
+    }
+
+    #[test]
     fn a_published_lease_round_trips_through_its_trailers() {
         let mut w = todo();
         claim(&mut w, "a", t(0), 600).unwrap();
@@ -332,18 +361,26 @@ mod tests {
         assert_eq!(err.code, Code::ClaimConflict);
         // The state knows this epoch: nothing laid over, and its end shows.
         assert!(!lease.overlay(&mut held));
-        assert_eq!(lease.ended_in(&held), None, "still held as published");
+        assert_eq!(
+            lease.ended_in(&held, t(20)),
+            None,
+            "still held as published"
+        );
         let mut released = held.clone();
         released.last_epoch = 1;
         released.claim = None;
-        let end = lease.ended_in(&released).unwrap();
+        let end = lease.ended_in(&released, t(20)).unwrap();
         assert_eq!(end.status, LeaseStatus::Released);
+        assert_eq!(end.ended_at, Some(t(20)));
         let mut done = held.clone();
         done.status = crate::model::TodoStatus::Done;
-        assert_eq!(lease.ended_in(&done).unwrap().status, LeaseStatus::Done);
+        assert_eq!(
+            lease.ended_in(&done, t(20)).unwrap().status,
+            LeaseStatus::Done
+        );
         // A done lease keeps every agent from a stale todo.
         let mut stale = todo();
-        let finished = lease.ended_in(&done).unwrap();
+        let finished = lease.ended_in(&done, t(20)).unwrap();
         assert!(finished.keeps_from(&stale, "a", t(10)));
         finished.overlay(&mut stale);
         assert!(claim(&mut stale, "b", t(10), 600).is_err());
@@ -404,6 +441,9 @@ pub struct Published {
     pub expires_at: Timestamp,
     /// What became of the lease, as the last sync that saw it end published.
     pub status: LeaseStatus,
+    /// When a sync published its end (`Loopx-Ended`; none while it is held,
+    /// or on an ended lease written before the trailer existed).
+    pub ended_at: Option<Timestamp>,
 }
 
 /// The life of a published lease: a claim confirms it `held`; a sync that
@@ -447,21 +487,27 @@ impl Published {
             acquired_at: claim.acquired_at,
             expires_at: claim.expires_at,
             status: LeaseStatus::Held,
+            ended_at: None,
         }
     }
 
-    /// The update a sync publishes for this lease, from a state that has
-    /// seen its epoch: `None` when the ref already says what the state does.
-    pub fn ended_in(&self, todo: &Todo) -> Option<Published> {
+    /// The update a sync publishes at `now` for this lease, from a state
+    /// that has seen its epoch: `None` when the ref already says what the
+    /// state does.
+    pub fn ended_in(&self, todo: &Todo, now: Timestamp) -> Option<Published> {
         if self.status != LeaseStatus::Held || todo.epoch() != self.epoch {
             return None;
         }
         let mut next = self.clone();
         if todo.status == crate::model::TodoStatus::Done {
             next.status = LeaseStatus::Done;
+            next.ended_at = Some(now);
         } else {
             match &todo.claim {
-                None => next.status = LeaseStatus::Released,
+                None => {
+                    next.status = LeaseStatus::Released;
+                    next.ended_at = Some(now);
+                }
                 Some(c) if c.epoch == self.epoch && c.agent == self.agent => {
                     next.expires_at = c.expires_at;
                 }
@@ -473,7 +519,7 @@ impl Published {
 
     /// The trailers of the lease's commit.
     pub fn trailers(&self) -> Vec<(&'static str, String)> {
-        vec![
+        let mut trailers = vec![
             ("Loopx-Goal", self.goal.clone()),
             ("Loopx-Todo", self.todo.clone()),
             ("Loopx-Agent", self.agent.clone()),
@@ -481,7 +527,11 @@ impl Published {
             ("Loopx-Acquired", self.acquired_at.to_string()),
             ("Loopx-Expires", self.expires_at.to_string()),
             ("Loopx-Lease", self.status.name().to_owned()),
-        ]
+        ];
+        if let Some(ended) = self.ended_at {
+            trailers.push(("Loopx-Ended", ended.to_string()));
+        }
+        trailers
     }
 
     /// Reads a lease back from its commit's trailers; `None` when one is
@@ -503,6 +553,10 @@ impl Published {
             status: match get("Loopx-Lease") {
                 Some(text) => LeaseStatus::parse(text)?,
                 None => LeaseStatus::Held,
+            },
+            ended_at: match get("Loopx-Ended") {
+                Some(text) => Some(Timestamp::parse(text)?),
+                None => None,
             },
         })
     }
@@ -530,6 +584,22 @@ impl Published {
             todo.status = crate::model::TodoStatus::Done;
         }
         true
+    }
+
+    /// Whether `todo`, as a state has it, records this ended lease's end, so
+    /// the lease ref has nothing left to tell a peer that holds that state:
+    /// the todo has seen the lease's epoch and is not held at it, and a
+    /// lease that ended `done` is done there (or claimed again since).
+    pub fn recorded_in(&self, todo: &Todo) -> bool {
+        let seen =
+            todo.epoch() >= self.epoch && todo.claim.as_ref().is_none_or(|c| c.epoch > self.epoch);
+        seen && match self.status {
+            LeaseStatus::Held => false,
+            LeaseStatus::Released => true,
+            LeaseStatus::Done => {
+                todo.status == crate::model::TodoStatus::Done || todo.epoch() > self.epoch
+            }
+        }
     }
 
     /// Whether this lease, newer than the state of `todo`, keeps `agent`

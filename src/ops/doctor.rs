@@ -186,6 +186,9 @@ pub fn doctor(ctx: &Context, fsck: bool, repair: bool) -> Result<DoctorReport> {
     });
 
     checks.push(objects_check(ctx));
+    if let Some(c) = leases_check(ctx) {
+        checks.push(c);
+    }
 
     checks.push(match ctx.store.config_string("user.name") {
         Some(_) => check(
@@ -227,6 +230,29 @@ pub fn doctor(ctx: &Context, fsck: bool, repair: bool) -> Result<DoctorReport> {
 /// The tip's objects, read from git rather than the parsed-state cache:
 /// the commit, its trees and blobs exist and decode, and so does every
 /// object of its history (what a push would send).
+/// Lease refs of ended leases the remote still has past their grace, as
+/// last fetched: nothing when there are none (or no remote to ask about).
+fn leases_check(ctx: &Context) -> Option<Check> {
+    use crate::ops::sync;
+    if !sync::shared::enabled(ctx) {
+        return None;
+    }
+    let remote = sync::remote_name(ctx, None).ok()?;
+    match sync::shared::lingering_leases(ctx, &remote) {
+        Ok(0) => None,
+        Ok(n) => Some(check(
+            "leases",
+            Level::Warn,
+            format!(
+                "{n} lease ref{} of ended leases linger on {remote} (as last fetched): each costs every claim and sync a little",
+                if n == 1 { "" } else { "s" }
+            ),
+            Some(format!("git loopx sync --prune-leases --remote {remote}")),
+        )),
+        Err(e) => Some(check("leases", Level::Warn, e.to_string(), None)),
+    }
+}
+
 fn objects_check(ctx: &Context) -> Check {
     let tip = match ctx.store.tip() {
         Ok(Some(tip)) => tip,

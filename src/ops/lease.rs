@@ -55,7 +55,7 @@ pub struct Remote<'a> {
 
 impl Remote<'_> {
     fn lease(&self, goal: &str, todo: &str) -> Option<&Published> {
-        self.leases?.get(goal, todo).map(|(_, p)| p)
+        self.leases?.get(goal, todo).map(|r| &r.lease)
     }
 
     /// Whether the remote's lease on `todo`, newer than the state, keeps
@@ -373,9 +373,11 @@ fn claim_shared(
     // Pushes refused in a row although the leases were fetched just before,
     // and of those, refusals by a lease ref that reads as no lease at all.
     let (mut lost, mut unreadable) = (0, 0);
+    let create_bound = shared::create_bound(ctx)?;
     loop {
         patience.attempts += 1;
         let mut all = None;
+        let fetched_at = std::time::Instant::now();
         let parent = match ctx.store.tip()? {
             Some(tip) if !merge_first => tip,
             _ => {
@@ -386,6 +388,7 @@ fn claim_shared(
                 tip
             }
         };
+        let merged_now = all.is_some();
         let mut state = transaction::state_at(&ctx.store, &parent)?;
         let skeleton = codec::Skeleton::of(&state);
         let target = ctx.goal(&state).and_then(|gs| {
@@ -420,7 +423,18 @@ fn claim_shared(
         };
         let claim = claimed(&todo);
         let lease = leases.get(&goal, &todo.id);
-        let on_remote = lease.is_some_and(|(_, p)| {
+        // No lease ref for this todo: the claim creates one. The ref of an
+        // ended lease is deleted once the remote's loopx-state records the
+        // end (`shared::lease_ref_grace`), so a claim decided on an older
+        // state could take a todo someone already finished: it decides
+        // again on a fresh fetch and merge, and pushes before that fetch
+        // is a quarter of the grace old.
+        if lease.is_none() && (!merged_now || fetched_at.elapsed() > create_bound) {
+            merge_first = true;
+            continue;
+        }
+        let on_remote = lease.is_some_and(|r| {
+            let p = &r.lease;
             p.agent == agent && p.epoch == claim.epoch && p.expires_at >= claim.expires_at
         });
         let message = match message {
@@ -447,7 +461,7 @@ fn claim_shared(
         let changes = transaction::written(Some(&skeleton), &state);
         let checked = Checked::new(&ctx.store, &[&parent], changes, &message)?;
         let published = Published::of(&goal, &todo.id, &claim);
-        let action = match shared::confirm(ctx, remote, &published, lease.map(|(oid, _)| oid)) {
+        let action = match shared::confirm(ctx, remote, &published, lease.map(|r| &r.oid)) {
             Ok(Confirm::Confirmed) => action,
             // The same agent holds this very lease already (its claim from
             // another clone, in the same second): this claim holds it too.

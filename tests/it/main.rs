@@ -33,6 +33,7 @@ mod layout;
 mod leak_rules;
 mod leaks;
 mod lease_liveness;
+mod lease_refs;
 #[cfg(feature = "mcp")]
 mod mcp;
 #[cfg(feature = "mcp")]

@@ -51,6 +51,10 @@ pub struct SyncReport {
     /// [`shared::MAX_MERGED_HEADS`] (shared refs only).
     #[serde(skip_serializing_if = "is_zero")]
     pub deferred_heads: usize,
+    /// Lease refs of ended leases this sync deleted on the remote
+    /// ([`shared::lease_ref_grace`]; shared refs only).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub leases_deleted: usize,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -69,6 +73,9 @@ pub struct SyncOptions {
     /// `loopx.syncTimeout`, else [`git_cmd::DEFAULT_NETWORK_TIMEOUT`]. Zero
     /// turns the limit off.
     pub timeout: Option<Duration>,
+    /// `--prune-leases`: sync again while a sync deletes as many lease refs
+    /// as one may.
+    pub prune_leases: bool,
 }
 
 impl SyncOptions {
@@ -507,7 +514,20 @@ pub fn prepare(ctx: &Context, opts: &SyncOptions) -> Result<String> {
 pub fn sync(ctx: &Context, opts: &SyncOptions) -> Result<SyncReport> {
     let remote = prepare(ctx, opts)?;
     let _turn = sync_turn(ctx);
-    sync_locked(ctx, &remote, opts.allow_unrelated)
+    let mut report = sync_locked(ctx, &remote, opts.allow_unrelated)?;
+    let mut last = report.leases_deleted;
+    while opts.prune_leases && last >= shared::MAX_LEASE_DELETIONS {
+        let mut more = sync_locked(ctx, &remote, opts.allow_unrelated)?;
+        last = more.leases_deleted;
+        more.leases_deleted += report.leases_deleted;
+        more.rounds += report.rounds;
+        report.conflicts.append(&mut more.conflicts);
+        report.lost_claims.append(&mut more.lost_claims);
+        more.conflicts = report.conflicts;
+        more.lost_claims = report.lost_claims;
+        report = more;
+    }
+    Ok(report)
 }
 
 /// A sync by a caller that holds [`sync_turn`] and ran [`prepare`]: through
@@ -542,6 +562,7 @@ fn sync_branch(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result<Syn
                 lost_claims,
                 peer: None,
                 deferred_heads: 0,
+                leases_deleted: 0,
             };
         match (local, theirs) {
             (None, None) => return Err(StoreError::Missing.into()),

@@ -92,15 +92,35 @@ pub fn lease_ref(goal: &str, todo: &str) -> String {
     format!("{LEASES}{goal}/{todo}")
 }
 
-/// The leases the remote has published, by (goal, todo): each with the
-/// commit its ref points at (the value a new claim must replace).
+/// The leases the remote has published, by (goal, todo).
 #[derive(Debug, Default, Clone)]
-pub struct Leases(BTreeMap<(String, String), (Oid, Published)>);
+pub struct Leases(BTreeMap<(String, String), RemoteLease>);
+
+/// One lease ref as fetched.
+#[derive(Debug, Clone)]
+pub struct RemoteLease {
+    /// The commit the ref points at: the value a new claim must replace.
+    pub oid: Oid,
+    pub lease: Published,
+    /// When that commit was written (its committer time, in seconds): when
+    /// the end of a lease written before `Loopx-Ended` existed was published.
+    pub time: i64,
+}
 
 impl Leases {
     /// The lease of one todo, if the remote has one.
-    pub fn get(&self, goal: &str, todo: &str) -> Option<&(Oid, Published)> {
+    pub fn get(&self, goal: &str, todo: &str) -> Option<&RemoteLease> {
         self.0.get(&(goal.to_owned(), todo.to_owned()))
+    }
+
+    fn insert(&mut self, r: transport::RefTrailers, lease: Published) {
+        let key = (lease.goal.clone(), lease.todo.clone());
+        let remote = RemoteLease {
+            oid: Oid(r.commit),
+            lease,
+            time: r.time,
+        };
+        self.0.insert(key, remote);
     }
 }
 
@@ -167,8 +187,7 @@ pub fn fetch(ctx: &Context, remote: &str) -> Result<Fetched> {
             tracing::debug!("{} is not a lease git-loopx wrote; ignored", r.name);
             continue;
         };
-        let key = (lease.goal.clone(), lease.todo.clone());
-        fetched.leases.0.insert(key, (Oid(r.commit), lease));
+        fetched.leases.insert(r, lease);
     }
     Ok(fetched)
 }
@@ -222,6 +241,17 @@ pub fn integrate(
                 .filter(|t| Some(*t) != local.as_ref())
                 .cloned()
                 .collect();
+            // The heads that have the remote's loopx-state go first: a
+            // claim relies on having merged it (`lease_ref_grace`).
+            if let Some(state) = &fetched.state {
+                let mut has_state = Vec::with_capacity(others.len());
+                for t in &others {
+                    has_state.push(ctx.store.is_ancestor(state, t)?);
+                }
+                let mut order: Vec<usize> = (0..others.len()).collect();
+                order.sort_by_key(|&i| !has_state[i]);
+                others = order.into_iter().map(|i| others[i].clone()).collect();
+            }
             others.truncate(MAX_MERGED_HEADS);
             tops = local
                 .iter()
@@ -425,7 +455,7 @@ fn base_state(
 /// fetched, so a newer claim is never overwritten.
 fn lease_updates(ctx: &Context, state: &State, leases: &Leases) -> Result<Vec<Update>> {
     let mut updates = Vec::new();
-    for (oid, lease) in leases.0.values() {
+    for RemoteLease { oid, lease, .. } in leases.0.values() {
         let Some(todo) = state
             .goals
             .get(&lease.goal)
@@ -433,7 +463,7 @@ fn lease_updates(ctx: &Context, state: &State, leases: &Leases) -> Result<Vec<Up
         else {
             continue;
         };
-        let Some(next) = lease.ended_in(todo) else {
+        let Some(next) = lease.ended_in(todo, ctx.now) else {
             continue;
         };
         let commit = lease_commit(ctx, &next)?;
@@ -444,6 +474,129 @@ fn lease_updates(ctx: &Context, state: &State, leases: &Leases) -> Result<Vec<Up
         });
     }
     Ok(updates)
+}
+
+/// How long the ref of an ended lease stays on the remote once its end is
+/// published, by default (`git config loopx.leaseRefGrace`).
+pub const LEASE_REF_GRACE: i64 = 600;
+
+/// The shortest grace allowed: a claim's fetch and push must fit in a
+/// quarter of it.
+const MIN_LEASE_REF_GRACE: i64 = 8;
+
+/// The most lease refs one sync deletes: one `git push` names them all.
+/// `sync --prune-leases` goes on until none is left.
+pub const MAX_LEASE_DELETIONS: usize = 256;
+
+/// How long the ref of an ended lease outlives the publication of its end:
+/// `git config loopx.leaseRefGrace`, else [`LEASE_REF_GRACE`].
+///
+/// Deleting it is safe because a claim that would create a lease ref
+/// decides on the remote's `loopx-state` fetched less than a quarter of
+/// this ago ([`create_bound`]): a ref deleted before that fetch has its end
+/// on the `loopx-state` fetched, and one created and deleted after it would
+/// have needed the whole grace in between. Every clone of a remote should
+/// use the same value, and clocks may differ by less than the rest.
+pub fn lease_ref_grace(ctx: &Context) -> Result<i64> {
+    let Some(text) = ctx.store.config_string("loopx.leaseRefGrace") else {
+        return Ok(LEASE_REF_GRACE);
+    };
+    crate::model::parse_duration(&text)
+        .filter(|s| *s >= MIN_LEASE_REF_GRACE)
+        .ok_or_else(|| {
+            Refusal::invalid_input(format!(
+                "git config loopx.leaseRefGrace is `{text}`, not a duration of at least {MIN_LEASE_REF_GRACE}s like 10m"
+            ))
+            .into()
+        })
+}
+
+/// How recent the fetch a claim decides on must be, when the claim would
+/// create its todo's lease ref (see [`lease_ref_grace`]).
+pub fn create_bound(ctx: &Context) -> Result<Duration> {
+    let grace = u64::try_from(lease_ref_grace(ctx)?).unwrap_or(0);
+    Ok(Duration::from_millis(grace * 250))
+}
+
+/// The lease refs a sync deletes: ended (`done` or `released`) for at
+/// least the grace, and recorded as ended by the remote's `loopx-state` as
+/// fetched — so a claimer, which merges that branch before it creates a
+/// lease ref, knows the end without the ref. Each is deleted with the lease
+/// on the value fetched: a ref a new claim moved meanwhile stays.
+fn lease_deletions(ctx: &Context, fetched: &Fetched, limit: usize) -> Result<Vec<Update>> {
+    Ok(deletable(ctx, &fetched.leases, fetched.state.as_ref())?
+        .into_iter()
+        .take(limit)
+        .map(|r| Update {
+            src: String::new(),
+            dst: lease_ref(&r.lease.goal, &r.lease.todo),
+            lease: Some(r.oid.0.clone()),
+        })
+        .collect())
+}
+
+/// The leases of `leases` whose refs may go, given the remote's
+/// `loopx-state` at `state` (see [`lease_deletions`]).
+fn deletable<'a>(
+    ctx: &Context,
+    leases: &'a Leases,
+    state: Option<&Oid>,
+) -> Result<Vec<&'a RemoteLease>> {
+    let grace = lease_ref_grace(ctx)?;
+    let now = ctx.now.unix();
+    let ended: Vec<&RemoteLease> = leases
+        .0
+        .values()
+        .filter(|r| {
+            // Written before `Loopx-Ended` existed: the commit's own time.
+            let ended = r.lease.ended_at.map_or(r.time, |t| t.unix());
+            r.lease.status != LeaseStatus::Held && now - ended >= grace
+        })
+        .collect();
+    let Some(tip) = state.filter(|_| !ended.is_empty()) else {
+        return Ok(Vec::new());
+    };
+    let state = transaction::state_at(&ctx.store, tip)?;
+    Ok(ended
+        .into_iter()
+        .filter(|r| {
+            state
+                .goals
+                .get(&r.lease.goal)
+                .and_then(|gs| gs.todos.get(&r.lease.todo))
+                .is_some_and(|todo| r.lease.recorded_in(todo))
+        })
+        .collect())
+}
+
+/// How many lease refs `remote` still has, as this clone last fetched
+/// them, that a sync would delete now (for `doctor`; no network).
+pub fn lingering_leases(ctx: &Context, remote: &str) -> Result<usize> {
+    let prefix = format!("{}leases/", transport::tracking_prefix(remote));
+    let mut leases = Leases::default();
+    for r in transport::refs_with_trailers(ctx.repo_dir(), &prefix).map_err(git_failed)? {
+        if let Some(lease) = Published::from_trailers(&r.trailers) {
+            leases.insert(r, lease);
+        }
+    }
+    let state = ctx.store.try_find_ref(&super::remote_ref(remote))?;
+    Ok(deletable(ctx, &leases, state.as_ref())?.len())
+}
+
+/// Forgets this clone's copies of lease refs the remote no longer has.
+fn forget_leases(ctx: &Context, remote: &str, deleted: &[&Update]) {
+    let tracking = transport::tracking_prefix(remote);
+    let refs: Vec<(String, Oid)> = deleted
+        .iter()
+        .filter_map(|u| {
+            let name = u.dst.strip_prefix("refs/loopx/")?;
+            Some((format!("{tracking}{name}"), Oid(u.lease.clone()?)))
+        })
+        .collect();
+    if let Err(e) = ctx.store.delete_refs(&refs) {
+        // The next fetch prunes them.
+        tracing::debug!("could not delete the copies of deleted leases: {e}");
+    }
 }
 
 /// Writes the small root commit a lease ref points at: the empty tree, the
@@ -472,8 +625,9 @@ fn lease_commit(ctx: &Context, lease: &Published) -> Result<Oid> {
 
 /// What a publish did.
 enum Publish {
-    /// Pushed (or nothing to push); whether `loopx-state` took the tip.
-    Done { advanced: bool },
+    /// Pushed (or nothing to push); whether `loopx-state` took the tip, and
+    /// how many lease refs it deleted.
+    Done { advanced: bool, deleted: usize },
     /// This clone's own peer ref had moved (another clone publishes under
     /// its id): the next round merges that head in and tries again.
     PeerMoved { dst: String, why: String },
@@ -497,8 +651,12 @@ fn publish(
     // Never publish what a reader would refuse, or a credential.
     let state = transaction::state_at(&ctx.store, tip)?;
     let mut updates = lease_updates(ctx, &state, &fetched.leases)?;
+    updates.extend(lease_deletions(ctx, fetched, MAX_LEASE_DELETIONS)?);
     if peer_current && state_current && updates.is_empty() {
-        return Ok(Publish::Done { advanced: true });
+        return Ok(Publish::Done {
+            advanced: true,
+            deleted: 0,
+        });
     }
     let exclude: Vec<Oid> = fetched.heads();
     check_leaks_excluding(ctx, tip, &exclude)?;
@@ -523,13 +681,22 @@ fn publish(
     }
     let pushed = transport::push(ctx.repo_dir(), remote, &updates, false);
     for u in updates.iter().filter(|u| u.dst.starts_with(LEASES)) {
-        ctx.store.settle_detached(&Oid(u.src.clone()));
+        if !u.src.is_empty() {
+            ctx.store.settle_detached(&Oid(u.src.clone()));
+        }
     }
     let statuses = pushed.map_err(git_failed)?;
     let mut state_taken = state_current;
+    let mut deleted = Vec::new();
     for (u, status) in updates.iter().zip(statuses) {
         let is_lease = u.dst.starts_with(LEASES);
         match status {
+            PushStatus::Updated if u.src.is_empty() => deleted.push(u),
+            // A deletion refused (moved by a new claim, or a remote that
+            // keeps every ref): the ref stays, which only costs a little.
+            PushStatus::Rejected(why) if u.src.is_empty() => {
+                tracing::debug!("{} was not deleted: {why}", u.dst);
+            }
             PushStatus::Updated | PushStatus::UpToDate => {
                 state_taken |= u.lease.is_some() && !is_lease;
             }
@@ -554,8 +721,12 @@ fn publish(
             }
         }
     }
+    if !deleted.is_empty() {
+        forget_leases(ctx, remote, &deleted);
+    }
     Ok(Publish::Done {
         advanced: state_taken,
+        deleted: deleted.len(),
     })
 }
 
@@ -619,6 +790,7 @@ pub fn sync_locked(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result
     let mut conflicts = Vec::new();
     let mut lost_claims = Vec::new();
     let mut action = SyncAction::UpToDate;
+    let mut leases_deleted = 0;
     let mut round = 0;
     loop {
         round += 1;
@@ -632,7 +804,10 @@ pub fn sync_locked(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result
         let pushes = fetched.peers.get(&me) != Some(&tip) || fetched.state.as_ref() != Some(&tip);
         let advance = advance_due(ctx, &fetched)?;
         let advanced = match publish(ctx, remote, &tip, &fetched, &me, advance)? {
-            Publish::Done { advanced } => advanced,
+            Publish::Done { advanced, deleted } => {
+                leases_deleted += deleted;
+                advanced
+            }
             Publish::PeerMoved { .. } if round < super::MAX_ROUNDS => continue,
             Publish::PeerMoved { dst, why } => return Err(peer_moved(remote, &dst, &why)),
         };
@@ -664,6 +839,7 @@ pub fn sync_locked(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result
                 lost_claims,
                 peer: Some(peer_ref(&me)),
                 deferred_heads,
+                leases_deleted,
             });
         }
         std::thread::sleep(jitter.full(round, Duration::from_millis(20), Duration::from_secs(1)));
@@ -801,8 +977,7 @@ pub fn known_leases(ctx: &Context, remote: &str, goal: &str, todo: Option<&str>)
     for r in transport::refs_with_trailers(&dir, prefix).map_err(git_failed)? {
         if let Some(lease) = Published::from_trailers(&r.trailers) {
             if lease.goal == goal && todo.is_none_or(|t| lease.todo == t) {
-                let key = (lease.goal.clone(), lease.todo.clone());
-                leases.0.insert(key, (Oid(r.commit), lease));
+                leases.insert(r, lease);
             }
         }
     }

@@ -123,6 +123,38 @@ impl GixStore {
         }
     }
 
+    /// Deletes each ref that still points at the commit given, in one
+    /// transaction (one that moved meanwhile is left alone, as are the rest).
+    /// Returns whether they were deleted.
+    pub fn delete_refs(&self, refs: &[(String, Oid)]) -> Result<bool, Error> {
+        let mut edits = Vec::with_capacity(refs.len());
+        for (name, old) in refs {
+            edits.push(RefEdit {
+                change: Change::Delete {
+                    expected: PreviousValue::MustExistAndMatch(Target::Object(object_id(old)?)),
+                    log: RefLog::AndReference,
+                },
+                name: name
+                    .as_str()
+                    .try_into()
+                    .map_err(|e| git_err("ref name", e))?,
+                deref: false,
+            });
+        }
+        let repo = self.repo.borrow();
+        let fail = gix::lock::acquire::Fail::Immediately;
+        let result = repo
+            .refs
+            .transaction()
+            .prepare(edits, fail, fail)
+            .and_then(|tx| tx.commit(None));
+        match result {
+            Ok(_) => Ok(true),
+            Err(e) if e.is_conflict() || e.is_retryable() => Ok(false),
+            Err(e) => Err(git_err("deleting refs", e)),
+        }
+    }
+
     /// Resolves any ref name to the commit it points at.
     pub fn try_find_ref(&self, name: &str) -> Result<Option<Oid>, Error> {
         let repo = self.repo.borrow();

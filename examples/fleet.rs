@@ -214,16 +214,19 @@ fn opts() -> Opts {
                     other => fail(format!("--mode {other}: claims, drain, both or merge")),
                 }
             }
-            "--sync-after-claim" => o.sync_after_claim = true,
             "--lease-grace" => o.lease_grace = Some(number()),
             "--transport" => {
-                i += 1;
-                o.transport = match args.get(i).map(String::as_str) {
-                    Some("file") => Transport::File,
-                    Some("http") => Transport::Http,
-                    Some("ssh") => Transport::Ssh,
-                    other => fail(format!("--transport {other:?}: file, http or ssh")),
+                o.transport = match value().as_str() {
+                    "file" => Transport::File,
+                    "http" => Transport::Http,
+                    "ssh" => Transport::Ssh,
+                    other => fail(format!("--transport {other}: file, http or ssh")),
                 };
+            }
+            "--sync-after-claim" => {
+                o.sync_after_claim = true;
+                i += 1;
+                continue;
             }
             "--no-sync-after-done" => {
                 o.sync_after_done = false;

@@ -374,6 +374,12 @@ fn claim_shared(
     // and of those, refusals by a lease ref that reads as no lease at all.
     let (mut lost, mut unreadable) = (0, 0);
     let create_bound = shared::create_bound(ctx)?;
+    // The command's clock as the claim goes on.
+    let began = std::time::Instant::now();
+    let now = || {
+        let elapsed = i64::try_from(began.elapsed().as_secs()).unwrap_or(i64::MAX);
+        ctx.now.plus_seconds(elapsed)
+    };
     loop {
         patience.attempts += 1;
         let mut all = None;
@@ -384,6 +390,7 @@ fn claim_shared(
                 merge_first = true;
                 let fetched = shared::fetch(ctx, remote)?;
                 let tip = shared::integrate(ctx, remote, &fetched, false)?.tip;
+                shared::note_merged(ctx, remote, now());
                 all = Some(fetched.leases);
                 tip
             }
@@ -426,10 +433,15 @@ fn claim_shared(
         // No lease ref for this todo: the claim creates one. The ref of an
         // ended lease is deleted once the remote's loopx-state records the
         // end (`shared::lease_ref_grace`), so a claim decided on an older
-        // state could take a todo someone already finished: it decides
-        // again on a fresh fetch and merge, and pushes before that fetch
-        // is a quarter of the grace old.
-        if lease.is_none() && (!merged_now || fetched_at.elapsed() > create_bound) {
+        // state could take a todo someone already finished: it decides on
+        // a fetch merged less than a quarter of the grace ago — its own,
+        // or the last sync's — else it fetches and merges first.
+        let fresh = if merged_now {
+            fetched_at.elapsed() <= create_bound
+        } else {
+            shared::merged_within(ctx, remote, now(), create_bound)
+        };
+        if lease.is_none() && !fresh {
             merge_first = true;
             continue;
         }

@@ -33,7 +33,7 @@ use crate::git_cmd::shared::{self as transport, Update, LEASES, PEERS};
 use crate::git_cmd::{self, PushStatus};
 use crate::model::lease::{LeaseStatus, Published};
 use crate::model::merge::{self, Conflict, LostClaim};
-use crate::model::{Code, Refusal, State};
+use crate::model::{Code, Refusal, State, Timestamp};
 use crate::ops::Context;
 use crate::store::{
     cache, transaction, CasResult, Checked, Error as StoreError, Message, Oid, STATE_REF,
@@ -518,6 +518,32 @@ pub fn create_bound(ctx: &Context) -> Result<Duration> {
     Ok(Duration::from_millis(grace * 250))
 }
 
+/// Notes that the local branch has merged a full fetch of `remote` begun
+/// no earlier than `at` (a host record): a claim soon after may rely on it
+/// ([`merged_within`]).
+pub fn note_merged(ctx: &Context, remote: &str, at: Timestamp) {
+    let key = format!("merged/{remote}");
+    ctx.store
+        .set_host_record(&key, at.unix().to_string().as_bytes());
+}
+
+/// Whether the local branch has merged a full fetch of `remote` begun less
+/// than `bound` before `now` (by the clock of the commands that fetched
+/// and that ask).
+pub fn merged_within(ctx: &Context, remote: &str, now: Timestamp, bound: Duration) -> bool {
+    let key = format!("merged/{remote}");
+    let Some(at) = ctx
+        .store
+        .host_record(&key)
+        .and_then(|b| String::from_utf8(b).ok())
+        .and_then(|t| t.parse::<i64>().ok())
+    else {
+        return false;
+    };
+    let age = now.unix() - at;
+    (0..i64::try_from(bound.as_secs()).unwrap_or(i64::MAX)).contains(&age)
+}
+
 /// The lease refs a sync deletes: ended (`done` or `released`) for at
 /// least the grace, and recorded as ended by the remote's `loopx-state` as
 /// fetched — so a claimer, which merges that branch before it creates a
@@ -796,6 +822,7 @@ pub fn sync_locked(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result
         round += 1;
         let fetched = fetch(ctx, remote)?;
         let integrated = integrate(ctx, remote, &fetched, allow_unrelated)?;
+        note_merged(ctx, remote, ctx.now);
         let deferred_heads = integrated.deferred;
         conflicts.extend(integrated.conflicts);
         lost_claims.extend(integrated.lost_claims);

@@ -63,21 +63,31 @@ pub fn state_at(store: &GixStore, commit: &Oid) -> Result<State, Error> {
 const ANCESTOR_WALK: usize = 64;
 
 /// The state of a commit this host has not seen (a peer's head, fetched)
-/// from the nearest first-parent ancestor it has: that state, plus the
-/// files the two trees differ in, decoded with every check a whole read
-/// makes. What a sync merge reads then costs what the peers changed, not
-/// what the state holds. `None` when no ancestor in reach is cached.
+/// from the nearest first-parent ancestor it has — else from the local
+/// tip's: that state, plus the files the two trees differ in, decoded with
+/// every check a whole read makes. What a sync merge reads then costs what
+/// the peers changed, not what the state holds. The tip serves when the
+/// peers' lines of commits reach no cached state within
+/// [`ANCESTOR_WALK`] (a fleet's merges of merges, a cache that rotated):
+/// any tree diffs against any other, and a peer's state is mostly this
+/// clone's. `None` when neither is cached.
 fn from_ancestor(store: &GixStore, commit: &Oid) -> Result<Option<State>, Error> {
     let Ok(line) = store.first_parent_log(commit, ANCESTOR_WALK) else {
         return Ok(None);
     };
-    let Some((ancestor, mut state)) = line.iter().skip(1).find_map(|c| {
+    let known = |id: &Oid| {
         let state = store
-            .read_memo_get(&c.id)
-            .or_else(|| cached(store, &c.id, 0).map(|(state, _)| state))?;
-        store.read_memo_put(&c.id, &state);
-        Some((c.id.clone(), state))
-    }) else {
+            .read_memo_get(id)
+            .or_else(|| cached(store, id, 0).map(|(state, _)| state))?;
+        store.read_memo_put(id, &state);
+        Some((id.clone(), state))
+    };
+    let near = line.iter().skip(1).find_map(|c| known(&c.id));
+    let tip = || {
+        let tip = store.tip().ok().flatten().filter(|t| t != commit)?;
+        known(&tip)
+    };
+    let Some((ancestor, mut state)) = near.or_else(tip) else {
         return Ok(None);
     };
     let files = store.changed_files(&ancestor, commit)?;

@@ -1033,3 +1033,50 @@ fn a_sync_merges_at_most_sixteen_peer_heads_and_says_so() {
     }
     drop(remote);
 }
+
+/// A peer's head whose line of commits reaches nothing this clone has read
+/// within the ancestor walk (70 commits ahead) is read from the local
+/// tip's state and the trees' difference: the same state a whole read
+/// gives.
+#[test]
+fn a_head_far_ahead_of_anything_read_here_merges_to_the_same_state() {
+    let env = TestEnv::new();
+    let (_remote, dirs) = env.shared_state(&["a", "b"]);
+    let (a, b) = (&dirs[0], &dirs[1]);
+    let t = env.add_todo(a, "one");
+    env.loopx(a, &["sync"]).success();
+    env.loopx(b, &["sync"]).success();
+    // a: one change of its own, so the sync merges.
+    env.add_todo(a, "a's own");
+    for i in 0..70 {
+        env.loopx(
+            b,
+            &[
+                "--agent",
+                "x",
+                "todo",
+                "update",
+                &t,
+                "--note",
+                &format!("n{i}"),
+            ],
+        )
+        .success();
+    }
+    env.loopx(b, &["sync"]).success();
+    env.loopx(a, &["sync"]).success();
+    env.loopx(b, &["sync"]).success();
+    let list = |dir: &Path| {
+        env.loopx(dir, &["--json", "todo", "show", &t])
+            .success()
+            .json()["todo"]["notes"]
+            .clone()
+    };
+    assert_eq!(list(a), list(b));
+    assert_eq!(list(a).as_array().map(Vec::len), Some(70), "{}", list(a));
+    assert_eq!(env.tip(a), env.tip(b));
+    // A fresh clone reads the merged tip whole, and sees the same.
+    let c = env.clone_of(&_remote, "c");
+    env.loopx(&c, &["sync"]).success();
+    assert_eq!(list(&c), list(a));
+}

@@ -116,6 +116,29 @@ pub fn remote_name(ctx: &Context, remote: Option<&str>) -> Result<String> {
     Ok(name)
 }
 
+/// The best common ancestor of `one` and a merge of `others` (git's
+/// answer, see [`git_cmd::merge_base_of`]).
+fn merge_base(ctx: &Context, one: &Oid, others: &[&Oid]) -> Result<Option<Oid>> {
+    let others: Vec<&str> = others.iter().map(|o| o.0.as_str()).collect();
+    git_cmd::merge_base_of(ctx.repo_dir(), &one.0, &others)
+        .map(|b| b.map(Oid))
+        .map_err(|e| StoreError::Git(e).into())
+}
+
+/// Whether `ancestor` is `descendant` or reachable from it.
+fn is_ancestor(ctx: &Context, ancestor: &Oid, descendant: &Oid) -> Result<bool> {
+    git_cmd::is_ancestor(ctx.repo_dir(), &ancestor.0, &descendant.0)
+        .map_err(|e| StoreError::Git(e).into())
+}
+
+/// The commits of `commits` no other of them reaches, each once, in order.
+fn independent(ctx: &Context, commits: &[Oid]) -> Result<Vec<Oid>> {
+    let all: Vec<&str> = commits.iter().map(|o| o.0.as_str()).collect();
+    git_cmd::independent(ctx.repo_dir(), &all)
+        .map(|tops| tops.into_iter().map(Oid).collect())
+        .map_err(|e| StoreError::Git(e).into())
+}
+
 fn git_failed(e: impl Into<TransportError>) -> Error {
     match e.into() {
         TransportError::Failed(message) => StoreError::Git(message).into(),
@@ -380,7 +403,7 @@ fn merge_commit(
     theirs: &Oid,
     allow_unrelated: bool,
 ) -> Result<Option<MergeCommit>> {
-    let base = ctx.store.merge_base(local, &[theirs])?;
+    let base = merge_base(ctx, local, &[theirs])?;
     if base.is_none() && !allow_unrelated {
         return Err(unrelated(remote, local, theirs));
     }
@@ -590,7 +613,7 @@ fn sync_branch(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result<Syn
                 return Ok(report(action, l, conflicts, lost_claims));
             }
             (Some(l), Some(r)) => {
-                if ctx.store.is_ancestor(&l, &r)? {
+                if is_ancestor(ctx, &l, &r)? {
                     if ctx.store.move_ref(
                         STATE_REF,
                         Some(&l),
@@ -607,7 +630,7 @@ fn sync_branch(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result<Syn
                     }
                     continue;
                 }
-                let tip = if ctx.store.is_ancestor(&r, &l)? {
+                let tip = if is_ancestor(ctx, &r, &l)? {
                     l
                 } else {
                     match merge_commit(ctx, &remote, &l, &r, allow_unrelated)? {

@@ -230,7 +230,7 @@ pub fn integrate(
         if let Some(l) = &local {
             all.push(l.clone());
         }
-        let mut tops = ctx.store.independent(&all)?;
+        let mut tops = super::independent(ctx, &all)?;
         // The local tip, if it is a top, and at most MAX_MERGED_HEADS others.
         let keep = MAX_MERGED_HEADS + usize::from(local.as_ref().is_some_and(|l| tops.contains(l)));
         let mut deferred = 0;
@@ -246,7 +246,7 @@ pub fn integrate(
             if let Some(state) = &fetched.state {
                 let mut has_state = Vec::with_capacity(others.len());
                 for t in &others {
-                    has_state.push(ctx.store.is_ancestor(state, t)?);
+                    has_state.push(super::is_ancestor(ctx, state, t)?);
                 }
                 let mut order: Vec<usize> = (0..others.len()).collect();
                 order.sort_by_key(|&i| !has_state[i]);
@@ -312,7 +312,7 @@ fn merge_heads(
     // goes first, so the local branch's history stays the first parent.
     if let (Some(l), None) = (local, local_on_top) {
         for (i, h) in published.iter().enumerate() {
-            if ctx.store.is_ancestor(l, h)? {
+            if super::is_ancestor(ctx, l, h)? {
                 let h = published.remove(i);
                 published.insert(0, h);
                 break;
@@ -443,7 +443,7 @@ fn base_state(
     others: &[&Oid],
     allow_unrelated: bool,
 ) -> Result<Option<State>> {
-    match ctx.store.merge_base(one, others)? {
+    match super::merge_base(ctx, one, others)? {
         Some(b) => Ok(Some(transaction::state_at(&ctx.store, &b)?)),
         None if allow_unrelated => Ok(None),
         None => Err(super::unrelated(remote, one, others[0])),

@@ -74,54 +74,6 @@ impl GixStore {
         Ok(Some(blob.data.clone()))
     }
 
-    /// The best common ancestor of `one` and a merge of all of `others`, as
-    /// `git merge-base one others…` answers (`None`: no shared history).
-    pub fn merge_base(&self, one: &Oid, others: &[&Oid]) -> Result<Option<Oid>, Error> {
-        let others = others
-            .iter()
-            .map(|o| object_id(o))
-            .collect::<Result<Vec<_>, _>>()?;
-        let one_id = object_id(one)?;
-        self.settled_afresh(|| {
-            let repo = self.repo.borrow();
-            let bases = repo
-                .merge_bases_many(one_id, &others)
-                .map_err(|e| git_err(&format!("finding the merge base of {one}"), e))?;
-            Ok(bases.first().map(|id| oid(id.detach())))
-        })
-    }
-
-    /// Whether `ancestor` is `descendant` or reachable from it.
-    pub fn is_ancestor(&self, ancestor: &Oid, descendant: &Oid) -> Result<bool, Error> {
-        Ok(ancestor == descendant
-            || self.merge_base(ancestor, &[descendant])?.as_ref() == Some(ancestor))
-    }
-
-    /// The commits of `commits` that no other of them reaches (`git
-    /// merge-base --independent`), each once, in their first order.
-    pub fn independent(&self, commits: &[Oid]) -> Result<Vec<Oid>, Error> {
-        let mut unique: Vec<&Oid> = Vec::new();
-        for c in commits {
-            if !unique.contains(&c) {
-                unique.push(c);
-            }
-        }
-        let mut tops = Vec::new();
-        for (i, c) in unique.iter().enumerate() {
-            let mut reached = false;
-            for (j, other) in unique.iter().enumerate() {
-                if i != j && self.is_ancestor(c, other)? {
-                    reached = true;
-                    break;
-                }
-            }
-            if !reached {
-                tops.push((*c).clone());
-            }
-        }
-        Ok(tops)
-    }
-
     /// The files that differ between the trees of `from` and `to`: each
     /// with its bytes in `to`, or `None` where `to` has no such file. Only
     /// subtrees whose ids differ are read, so the cost is what changed.

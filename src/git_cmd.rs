@@ -209,6 +209,58 @@ pub fn network_timeout() -> Option<Duration> {
     }
 }
 
+/// The pace of network steps: a host-local file holding the time the
+/// next step may start, and the steps a second (`loopx.maxRemoteOpsPerSecond`).
+static PACE: std::sync::Mutex<Option<(std::path::PathBuf, f64)>> = std::sync::Mutex::new(None);
+
+/// Limits this clone's fetches, pushes and ls-remotes to `per_second`, in
+/// every process that shares `file` (`None`: no limit). Set by `sync`
+/// (and every `--sync` claim) from `loopx.maxRemoteOpsPerSecond`.
+pub fn set_pace(pace: Option<(std::path::PathBuf, f64)>) {
+    if let Ok(mut p) = PACE.lock() {
+        *p = pace.filter(|(_, rate)| *rate > 0.0);
+    }
+}
+
+/// Waits for this step's turn under [`set_pace`]: each step takes the next
+/// free start time, one interval after the last one taken, under an OS
+/// lock on the file, so the clone's processes start their steps in the
+/// order they asked, none more often than the pace. Best effort: a file
+/// that cannot be used means no wait.
+fn wait_for_pace() {
+    use std::io::{Read, Seek, Write};
+    let Some((path, rate)) = PACE.lock().ok().and_then(|p| p.clone()) else {
+        return;
+    };
+    let interval = Duration::from_secs_f64(1.0 / rate);
+    let wait = (|| -> std::io::Result<Duration> {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)?;
+        file.lock()?;
+        let mut text = String::new();
+        file.read_to_string(&mut text)?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let next = Duration::from_micros(text.trim().parse().unwrap_or(0));
+        let start = next.max(now);
+        let taken = start + interval;
+        file.rewind()?;
+        file.set_len(0)?;
+        file.write_all(taken.as_micros().to_string().as_bytes())?;
+        Ok(start - now)
+    })()
+    .unwrap_or_default();
+    if !wait.is_zero() {
+        tracing::debug!("waiting {wait:?} for this clone's pace of remote operations");
+        std::thread::sleep(wait);
+    }
+}
+
 /// Why a fetch or push did not give an answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TransportError {
@@ -261,6 +313,7 @@ fn network(
 ) -> Result<GitOutput, TransportError> {
     use std::io::{IsTerminal, Read};
     use std::os::unix::process::CommandExt;
+    wait_for_pace();
     let Some(limit) = network_timeout() else {
         return run(dir, args)
             .map_err(|e| TransportError::Failed(format!("could not run git {step}: {e}")));

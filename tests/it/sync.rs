@@ -1080,3 +1080,60 @@ fn a_head_far_ahead_of_anything_read_here_merges_to_the_same_state() {
     env.loopx(&c, &["sync"]).success();
     assert_eq!(list(&c), list(a));
 }
+
+/// `loopx.maxRemoteOpsPerSecond`: the clone's processes, syncing at once,
+/// start their fetches and pushes no more often than the pace, in turn.
+#[test]
+fn the_remote_operations_of_a_clone_keep_to_its_pace() {
+    let env = TestEnv::new();
+    let (_remote, dirs) = env.shared_state(&["a"]);
+    let a = &dirs[0];
+    env.git(a, &["config", "loopx.maxRemoteOpsPerSecond", "2"]);
+    // A git that notes when each network step starts (microseconds).
+    let bin = env.path("paced-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = env.path("starts.log");
+    env.write_script(
+        &bin.join("git"),
+        &format!(
+            "#!/bin/sh\nfor a in \"$@\"; do case $a in fetch|push|ls-remote) echo \"$(date +%s%6N) $a\" >> '{}'; break ;; esac; done\nexec '{}' \"$@\"\n",
+            log.display(),
+            env.real_git()
+        ),
+    );
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        crate::env::path_with_loopx().to_string_lossy()
+    );
+    let children: Vec<_> = (0..3)
+        .map(|i| {
+            env.add_todo(a, &format!("paced {i}"));
+            env.loopx_cmd(a)
+                .env("PATH", &path)
+                .arg("sync")
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut starts: Vec<u64> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect();
+    starts.sort_unstable();
+    assert!(starts.len() >= 4, "a fetch each and a push: {text}");
+    // A lower bound only: a slow machine spreads them further, never closer.
+    // 500 ms apart at 2 a second, less what starting a process may take.
+    for pair in starts.windows(2) {
+        assert!(pair[1] - pair[0] >= 350_000, "{text}");
+    }
+    env.git(a, &["config", "loopx.maxRemoteOpsPerSecond", "fast"]);
+    let json = env.loopx(a, &["--json", "sync"]).failure(2).json();
+    let message = json["error"]["message"].as_str().unwrap();
+    assert!(message.contains("loopx.maxRemoteOpsPerSecond"), "{json}");
+}

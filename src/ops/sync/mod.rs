@@ -530,6 +530,24 @@ pub fn prepare(ctx: &Context, opts: &SyncOptions) -> Result<String> {
         },
     };
     git_cmd::set_network_timeout((!timeout.is_zero()).then_some(timeout));
+    let pace = match ctx.store.config_string("loopx.maxRemoteOpsPerSecond") {
+        Some(text) => Some(
+            text.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|r| r.is_finite() && *r >= 0.0)
+                .ok_or_else(|| {
+                    Refusal::invalid_input(format!(
+                        "git config loopx.maxRemoteOpsPerSecond is `{text}`, not a number of operations a second like 5 or 0.5 (0: no limit)"
+                    ))
+                })?,
+        ),
+        None => None,
+    };
+    if pace.is_some() {
+        let _ = std::fs::create_dir_all(ctx.store.local_dir());
+    }
+    git_cmd::set_pace(pace.map(|rate| (ctx.store.local_dir().join("remote-pace"), rate)));
     remote_name(ctx, opts.remote.as_deref())
 }
 

@@ -1,8 +1,9 @@
 //! A lease ref lives as long as its lease: once the remote's `loopx-state`
 //! records a lease's end, and the end has been published for the grace
-//! (`loopx.leaseRefGrace`, 10 minutes by default), a sync deletes the ref on
-//! the remote and in its clone, and the other clones drop their copies at
-//! their next fetch. A clone whose state is older than the deletion cannot
+//! (`loopx.leaseRefGrace`, 10 minutes by default), the sync of the peer a
+//! hash of peer and todo picks deletes the ref on the remote and in its
+//! clone (any peer does after four graces), and the other clones drop
+//! their copies at their next fetch. A clone whose state is older than the deletion cannot
 //! take the finished todo again: a claim that would create a lease ref
 //! decides on a fresh merge of the remote.
 
@@ -14,7 +15,26 @@ use crate::env::TestEnv;
 const SOON: &str = "2026-12-02T10:05:00Z";
 /// Past the grace.
 const LATER: &str = "2026-12-02T10:11:00Z";
-const LATER_STILL: &str = "2026-12-02T10:12:00Z";
+/// Past four graces: any peer deletes.
+const MUCH_LATER: &str = "2026-12-02T10:41:00Z";
+const LATER_STILL: &str = "2026-12-02T10:42:00Z";
+
+/// Which of two peers deletes `todo`'s lease ref (as the sync picks it:
+/// FNV-1a over peer and todo, the higher wins).
+fn deleter<'a>(peers: [&'a str; 2], todo: &str) -> &'a str {
+    let score = |peer: &str| {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in peer.bytes().chain([0]).chain(todo.bytes()) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        h
+    };
+    if score(peers[0]) >= score(peers[1]) {
+        peers[0]
+    } else {
+        peers[1]
+    }
+}
 
 /// The lease refs under `refs/loopx/` of a repository: the remote's own, or
 /// a clone's copies of them.
@@ -47,35 +67,67 @@ fn an_ended_lease_ref_is_deleted_after_the_grace_everywhere() {
     let env = TestEnv::new();
     let (remote, dirs) = env.shared_state(&["a", "b"]);
     let (a, b) = (&dirs[0], &dirs[1]);
+    // a published under the id it made itself; b's is set.
+    let peers = env.git(
+        &remote,
+        &[
+            "for-each-ref",
+            "--format=%(refname:lstrip=3)",
+            "refs/loopx/peers/",
+        ],
+    );
+    let pa = peers.trim().to_owned();
+    env.git(b, &["config", "loopx.peer", "peer-b"]);
     let t = env.add_todo(a, "finish me");
     env.loopx(a, &["sync"]).success();
     env.loopx(b, &["sync"]).success();
     claim_and_finish(&env, a, "x", &t);
+    // The peer that deletes the ref, and the other.
+    let (owner, other) = if deleter([&pa, "peer-b"], &t) == pa {
+        (a, b)
+    } else {
+        (b, a)
+    };
     let name = format!("refs/loopx/leases/main/{t}");
     assert_eq!(lease_refs(&env, &remote), vec![name.clone()]);
     let ended = env.git(&remote, &["log", "-1", "--format=%B", &name]);
     assert!(ended.contains("Loopx-Lease: done"), "{ended}");
 
     // Within the grace the ref stays.
-    let json = env.loopx_at(b, SOON, &["--json", "sync"]).success().json();
-    assert!(json.get("leases_deleted").is_none(), "{json}");
+    for dir in [other, owner] {
+        let json = env
+            .loopx_at(dir, SOON, &["--json", "sync"])
+            .success()
+            .json();
+        assert!(json.get("leases_deleted").is_none(), "{json}");
+    }
     assert_eq!(lease_refs(&env, &remote), vec![name.clone()]);
     assert_eq!(lease_refs(&env, b).len(), 1, "b has its copy");
 
-    // Past it, the first sync to see it deletes it, there and here.
-    let run = env.loopx_at(b, LATER, &["sync"]).success();
+    // Past it, the other peer leaves it to its deleter...
+    let json = env
+        .loopx_at(other, LATER, &["--json", "sync"])
+        .success()
+        .json();
+    assert!(json.get("leases_deleted").is_none(), "{json}");
+    assert_eq!(lease_refs(&env, &remote), vec![name.clone()]);
+    // ...which deletes it, there and in its clone.
+    let run = env.loopx_at(owner, LATER, &["sync"]).success();
     assert!(
         run.stdout.contains("deleted 1 lease ref of ended leases"),
         "{}",
         run.stdout
     );
     assert!(lease_refs(&env, &remote).is_empty(), "gone on the remote");
-    assert!(lease_refs(&env, b).is_empty(), "gone in b");
-    // a's copy goes with its next fetch, which has nothing left to delete.
-    assert_eq!(lease_refs(&env, a).len(), 1);
-    let json = env.loopx_at(a, LATER, &["--json", "sync"]).success().json();
+    assert!(lease_refs(&env, owner).is_empty(), "gone in its deleter");
+    // The other's copy goes with its next fetch, with nothing to delete.
+    assert_eq!(lease_refs(&env, other).len(), 1);
+    let json = env
+        .loopx_at(other, LATER, &["--json", "sync"])
+        .success()
+        .json();
     assert!(json.get("leases_deleted").is_none(), "{json}");
-    assert!(lease_refs(&env, a).is_empty(), "gone in a");
+    assert!(lease_refs(&env, other).is_empty(), "gone in the other");
 
     // The todo stays done for everyone.
     let run = env.loopx_at(b, LATER, &["--agent", "y", "todo", "claim", &t, "--sync"]);
@@ -97,7 +149,7 @@ fn a_stale_clone_cannot_take_a_finished_todo_whose_lease_ref_is_gone() {
     env.loopx(b, &["sync"]).success();
     env.loopx(c, &["sync"]).success();
     claim_and_finish(&env, a, "x", &t);
-    env.loopx_at(b, LATER, &["sync"]).success();
+    env.loopx_at(b, MUCH_LATER, &["sync"]).success();
     assert!(lease_refs(&env, &remote).is_empty());
 
     // c's own state still says the todo is ready, and c knows no lease.
@@ -147,14 +199,14 @@ fn a_released_lease_ref_goes_and_the_todo_can_be_claimed_again() {
     let name = format!("refs/loopx/leases/main/{t}");
     let ended = env.git(&remote, &["log", "-1", "--format=%B", &name]);
     assert!(ended.contains("Loopx-Lease: released"), "{ended}");
-    env.loopx_at(a, LATER, &["sync"]).success();
+    env.loopx_at(a, MUCH_LATER, &["sync"]).success();
     assert!(lease_refs(&env, &remote).is_empty());
 
     // b never merged the claim or the release: it claims at the next epoch.
     let json = env
         .loopx_at(
             b,
-            LATER,
+            LATER_STILL,
             &["--json", "--agent", "y", "todo", "claim", &t, "--sync"],
         )
         .success()
@@ -180,32 +232,31 @@ fn lease_refs_that_piled_up_are_pruned_in_one_command_and_doctor_tells_of_them()
     env.loopx(b, &["sync"]).success();
     assert_eq!(lease_refs(&env, &remote).len(), 3);
 
-    // Past the grace, b's doctor (which does not touch the network) tells.
-    let json = env
-        .loopx_at(b, LATER, &["--json", "doctor"])
-        .success()
-        .json();
-    let text = json.to_string();
-    assert!(text.contains("3 lease refs"), "{json}");
-    assert!(text.contains("git loopx sync --prune-leases"), "{json}");
-    // Within the grace it says nothing of them.
-    let json = env
-        .loopx_at(b, SOON, &["--json", "doctor"])
-        .success()
-        .json();
-    assert!(!json.to_string().contains("lease refs"), "{json}");
+    // Past four graces (their deleter should have been by), b's doctor
+    // tells; it does not touch the network.
+    let doctor = |at: &str| {
+        env.loopx_at(b, at, &["--json", "doctor"])
+            .success()
+            .json()
+            .to_string()
+    };
+    let text = doctor(MUCH_LATER);
+    assert!(text.contains("3 lease refs"), "{text}");
+    assert!(text.contains("git loopx sync --prune-leases"), "{text}");
+    // Before that it says nothing of them.
+    let text = doctor(LATER);
+    assert!(!text.contains("lease refs"), "{text}");
 
+    // Past one grace, the one-off prune deletes them all, whichever peer
+    // deletes each.
     let json = env
         .loopx_at(b, LATER, &["--json", "sync", "--prune-leases"])
         .success()
         .json();
     assert_eq!(json["leases_deleted"], 3, "{json}");
     assert!(lease_refs(&env, &remote).is_empty());
-    let json = env
-        .loopx_at(b, LATER, &["--json", "doctor"])
-        .success()
-        .json();
-    assert!(!json.to_string().contains("lease refs"), "{json}");
+    let text = doctor(MUCH_LATER);
+    assert!(!text.contains("lease refs"), "{text}");
 }
 
 #[test]

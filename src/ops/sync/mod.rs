@@ -555,10 +555,10 @@ pub fn prepare(ctx: &Context, opts: &SyncOptions) -> Result<String> {
 pub fn sync(ctx: &Context, opts: &SyncOptions) -> Result<SyncReport> {
     let remote = prepare(ctx, opts)?;
     let _turn = sync_turn(ctx);
-    let mut report = sync_locked(ctx, &remote, opts.allow_unrelated)?;
+    let mut report = sync_with(ctx, &remote, opts.allow_unrelated, opts.prune_leases)?;
     let mut last = report.leases_deleted;
     while opts.prune_leases && last >= shared::MAX_LEASE_DELETIONS {
-        let mut more = sync_locked(ctx, &remote, opts.allow_unrelated)?;
+        let mut more = sync_with(ctx, &remote, opts.allow_unrelated, true)?;
         last = more.leases_deleted;
         more.leases_deleted += report.leases_deleted;
         more.rounds += report.rounds;
@@ -575,8 +575,19 @@ pub fn sync(ctx: &Context, opts: &SyncOptions) -> Result<SyncReport> {
 /// shared refs ([`shared`]), or through `loopx-state` alone when
 /// `loopx.shareRefs` is false.
 pub fn sync_locked(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result<SyncReport> {
+    sync_with(ctx, remote, allow_unrelated, false)
+}
+
+/// [`sync_locked`]; `prune_leases`: delete every lease ref that may go
+/// (shared refs only).
+fn sync_with(
+    ctx: &Context,
+    remote: &str,
+    allow_unrelated: bool,
+    prune_leases: bool,
+) -> Result<SyncReport> {
     if shared::enabled(ctx) {
-        shared::sync_locked(ctx, remote, allow_unrelated)
+        shared::sync_locked(ctx, remote, allow_unrelated, prune_leases)
     } else {
         sync_branch(ctx, remote, allow_unrelated)
     }

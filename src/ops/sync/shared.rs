@@ -544,31 +544,65 @@ pub fn merged_within(ctx: &Context, remote: &str, now: Timestamp, bound: Duratio
     (0..i64::try_from(bound.as_secs()).unwrap_or(i64::MAX)).contains(&age)
 }
 
+/// How many graces a lease ref waits for a clone other than its deleter.
+const FALLBACK_GRACES: i64 = 4;
+
 /// The lease refs a sync deletes: ended (`done` or `released`) for at
 /// least the grace, and recorded as ended by the remote's `loopx-state` as
 /// fetched — so a claimer, which merges that branch before it creates a
 /// lease ref, knows the end without the ref. Each is deleted with the lease
 /// on the value fetched: a ref a new claim moved meanwhile stays.
-fn lease_deletions(ctx: &Context, fetched: &Fetched, limit: usize) -> Result<Vec<Update>> {
-    Ok(deletable(ctx, &fetched.leases, fetched.state.as_ref())?
-        .into_iter()
-        .take(limit)
-        .map(|r| Update {
-            src: String::new(),
-            dst: lease_ref(&r.lease.goal, &r.lease.todo),
-            lease: Some(r.oid.0.clone()),
-        })
-        .collect())
+///
+/// One peer deletes each ref (chosen by a hash of peer and todo among the
+/// peers fetched), the others only once it has waited [`FALLBACK_GRACES`]
+/// graces (that peer may be gone): sixteen clones each pushing the same
+/// deletions refused one another's by the thousand. `all` (`sync
+/// --prune-leases`) deletes every ref past the grace.
+fn lease_deletions(ctx: &Context, fetched: &Fetched, me: &str, all: bool) -> Result<Vec<Update>> {
+    let grace = lease_ref_grace(ctx)?;
+    let peers: Vec<&str> = fetched.peers.keys().map(String::as_str).collect();
+    let wait = |r: &RemoteLease| {
+        if all || deleter(&peers, &r.lease.todo).is_none_or(|d| d == me) {
+            grace
+        } else {
+            grace * FALLBACK_GRACES
+        }
+    };
+    Ok(
+        deletable(ctx, &fetched.leases, fetched.state.as_ref(), wait)?
+            .into_iter()
+            .take(MAX_LEASE_DELETIONS)
+            .map(|r| Update {
+                src: String::new(),
+                dst: lease_ref(&r.lease.goal, &r.lease.todo),
+                lease: Some(r.oid.0.clone()),
+            })
+            .collect(),
+    )
+}
+
+/// The peer that deletes `todo`'s lease ref: the one a hash of peer and
+/// todo ranks first (rendezvous hashing; FNV-1a, stable across machines).
+fn deleter<'a>(peers: &[&'a str], todo: &str) -> Option<&'a str> {
+    let score = |peer: &str| {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in peer.bytes().chain([0]).chain(todo.bytes()) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        h
+    };
+    peers.iter().copied().max_by_key(|p| score(p))
 }
 
 /// The leases of `leases` whose refs may go, given the remote's
-/// `loopx-state` at `state` (see [`lease_deletions`]).
+/// `loopx-state` at `state`: ended at least `wait(lease)` seconds ago (see
+/// [`lease_deletions`]).
 fn deletable<'a>(
     ctx: &Context,
     leases: &'a Leases,
     state: Option<&Oid>,
+    wait: impl Fn(&RemoteLease) -> i64,
 ) -> Result<Vec<&'a RemoteLease>> {
-    let grace = lease_ref_grace(ctx)?;
     let now = ctx.now.unix();
     let ended: Vec<&RemoteLease> = leases
         .0
@@ -576,7 +610,7 @@ fn deletable<'a>(
         .filter(|r| {
             // Written before `Loopx-Ended` existed: the commit's own time.
             let ended = r.lease.ended_at.map_or(r.time, |t| t.unix());
-            r.lease.status != LeaseStatus::Held && now - ended >= grace
+            r.lease.status != LeaseStatus::Held && now - ended >= wait(r)
         })
         .collect();
     let Some(tip) = state.filter(|_| !ended.is_empty()) else {
@@ -596,8 +630,10 @@ fn deletable<'a>(
 }
 
 /// How many lease refs `remote` still has, as this clone last fetched
-/// them, that a sync would delete now (for `doctor`; no network).
+/// them, that their deleter should have deleted by now: ended more than
+/// [`FALLBACK_GRACES`] graces ago (for `doctor`; no network).
 pub fn lingering_leases(ctx: &Context, remote: &str) -> Result<usize> {
+    let grace = lease_ref_grace(ctx)?;
     let prefix = format!("{}leases/", transport::tracking_prefix(remote));
     let mut leases = Leases::default();
     for r in transport::refs_with_trailers(ctx.repo_dir(), &prefix).map_err(git_failed)? {
@@ -606,7 +642,8 @@ pub fn lingering_leases(ctx: &Context, remote: &str) -> Result<usize> {
         }
     }
     let state = ctx.store.try_find_ref(&super::remote_ref(remote))?;
-    Ok(deletable(ctx, &leases, state.as_ref())?.len())
+    let wait = |_: &RemoteLease| grace * FALLBACK_GRACES;
+    Ok(deletable(ctx, &leases, state.as_ref(), wait)?.len())
 }
 
 /// Forgets this clone's copies of lease refs the remote no longer has.
@@ -670,6 +707,7 @@ fn publish(
     fetched: &Fetched,
     me: &str,
     advance: bool,
+    prune_all: bool,
 ) -> Result<Publish> {
     let own = fetched.peers.get(me);
     let peer_current = own == Some(tip);
@@ -677,7 +715,7 @@ fn publish(
     // Never publish what a reader would refuse, or a credential.
     let state = transaction::state_at(&ctx.store, tip)?;
     let mut updates = lease_updates(ctx, &state, &fetched.leases)?;
-    updates.extend(lease_deletions(ctx, fetched, MAX_LEASE_DELETIONS)?);
+    updates.extend(lease_deletions(ctx, fetched, me, prune_all)?);
     if peer_current && state_current && updates.is_empty() {
         return Ok(Publish::Done {
             advanced: true,
@@ -780,11 +818,6 @@ fn peer_moved(remote: &str, dst: &str, why: &str) -> crate::Error {
     .into()
 }
 
-/// How many rounds a sync among a few peers tries to advance `loopx-state`
-/// when another peer advanced it first (past [`ADVANCE_ALWAYS_UP_TO`]
-/// peers: one). Publishing does not depend on it.
-const ADVANCE_ROUNDS: u32 = 2;
-
 /// Up to this many peers, every sync advances `loopx-state`. Past it, a
 /// sync leaves it to others while it moved less than
 /// [`ADVANCE_SPACING`] × peers ago: one ref's pushes are serialized, and
@@ -809,10 +842,15 @@ fn advance_due(ctx: &Context, fetched: &Fetched) -> Result<bool> {
     Ok(age_ms >= ADVANCE_SPACING_MS * i64::try_from(peers).unwrap_or(i64::MAX))
 }
 
-/// A sync through shared refs, by a caller that holds the clone's sync turn.
-pub fn sync_locked(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result<SyncReport> {
+/// A sync through shared refs, by a caller that holds the clone's sync turn;
+/// `prune_all`: delete every lease ref that may go, not only this peer's.
+pub fn sync_locked(
+    ctx: &Context,
+    remote: &str,
+    allow_unrelated: bool,
+    prune_all: bool,
+) -> Result<SyncReport> {
     let me = peer_id(ctx);
-    let mut jitter = transaction::Jitter::new();
     let mut conflicts = Vec::new();
     let mut lost_claims = Vec::new();
     let mut action = SyncAction::UpToDate;
@@ -830,7 +868,7 @@ pub fn sync_locked(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result
         let tip = integrated.tip;
         let pushes = fetched.peers.get(&me) != Some(&tip) || fetched.state.as_ref() != Some(&tip);
         let advance = advance_due(ctx, &fetched)?;
-        let advanced = match publish(ctx, remote, &tip, &fetched, &me, advance)? {
+        let advanced = match publish(ctx, remote, &tip, &fetched, &me, advance, prune_all)? {
             Publish::Done { advanced, deleted } => {
                 leases_deleted += deleted;
                 advanced
@@ -841,35 +879,29 @@ pub fn sync_locked(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result
         if pushes && action == SyncAction::UpToDate {
             action = SyncAction::Pushed;
         }
-        // Past a few peers a refused advance is not tried again: another
-        // round would fetch and merge again only to race the same queue.
-        let rounds = if fetched.peers.len() <= ADVANCE_ALWAYS_UP_TO {
-            ADVANCE_ROUNDS
+        // A refused advance is not tried again: the state is published on
+        // this clone's own ref, and another round would fetch, merge and
+        // push again only to race the same queue (the drain benchmark's
+        // second rounds were most of its operations past three a todo).
+        let remote_tip = if advance && advanced {
+            tip.clone()
         } else {
-            1
+            ctx.store
+                .try_find_ref(&super::remote_ref(remote))?
+                .unwrap_or_else(|| tip.clone())
         };
-        if advanced || !advance || round >= rounds {
-            let remote_tip = if advance && advanced {
-                tip.clone()
-            } else {
-                ctx.store
-                    .try_find_ref(&super::remote_ref(remote))?
-                    .unwrap_or_else(|| tip.clone())
-            };
-            return Ok(SyncReport {
-                remote: remote.to_owned(),
-                action,
-                tip,
-                remote_tip,
-                rounds: round,
-                conflicts,
-                lost_claims,
-                peer: Some(peer_ref(&me)),
-                deferred_heads,
-                leases_deleted,
-            });
-        }
-        std::thread::sleep(jitter.full(round, Duration::from_millis(20), Duration::from_secs(1)));
+        return Ok(SyncReport {
+            remote: remote.to_owned(),
+            action,
+            tip,
+            remote_tip,
+            rounds: round,
+            conflicts,
+            lost_claims,
+            peer: Some(peer_ref(&me)),
+            deferred_heads,
+            leases_deleted,
+        });
     }
 }
 

@@ -44,8 +44,8 @@
 //! `todo list --all`, each id completed once, no id claimed by two agents),
 //! and whether every clone and the remote hold the same `loopx-state` tree;
 //! then the lease refs left on the remote and in the fullest clone (after
-//! converging, and again after waiting out `--lease-grace` and one more
-//! sync round), and a fresh clone's first `sync` before and after the drain
+//! converging, and again after waiting out four `--lease-grace`s and one
+//! more sync round), and a fresh clone's first `sync` before and after the drain
 //! (median of 3).
 //!
 //! `--transport http|ssh` serves the remote through
@@ -104,7 +104,7 @@ usage: cargo run --release --example fleet -- [options]
                          examples/support/serve-remote.sh; --latency-ms is then a
                          one-way delay on every byte (a round trip gains 2L)
   --lease-grace S        git config loopx.leaseRefGrace in every clone (default: unset, 10m);
-                         drain: after converging, wait it out and sync once more
+                         drain: after converging, wait out four and sync once more
   --bin PATH             the git-loopx to measure (default: this checkout's)
   --compare PATH         also measure this one, side by side (B/A ratios)
   --timeout-s S          kill any child after S seconds (default 300)
@@ -1206,11 +1206,15 @@ fn drain_bench(o: &Opts, bin: &Path, real_git: &Path) -> Vec<Row> {
     let converge_wall = converge_started.elapsed().as_secs_f64();
     let converge_rejected = count_pushes(&fleet.pushes()[drained..]).rejected;
     let leases_converged = fleet.lease_refs();
-    // The last ends were published moments ago: past their grace, one
-    // more sync round deletes their refs.
+    // The last ends were published moments ago: past four graces (when a
+    // ref whose deleter is a peer that stopped syncing, such as the seed
+    // clone, is anyone's to delete), one more sync round deletes them.
     if let Some(grace) = o.lease_grace {
-        eprintln!("fleet: waiting out the lease grace ({grace} s), then every clone syncs once");
-        std::thread::sleep(Duration::from_secs(grace + 1));
+        eprintln!(
+            "fleet: waiting out four lease graces ({} s), then every clone syncs once",
+            grace * 4
+        );
+        std::thread::sleep(Duration::from_secs(grace * 4 + 1));
         for dir in &fleet.clones {
             let sync = fleet.loopx(dir, None, &["sync"]);
             if !sync.ok() {

@@ -65,7 +65,7 @@
 //! takes exactly `--work-ms`, nothing fails or expires, the network has no
 //! bandwidth limit and no variance, the remote has no CPU limit beyond the
 //! per-ref queues, pack sizes and history length cost nothing, and lease refs
-//! are never pruned (nor does the code prune them). Of the built lease protocol the model leaves out: lease
+//! are never pruned unless `--lease-grace-s` says when. Of the built lease protocol the model leaves out: lease
 //! expiry, renewal and release (every lease ends `done`), `todo claim ID`
 //! (one lease ref fetched) since agents only take `todo next`, failed fetches
 //! and their retries, a peer ref moved by another clone, fast-forwards (any
@@ -98,6 +98,10 @@ usage: cargo run --release --example fleet_sim -- [options]
                       this many peers (default 8)
   --advance-spacing-ms MS  leases: past that, a sync advances it only when
                       its commit is this × peers old (default 100)
+  --lease-grace-s S   leases: a done lease's ref is deleted S seconds after its
+                      end lands (as `loopx.leaseRefGrace`; default: never), so
+                      it is no longer advertised; the deletion's own push is
+                      not modelled (it rides on a sync's push)
   --cold-start        leases: no machine has synced before the run (no peer
                       refs; a claim's window is 1 until the clone's first sync)
   --seed N            seed of the random choices (default 1)
@@ -184,6 +188,9 @@ struct Params {
     advance_always_up_to: usize,
     advance_spacing_us: u64,
     cold_start: bool,
+    /// Lease refs deleted this long after their `done` lands (`None`:
+    /// never, as before lease refs were pruned).
+    lease_grace_us: Option<u64>,
     stale_check: bool,
     one_queue: bool,
     /// A push that would wait longer than this for a ref's lock is refused.
@@ -237,6 +244,8 @@ enum Ev {
     Agent(usize, Step),
     /// A ref update becomes visible to fetches.
     Apply(usize, u64),
+    /// A done lease's ref is deleted (`--lease-grace-s` after its end).
+    Prune,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -500,9 +509,15 @@ impl Sim {
     fn run(mut self) -> Report {
         let mut now = 0;
         while let Some(Reverse((t, _, ev))) = self.heap.pop() {
+            if let Ev::Prune = ev {
+                // Deletions left when the work ends do not lengthen the run.
+                self.leases_visible -= 1;
+                continue;
+            }
             now = t;
             match ev {
                 Ev::Apply(r, v) => self.apply(t, r, v),
+                Ev::Prune => unreachable!("handled above"),
                 Ev::Agent(a, step) => self.step(t, a, step),
             }
         }
@@ -517,6 +532,8 @@ impl Sim {
                 self.leases_visible += 1;
                 self.taken[r - lease_base] = t;
                 self.floor.advance(t, &self.taken);
+            } else if let (LEASE_DONE, Some(grace)) = (v, self.p.lease_grace_us) {
+                self.at(t + grace, Ev::Prune);
             }
         } else if r != STATE_REF && v == 1 {
             self.peers_visible += 1;
@@ -1434,6 +1451,7 @@ fn parse() -> (Params, Vec<Design>, bool) {
         advance_always_up_to: 8,
         advance_spacing_us: 100_000,
         cold_start: false,
+        lease_grace_us: None,
         stale_check: true,
         one_queue: false,
         lock_timeout_us: None,
@@ -1473,6 +1491,7 @@ fn parse() -> (Params, Vec<Design>, bool) {
                     .unwrap_or_else(|_| fail(format!("{name} needs a number")))
             }
             "--advance-spacing-ms" => p.advance_spacing_us = ms(1e3),
+            "--lease-grace-s" => p.lease_grace_us = Some(ms(1e6)),
             "--lock-timeout-ms" => p.lock_timeout_us = Some(ms(1e3)),
             "--seed" => {
                 p.seed = value()

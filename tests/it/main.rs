@@ -65,6 +65,7 @@ mod serve_hostile;
 mod serve_page;
 mod state_diff;
 mod sync;
+mod transports;
 mod turn;
 mod validate_rules;
 mod vocab;

@@ -11,8 +11,9 @@
 //! `LOOPX_REQUIRE_REFERENCE` (LoopX 2.1.1, `import.rs`),
 //! `LOOPX_REQUIRE_IMMUTABLE_DIR` (a directory that refuses even root,
 //! `faults.rs`), `LOOPX_REQUIRE_SCRIPT` (util-linux `script`, for a
-//! terminal, `help.rs`) and `LOOPX_REQUIRE_TRANSLATED_GIT` (a git that
-//! speaks German, `sync.rs`).
+//! terminal, `help.rs`), `LOOPX_REQUIRE_TRANSLATED_GIT` (a git that
+//! speaks German, `sync.rs`) and `LOOPX_REQUIRE_TRANSPORTS` (lighttpd and
+//! sshd serving a remote, `transports.rs`).
 
 /// Whether `switch` asks for the thing (set, and neither empty nor `0`).
 pub fn required(switch: &str) -> bool {

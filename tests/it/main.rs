@@ -63,6 +63,7 @@ mod serve;
 mod serve_hostile;
 #[cfg(feature = "serve")]
 mod serve_page;
+mod should_run_rules;
 mod state_diff;
 mod sync;
 mod transports;

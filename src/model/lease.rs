@@ -426,6 +426,18 @@ mod tests {
     }
 }
 
+/// The rendezvous-hashing score of `who` for `what` (FNV-1a over both,
+/// stable across versions and machines): the highest-scoring one of
+/// several agents or peers is the one for that todo. `todo next` spreads
+/// agents with it; a sync picks the peer that deletes a lease ref with it.
+pub fn rendezvous(who: &str, what: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in who.bytes().chain([0]).chain(what.bytes()) {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
 /// A lease as published on the remote's per-todo ref
 /// (`refs/loopx/leases/<goal>/<todo>`, see `ops::sync::shared`): the commit
 /// that ref points at carries these as trailers. The ref is the remote's

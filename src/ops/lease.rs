@@ -187,17 +187,9 @@ fn pick(
         return Ok((*first).to_owned());
     }
     let window = &open[..open.len().min(remote.window)];
-    let score = |id: &str| {
-        // FNV-1a over agent and todo: stable across versions and machines.
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in agent.bytes().chain([0]).chain(id.bytes()) {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        h
-    };
     let best = window
         .iter()
-        .max_by_key(|id| score(id))
+        .max_by_key(|id| lease::rendezvous(agent, id))
         .expect("a non-empty window");
     Ok((*best).to_owned())
 }

@@ -20,15 +20,9 @@ const MUCH_LATER: &str = "2026-12-02T10:41:00Z";
 const LATER_STILL: &str = "2026-12-02T10:42:00Z";
 
 /// Which of two peers deletes `todo`'s lease ref (as the sync picks it:
-/// FNV-1a over peer and todo, the higher wins).
+/// the higher rendezvous score).
 fn deleter<'a>(peers: [&'a str; 2], todo: &str) -> &'a str {
-    let score = |peer: &str| {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in peer.bytes().chain([0]).chain(todo.bytes()) {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        h
-    };
+    let score = |peer: &str| loopx::model::lease::rendezvous(peer, todo);
     if score(peers[0]) >= score(peers[1]) {
         peers[0]
     } else {

@@ -582,16 +582,12 @@ fn lease_deletions(ctx: &Context, fetched: &Fetched, me: &str, all: bool) -> Res
 }
 
 /// The peer that deletes `todo`'s lease ref: the one a hash of peer and
-/// todo ranks first (rendezvous hashing; FNV-1a, stable across machines).
+/// todo ranks first ([`crate::model::lease::rendezvous`]).
 fn deleter<'a>(peers: &[&'a str], todo: &str) -> Option<&'a str> {
-    let score = |peer: &str| {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in peer.bytes().chain([0]).chain(todo.bytes()) {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        h
-    };
-    peers.iter().copied().max_by_key(|p| score(p))
+    peers
+        .iter()
+        .copied()
+        .max_by_key(|p| crate::model::lease::rendezvous(p, todo))
 }
 
 /// The leases of `leases` whose refs may go, given the remote's

@@ -74,6 +74,8 @@
 
 #[path = "support/binary.rs"]
 mod binary;
+#[path = "support/served.rs"]
+mod served;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
@@ -86,6 +88,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
+
+use served::Served;
 
 const USAGE: &str = "\
 usage: cargo run --release --example fleet -- [options]
@@ -483,76 +487,39 @@ struct Fleet {
     timeouts: AtomicU64,
     /// Failures already shown on stderr, by command and code.
     seen: Mutex<BTreeSet<String>>,
-    /// The remote's URL and `core.sshCommand` over a served transport,
-    /// with the directory of its servers (stopped on drop).
-    served: Option<Served>,
+    /// The served remote (stopped on drop), the URL a clone reaches it at
+    /// and `core.sshCommand` for ssh.
+    served: Option<(Served, String, Option<String>)>,
 }
 
-struct Served {
-    url: String,
-    ssh_command: Option<String>,
-    dir: PathBuf,
-}
-
-fn serve_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/support/serve-remote.sh")
-}
-
-/// Serves `remote` over HTTP or ssh on 127.0.0.1 (`serve-remote.sh`).
-fn serve(remote: &Path, dir: &Path, transport: Transport, latency_ms: u64) -> Served {
-    let script = serve_script();
-    let installed = Command::new("bash").arg(&script).arg("install").status();
-    assert!(
-        installed.is_ok_and(|s| s.success()),
-        "{} install failed",
-        script.display()
-    );
-    let mut cmd = Command::new("bash");
-    cmd.arg(&script)
-        .args(["start", "--repo"])
-        .arg(remote)
-        .arg("--dir")
-        .arg(dir);
-    if latency_ms > 0 {
-        cmd.args(["--latency-ms", &latency_ms.to_string()]);
-    }
-    let out = cmd
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("serve-remote.sh runs");
-    assert!(out.status.success(), "serve-remote.sh start failed");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let value = |key: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{key}=")))
-            .map(|v| v.trim_matches('\'').replace("'\\''", "'"))
-            .unwrap_or_else(|| panic!("serve-remote.sh printed no {key}: {text}"))
-    };
+/// How a clone reaches a served remote: the URL, and `core.sshCommand`
+/// for ssh.
+fn reach(served: &Served, transport: Transport) -> (String, Option<String>) {
     match transport {
-        Transport::Http => Served {
-            url: value("LOOPX_HTTP_URL"),
-            ssh_command: None,
-            dir: dir.to_owned(),
-        },
-        Transport::Ssh => Served {
-            url: value("LOOPX_SSH_URL"),
-            ssh_command: Some(value("LOOPX_GIT_SSH_COMMAND")),
-            dir: dir.to_owned(),
-        },
+        Transport::Http => (served.http.clone(), None),
+        Transport::Ssh => (served.ssh.clone(), Some(served.ssh_command.clone())),
         Transport::File => unreachable!("the file transport is not served"),
     }
 }
 
+/// Serves `remote` over HTTP and ssh on 127.0.0.1, installing the
+/// servers' Debian packages first when they are missing.
+fn serve(remote: &Path, dir: &Path, latency_ms: u64) -> Served {
+    let installed = Command::new("bash")
+        .arg(served::script())
+        .arg("install")
+        .status();
+    assert!(
+        installed.is_ok_and(|s| s.success()),
+        "serve-remote.sh install failed"
+    );
+    Served::start(remote, dir, latency_ms)
+}
+
 impl Drop for Fleet {
     fn drop(&mut self) {
-        if let Some(served) = &self.served {
-            let _ = Command::new("bash")
-                .arg(serve_script())
-                .args(["stop", "--dir"])
-                .arg(&served.dir)
-                .stderr(Stdio::null())
-                .status();
-        }
+        // Stop the servers while their files (under `root`) are still there.
+        self.served.take();
     }
 }
 
@@ -688,7 +655,9 @@ impl Fleet {
         if o.transport != Transport::File {
             let dir = fleet.root.path().join("served");
             let latency = o.latency_ms;
-            fleet.served = Some(serve(&fleet.remote, &dir, o.transport, latency));
+            let served = serve(&fleet.remote, &dir, latency);
+            let (url, ssh) = reach(&served, o.transport);
+            fleet.served = Some((served, url, ssh));
             for dir in &fleet.clones {
                 fleet.reach_remote(dir);
             }
@@ -771,11 +740,11 @@ impl Fleet {
 
     /// Points a clone's `origin` at the served remote (no-op over files).
     fn reach_remote(&self, dir: &Path) {
-        let Some(served) = &self.served else {
+        let Some((_, url, ssh)) = &self.served else {
             return;
         };
-        self.git(dir, &["remote", "set-url", "origin", &served.url]);
-        if let Some(ssh) = &served.ssh_command {
+        self.git(dir, &["remote", "set-url", "origin", url]);
+        if let Some(ssh) = ssh {
             self.git(dir, &["config", "core.sshCommand", ssh]);
         }
     }

@@ -72,6 +72,8 @@ mod validate_rules;
 mod vocab;
 mod workflows;
 
+#[path = "../../examples/support/served.rs"]
+mod served;
 #[path = "../../examples/support/state.rs"]
 mod state;
 #[cfg(feature = "serve")]

@@ -13,86 +13,37 @@ use std::process::Command;
 
 use crate::env::TestEnv;
 use crate::require;
+use crate::served::{self, Served};
 
 /// Past four graces of the test's clock (`env::NOW`, 10:00).
 const MUCH_LATER: &str = "2026-12-02T10:45:00Z";
 
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/support/serve-remote.sh")
-}
-
-/// The servers of one test, stopped when it ends.
-struct Served {
-    dir: PathBuf,
-    http: String,
-    ssh: String,
-    ssh_command: String,
-}
-
-impl Served {
-    /// Serves `remote`, or `None` (the test is skipped) where lighttpd or
-    /// sshd is missing.
-    fn start(env: &TestEnv, remote: &Path) -> Option<Served> {
-        let path = std::env::var("PATH").unwrap_or_default() + ":/usr/sbin:/sbin";
-        let missing: Vec<&str> = ["lighttpd", "sshd"]
-            .into_iter()
-            .filter(|p| {
-                !Command::new("sh")
-                    .args(["-c", &format!("command -v {p}")])
-                    .env("PATH", &path)
-                    .output()
-                    .is_ok_and(|o| o.status.success())
-            })
-            .collect();
-        if !missing.is_empty() {
-            require::skip(
-                "LOOPX_REQUIRE_TRANSPORTS",
-                &format!(
-                    "{} not installed (`{} install`)",
-                    missing.join(" and "),
-                    script().display()
-                ),
-            );
-            return None;
-        }
-        let dir = env.path("served");
-        let out = Command::new("bash")
-            .arg(script())
-            .args(["start", "--repo"])
-            .arg(remote)
-            .arg("--dir")
-            .arg(&dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "serve-remote.sh start: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let value = |key: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(&format!("{key}=")))
-                .map(|v| v.trim_matches('\'').to_owned())
-                .unwrap_or_else(|| panic!("no {key} in {text}"))
-        };
-        Some(Served {
-            http: value("LOOPX_HTTP_URL"),
-            ssh: value("LOOPX_SSH_URL"),
-            ssh_command: value("LOOPX_GIT_SSH_COMMAND"),
-            dir,
+/// Serves `remote`, or `None` (the test is skipped) where lighttpd or
+/// sshd is missing.
+fn serve(env: &TestEnv, remote: &Path) -> Option<Served> {
+    let path = std::env::var("PATH").unwrap_or_default() + ":/usr/sbin:/sbin";
+    let missing: Vec<&str> = ["lighttpd", "sshd"]
+        .into_iter()
+        .filter(|p| {
+            !Command::new("sh")
+                .args(["-c", &format!("command -v {p}")])
+                .env("PATH", &path)
+                .output()
+                .is_ok_and(|o| o.status.success())
         })
+        .collect();
+    if !missing.is_empty() {
+        require::skip(
+            "LOOPX_REQUIRE_TRANSPORTS",
+            &format!(
+                "{} not installed (`{} install`)",
+                missing.join(" and "),
+                served::script().display()
+            ),
+        );
+        return None;
     }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(script())
-            .args(["stop", "--dir"])
-            .arg(&self.dir)
-            .output();
-    }
+    Some(Served::start(remote, &env.path("served"), 0))
 }
 
 fn lease_refs(env: &TestEnv, remote: &Path) -> usize {
@@ -163,7 +114,7 @@ fn race_over(env: &TestEnv, remote: &Path, dirs: &[PathBuf], url: &str, ssh: Opt
 fn claims_and_lease_deletion_over_smart_http_and_ssh() {
     let env = TestEnv::new();
     let (remote, dirs) = env.shared_state(&["a", "b"]);
-    let Some(served) = Served::start(&env, &remote) else {
+    let Some(served) = serve(&env, &remote) else {
         return;
     };
     race_over(&env, &remote, &dirs, &served.http, None);

@@ -366,7 +366,7 @@ fn bench_size(env: &Env, o: &Opts, n: usize, t: &mut Table) {
     // 1a. In-process writeback: one todo changed per commit.
     let inproc = time(o.reps, |i| {
         let id = todo_id(i.min(n - 1) % n);
-        transact::<_, loopx::Error, _>(&store, now(), |s: &mut Option<State>| {
+        transact::<_, loopx::Error, _>(&store, now(), |s: &mut Option<State>, _| {
             let todo = s
                 .as_mut()
                 .unwrap()

@@ -152,11 +152,31 @@ pub struct Goal {
     /// Why the goal is done, in the words of whoever marked it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub done_note: Option<String>,
+    /// Where the runs that left the tip's tree went (see
+    /// [`crate::model::retention`]): the latest archives only, each of
+    /// which leads to the ones before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub archive: Vec<Archived>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     pub rev: u64,
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+/// One archive of a goal's runs: the days up to `through` left the tip's
+/// tree in a commit whose parent, `commit`, still holds them.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Archived {
+    /// The last day archived (`yyyy-mm-dd`, UTC): every run file under
+    /// `runs/<day>` for a day up to this one left the tree.
+    pub through: String,
+    /// How many run records left the tree.
+    pub runs: u64,
+    /// The highest `seq` among them, so numbering goes on after it.
+    pub last_seq: u64,
+    /// The commit that still holds them: the parent of the archiving commit.
+    pub commit: String,
 }
 
 impl Goal {
@@ -181,6 +201,7 @@ impl Goal {
             done_by: None,
             done_at: None,
             done_note: None,
+            archive: Vec::new(),
             created_at: now,
             updated_at: now,
             rev: 1,

@@ -82,6 +82,38 @@ pub const APPEND_ONLY: &[(&str, &str)] = &[
     ("run", "artifact_urls"),
 ];
 
+/// The lists merged as sets, three ways: an element one side added is
+/// kept, one a side removed is gone ([`crate::model::retention`]: a new
+/// archive replaces the goal's list, and two made at once both stay).
+pub const SETS: &[(&str, &str)] = &[("goal", "archive")];
+
+fn is_set(entity: &str, field: &str) -> bool {
+    SETS.iter()
+        .any(|(kind, f)| *f == field && entity.split(' ').next() == Some(kind))
+}
+
+/// The three-way merge of a set-like list: what both sides hold, and what
+/// either added since `b`; in canonical order. `None` when empty.
+fn merge_set(b: Option<&Value>, l: Option<&Value>, r: Option<&Value>) -> Option<Value> {
+    let items = |v: Option<&Value>| -> BTreeMap<String, Value> {
+        v.and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|e| (e.to_string(), e.clone()))
+            .collect()
+    };
+    let (b, l, r) = (items(b), items(l), items(r));
+    let kept: Vec<Value> = l
+        .iter()
+        .chain(r.iter())
+        .filter(|(k, _)| (l.contains_key(*k) && r.contains_key(*k)) || !b.contains_key(*k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect::<BTreeMap<_, _>>()
+        .into_values()
+        .collect();
+    (!kept.is_empty()).then_some(Value::Array(kept))
+}
+
 fn is_append_only(entity: &str, field: &str) -> bool {
     APPEND_ONLY
         .iter()
@@ -256,6 +288,12 @@ fn merge_fields(
         let (vb, vl, vr) = (b.get(key), l.get(key), r.get(key));
         if is_append_only(entity, key) {
             if let Some(list) = merge_list(vb, vl, vr) {
+                out.insert(key.clone(), list);
+            }
+            continue;
+        }
+        if is_set(entity, key) {
+            if let Some(list) = merge_set(vb, vl, vr) {
                 out.insert(key.clone(), list);
             }
             continue;

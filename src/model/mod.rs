@@ -17,6 +17,7 @@ pub mod limits;
 pub mod merge;
 pub mod quota;
 mod refusal;
+pub mod retention;
 pub mod runtime;
 pub mod select;
 pub mod should_run;

@@ -41,8 +41,15 @@ impl GoalState {
     }
 
     /// The `seq` the next run record of this goal gets.
+    /// Numbering goes on after archived runs too ([`crate::model::Archived`]).
     pub fn next_run_seq(&self) -> u64 {
-        let last = self.runs.all_facts().filter_map(|r| r.seq).max();
+        let archived = self.goal.archive.iter().map(|a| a.last_seq);
+        let last = self
+            .runs
+            .all_facts()
+            .filter_map(|r| r.seq)
+            .chain(archived)
+            .max();
         last.map_or(1, |n| n.saturating_add(1))
     }
 }

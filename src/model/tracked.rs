@@ -349,6 +349,11 @@ impl<T: Facts> Tracked<T> {
     }
 
     /// Keys written since the last [`Tracked::clean`].
+    /// Whether `key` was written since the load.
+    pub fn is_dirty(&self, key: &str) -> bool {
+        self.dirty.contains(key)
+    }
+
     pub fn dirty(&self) -> &BTreeSet<String> {
         &self.dirty
     }

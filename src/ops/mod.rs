@@ -336,6 +336,7 @@ pub mod pr;
 pub mod prompt;
 pub mod quota;
 pub mod redact;
+pub mod retention;
 pub mod review;
 pub mod revision;
 pub mod run;
@@ -389,10 +390,14 @@ pub fn transact<R>(
     ctx: &Context,
     mut mutate: impl FnMut(&mut Option<State>) -> Result<store::Write<R>>,
 ) -> Result<store::Committed<R>> {
-    let done = store::transact(&ctx.store, ctx.now, |state: &mut Option<State>| {
-        let write = mutate(state)?;
+    let retention = retention::setting(ctx)?;
+    let done = store::transact(&ctx.store, ctx.now, |state: &mut Option<State>, base| {
+        let mut write = mutate(state)?;
         if write.message.is_some() {
             ctx.actor()?;
+            if let (Some(state), Some(base)) = (state.as_mut(), base) {
+                retention::archive_due(ctx, retention, state, base, &mut write);
+            }
         }
         Ok::<_, crate::Error>(write)
     })?;

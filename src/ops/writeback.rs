@@ -5,7 +5,9 @@ use serde::{Deserialize, Serialize};
 use crate::git_cmd;
 use crate::model::gate::{self, GateAction};
 use crate::model::ids::{headline, nonce};
-use crate::model::{ids, lease, Code, Extra, Outcome, Refusal, Run, RunKind, Validation};
+use crate::model::{
+    ids, lease, Code, Extra, Outcome, Refusal, Run, RunKind, Timestamp, Validation,
+};
 use crate::ops::args::enum_arg;
 use crate::ops::{local, mutate_maybe, non_empty, resolve_todo, Context};
 use crate::store::{Message, Oid};
@@ -261,11 +263,40 @@ pub struct HistoryArgs {
         default_value_t = 50
     )]
     pub limit: usize,
+    /// Only records from this time on: a day (2026-01-31), a time (RFC
+    /// 3339) or a duration ago (7d). Runs archived past the retention
+    /// horizon are read back from history for the days asked.
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// Only records up to this time: a day (the whole day), a time or a
+    /// duration ago.
+    #[arg(long, value_name = "WHEN")]
+    pub until: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
 pub struct HistoryReport {
     pub runs: Vec<Run>,
+}
+
+/// A `--since`/`--until` bound: a day (its first second, or with `end` its
+/// last), an RFC 3339 time, or a duration before `now`.
+fn when(flag: &str, text: &str, now: Timestamp, end: bool) -> Result<Timestamp> {
+    if let Some(seconds) = crate::model::parse_duration(text) {
+        return Ok(now.plus_seconds(-seconds));
+    }
+    if let Ok(day) = chrono::NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d") {
+        let start = day.and_hms_opt(0, 0, 0).expect("midnight exists").and_utc();
+        return Ok(Timestamp::from_unix(
+            start.timestamp() + if end { 86_399 } else { 0 },
+        ));
+    }
+    Timestamp::parse(text).ok_or_else(|| {
+        Refusal::invalid_input(format!(
+            "--{flag} `{text}` is not a day (2026-01-31), a time (RFC 3339) or a duration (7d)"
+        ))
+        .into()
+    })
 }
 
 /// Run records, newest first.
@@ -277,13 +308,34 @@ pub fn history(ctx: &Context, args: &HistoryArgs) -> Result<HistoryReport> {
         .as_deref()
         .map(|q| resolve_todo(gs, q))
         .transpose()?;
-    let mut runs: Vec<Run> = gs
-        .runs
-        .values()
-        .filter(|r| args.kind.is_none_or(|k| r.kind == k))
-        .filter(|r| todo.is_none() || r.todo == todo)
-        .cloned()
-        .collect();
+    let since = args
+        .since
+        .as_deref()
+        .map(|t| when("since", t, ctx.now, false))
+        .transpose()?;
+    let until = args
+        .until
+        .as_deref()
+        .map(|t| when("until", t, ctx.now, true))
+        .transpose()?;
+    let mut runs: Vec<Run> = gs.runs.values().cloned().collect();
+    if let Some(since) = since {
+        let until_day = until.map(Timestamp::day);
+        let live: std::collections::BTreeSet<String> = runs.iter().map(|r| r.id.clone()).collect();
+        let archived = crate::ops::retention::archived_runs(
+            ctx,
+            &gs.goal,
+            &since.day(),
+            until_day.as_deref(),
+        )?;
+        runs.extend(archived.into_iter().filter(|r| !live.contains(&r.id)));
+    }
+    runs.retain(|r| {
+        args.kind.is_none_or(|k| r.kind == k)
+            && (todo.is_none() || r.todo == todo)
+            && since.is_none_or(|s| r.at >= s)
+            && until.is_none_or(|u| r.at <= u)
+    });
     runs.sort_by(|a, b| b.added_key().cmp(&a.added_key()));
     runs.truncate(args.limit);
     Ok(HistoryReport { runs })

@@ -24,6 +24,9 @@ pub const STALE_LOCK_SECONDS: u64 = 3;
 pub struct Write<R> {
     pub value: R,
     pub message: Option<Message>,
+    /// Files the change removes that the state no longer names (the runs
+    /// it archived: runs are otherwise never removed).
+    pub removed: Vec<String>,
 }
 
 impl<R> Write<R> {
@@ -31,6 +34,7 @@ impl<R> Write<R> {
         Write {
             value,
             message: Some(message),
+            removed: Vec::new(),
         }
     }
 
@@ -38,6 +42,7 @@ impl<R> Write<R> {
         Write {
             value,
             message: None,
+            removed: Vec::new(),
         }
     }
 }
@@ -67,11 +72,12 @@ pub fn load(store: &GixStore) -> Result<(Option<Oid>, Option<State>), Error> {
     }
 }
 
-/// Runs `mutate` on the freshest state until its change lands (see module docs).
+/// Runs `mutate` on the freshest state until its change lands (see module
+/// docs). `mutate` is also told the tip it works on.
 pub fn transact<R, E, F>(store: &GixStore, now: Timestamp, mut mutate: F) -> Result<Committed<R>, E>
 where
     E: From<Error>,
-    F: FnMut(&mut Option<State>) -> Result<Write<R>, E>,
+    F: FnMut(&mut Option<State>, Option<&Oid>) -> Result<Write<R>, E>,
 {
     let mut rng = Jitter::new();
     for attempt in 1..=MAX_ATTEMPTS {
@@ -83,7 +89,7 @@ where
             None => None,
         };
         let skeleton = state.as_ref().map(codec::Skeleton::of);
-        let write = mutate(&mut state)?;
+        let write = mutate(&mut state, base.as_ref())?;
         let done = |commit| Committed {
             value: write.value,
             commit,
@@ -93,7 +99,13 @@ where
         let (Some(message), Some(new)) = (&write.message, &state) else {
             return Ok(done(None));
         };
-        let changes = written(skeleton.as_ref(), new);
+        let mut changes = written(skeleton.as_ref(), new);
+        changes.extend(
+            write
+                .removed
+                .iter()
+                .map(|path| FileChange::Remove { path: path.clone() }),
+        );
         if changes.is_empty() {
             return Ok(done(None));
         }
@@ -399,7 +411,7 @@ mod tests {
     }
 
     fn run(store: &GixStore, f: impl Fn(&mut Option<State>)) -> Committed<()> {
-        transact::<_, Error, _>(store, t(1), |s| {
+        transact::<_, Error, _>(store, t(1), |s, _| {
             f(s);
             Ok(Write::commit((), Message::new("test", "test")))
         })
@@ -431,7 +443,7 @@ mod tests {
         let (_dir, store) = store();
         run(&store, |s| *s = Some(fresh()));
         let mut calls = 0;
-        let done = transact::<_, Error, _>(&store, t(2), |s| {
+        let done = transact::<_, Error, _>(&store, t(2), |s, _| {
             calls += 1;
             if calls == 1 {
                 // Another writer lands between our read and our CAS (its

@@ -53,6 +53,7 @@ mod proptests;
 mod quiet;
 mod race;
 mod require;
+mod retention;
 mod reviewing;
 mod run;
 mod runtimes;

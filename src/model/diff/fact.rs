@@ -160,6 +160,12 @@ pub enum What {
         run: String,
         run_kind: String,
     },
+    /// Runs past the retention horizon left the tree; `commit` holds them.
+    RunsArchived {
+        through: String,
+        runs: u64,
+        commit: String,
+    },
     AgentAdded {
         agent: String,
         runtime: Option<String>,

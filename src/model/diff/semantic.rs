@@ -109,7 +109,8 @@ fn goal_facts(old: Option<&GoalState>, new: Option<&GoalState>, out: &mut Found)
                     },
                 ));
             }
-            let skip = ["rev", "updated_at", "next_action"];
+            // What an archive took out is told once, below.
+            let skip = ["rev", "updated_at", "next_action", "archive"];
             for (field, old, new) in field_changes(&o.goal, &n.goal, &skip) {
                 out.push((at, What::GoalField { field, old, new }));
             }
@@ -162,8 +163,27 @@ fn goal_facts(old: Option<&GoalState>, new: Option<&GoalState>, out: &mut Found)
         .collect();
     runs.sort_by(|a, b| a.added_key().cmp(&b.added_key()));
     out.extend(runs.into_iter().map(|r| (Some(r.at), run_added(r))));
+    // Runs that left for an archive new here are told as one line each.
+    let archives: Vec<&crate::model::Archived> = new
+        .goal
+        .archive
+        .iter()
+        .filter(|a| !old.goal.archive.contains(a))
+        .collect();
+    let archived_through = archives.iter().map(|a| a.through.as_str()).max();
+    for a in &archives {
+        out.push((
+            Some(new.goal.updated_at),
+            What::RunsArchived {
+                through: a.through.clone(),
+                runs: a.runs,
+                commit: a.commit.clone(),
+            },
+        ));
+    }
     for (id, run) in old.runs.iter() {
         match new.runs.get(id) {
+            None if archived_through.is_some_and(|t| run.at.day().as_str() <= t) => {}
             None => out.push((
                 None,
                 What::RunRemoved {

@@ -175,6 +175,7 @@ fn panels(ctx: &mut Context, state: &State, ids: &[String]) -> Result<Panels> {
                 kind: Some(RunKind::Writeback),
                 todo: None,
                 limit: RECENT_WRITEBACKS,
+                ..HistoryArgs::default()
             },
         )?;
         let gs = &state.goals[id];

@@ -299,6 +299,15 @@ pub fn sentence(f: &What, s: &Style) -> String {
         What::RunRemoved { run, run_kind } => {
             format!("run {} ({run_kind}) removed (runs are append-only)", c(run))
         }
+        What::RunsArchived {
+            through,
+            runs,
+            commit,
+        } => format!(
+            "{runs} run(s) through {} archived (kept in {})",
+            s.text(through),
+            c(&commit[..commit.len().min(12)])
+        ),
         What::AgentAdded { agent, runtime } => {
             let rt = runtime
                 .as_deref()

@@ -319,6 +319,17 @@ impl GixStore {
         self.settled_afresh(|| self.try_read_file(commit, path))
     }
 
+    /// The files under directory `dir` of `commit`'s tree whose first
+    /// component below `dir` passes `keep` (a run's day), by path.
+    pub fn read_dir(
+        &self,
+        commit: &Oid,
+        dir: &str,
+        keep: &dyn Fn(&str) -> bool,
+    ) -> Result<std::collections::BTreeMap<String, Vec<u8>>, Error> {
+        self.settled_afresh(|| self.try_read_dir(commit, dir, keep))
+    }
+
     /// Writes the checked changes on top of `expected`'s tree as a commit
     /// whose parent is `expected` (a root commit when `None`) followed by
     /// `merged` (the other side of a merge), then moves the ref only if it

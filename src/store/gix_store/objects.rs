@@ -74,6 +74,62 @@ impl GixStore {
         Ok(Some(blob.data.clone()))
     }
 
+    pub(super) fn try_read_dir(
+        &self,
+        commit: &Oid,
+        dir: &str,
+        keep: &dyn Fn(&str) -> bool,
+    ) -> Result<BTreeMap<String, Vec<u8>>, Error> {
+        let mut files = BTreeMap::new();
+        let entries = {
+            let repo = self.repo.borrow();
+            let tree = repo
+                .find_commit(object_id(commit)?)
+                .and_then(|c| c.tree())
+                .map_err(|e| git_err(&format!("reading commit {commit}"), e))?;
+            let Some(entry) = tree
+                .lookup_entry_by_path(dir)
+                .map_err(|e| git_err(&format!("reading {dir}"), e))?
+            else {
+                return Ok(files);
+            };
+            if !entry.mode().is_tree() {
+                return Ok(files);
+            }
+            let tree = repo
+                .find_tree(entry.object_id())
+                .map_err(|e| git_err(&format!("reading tree {dir}"), e))?;
+            let decoded = tree.decode().map_err(|e| git_err("decoding tree", e))?;
+            decoded
+                .entries
+                .iter()
+                .map(|e| {
+                    (
+                        e.filename.to_str_lossy().into_owned(),
+                        e.mode,
+                        e.oid.to_owned(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        for (name, mode, id) in entries {
+            if !keep(&name) {
+                continue;
+            }
+            let path = format!("{dir}/{name}");
+            if mode.is_tree() {
+                self.collect(commit, id, &path, &mut files)?;
+            } else if mode.is_blob() {
+                let repo = self.repo.borrow();
+                let blob = repo
+                    .find_blob(id)
+                    .map_err(|e| git_err(&format!("reading {path}"), e))?;
+                files.insert(path, blob.data.clone());
+            }
+        }
+        Ok(files)
+    }
+
     /// The files that differ between the trees of `from` and `to`: each
     /// with its bytes in `to`, or `None` where `to` has no such file. Only
     /// subtrees whose ids differ are read, so the cost is what changed.

@@ -1,0 +1,124 @@
+//! Retention as the commands see it (the rule is
+//! [`crate::model::retention`]): every write archives the days of runs that
+//! fell past the horizon, in the same commit, and `history --since` follows
+//! the archives back to read old days.
+//!
+//! The horizon is `git config loopx.runRetention` (a duration such as `7d`,
+//! or `never`); unset, it is each goal's quota window. It is never shorter
+//! than the quota window.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::model::retention::{self, covers};
+use crate::model::{Goal, Refusal, Run, State};
+use crate::ops::Context;
+use crate::store::{self, Oid};
+use crate::{codec, Result};
+
+pub const CONFIG: &str = "loopx.runRetention";
+
+/// How long runs stay in the tip's tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Setting {
+    /// Each goal's quota window.
+    Default,
+    /// At least this many seconds (and the quota window).
+    Seconds(i64),
+    /// Runs never leave.
+    Never,
+}
+
+/// The setting from git config; a value that is not a duration is refused.
+pub fn setting(ctx: &Context) -> Result<Setting> {
+    let Some(text) = ctx.store.config_string(CONFIG) else {
+        return Ok(Setting::Default);
+    };
+    if matches!(text.trim(), "never" | "off") {
+        return Ok(Setting::Never);
+    }
+    crate::model::parse_duration(&text)
+        .filter(|s| *s > 0)
+        .map(Setting::Seconds)
+        .ok_or_else(|| {
+            Refusal::invalid_input(format!(
+                "git config {CONFIG} is `{text}`, not a duration like 7d, nor `never`"
+            ))
+            .into()
+        })
+}
+
+/// Archives, in every goal of `state`, the runs past the horizon (see
+/// [`retention::archive`]): their files join `write`'s removals and the
+/// commit message says what left.
+pub fn archive_due<R>(
+    ctx: &Context,
+    setting: Setting,
+    state: &mut State,
+    base: &Oid,
+    write: &mut store::Write<R>,
+) {
+    let configured = match setting {
+        Setting::Never => return,
+        Setting::Default => None,
+        Setting::Seconds(s) => Some(s),
+    };
+    for (gid, gs) in state.goals.iter_mut() {
+        let horizon = retention::horizon(gs, configured);
+        let Some(archive) = retention::archive(gs, ctx.now, horizon, &base.0) else {
+            continue;
+        };
+        write
+            .removed
+            .extend(archive.removed.iter().map(codec::run_path));
+        write.message = write.message.take().map(|m| {
+            m.trailer(
+                "Loopx-Archived",
+                format!(
+                    "{gid} through {}: {} run(s)",
+                    archive.entry.through, archive.entry.runs
+                ),
+            )
+        });
+    }
+}
+
+/// The archived runs of `goal` on the days from `since` to `until`
+/// (`yyyy-mm-dd`, inclusive), read from the commits its archives name,
+/// following each back to the archives before it. Each run once.
+pub fn archived_runs(
+    ctx: &Context,
+    goal: &Goal,
+    since: &str,
+    until: Option<&str>,
+) -> Result<Vec<Run>> {
+    let runs_dir = format!("goals/{}/runs", goal.id);
+    let goal_file = codec::goal_path(&goal.id);
+    let mut queue: Vec<_> = goal.archive.clone();
+    let mut seen = BTreeSet::new();
+    let mut found: BTreeMap<String, Run> = BTreeMap::new();
+    while let Some(entry) = queue.pop() {
+        if !covers(&entry, since) || !seen.insert(entry.commit.clone()) {
+            continue;
+        }
+        let commit = Oid(entry.commit.clone());
+        let through = entry.through.as_str();
+        let keep = |day: &str| day >= since && day <= through && until.is_none_or(|u| day <= u);
+        for (path, bytes) in ctx.store.read_dir(&commit, &runs_dir, &keep)? {
+            let run: Run =
+                codec::decode(&path, &bytes).map_err(|source| store::Error::Corrupt {
+                    commit: commit.clone(),
+                    source,
+                })?;
+            found.entry(run.id.clone()).or_insert(run);
+        }
+        if let Some(bytes) = ctx.store.read_file(&commit, &goal_file)? {
+            let before: Goal =
+                codec::decode(&goal_file, &bytes).map_err(|source| store::Error::Corrupt {
+                    commit: commit.clone(),
+                    source,
+                })?;
+            queue.extend(before.archive);
+        }
+    }
+    Ok(found.into_values().collect())
+}

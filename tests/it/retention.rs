@@ -1,0 +1,188 @@
+//! Retention: runs of days that ended a horizon ago (the quota window, 24 h
+//! by default) leave the tip's tree in the next write's commit, whose
+//! parent keeps them; `history --since` reads them back, also across
+//! archives two clones made at once.
+
+use std::path::Path;
+
+use crate::env::TestEnv;
+
+fn writeback(env: &TestEnv, dir: &Path, now: &str, summary: &str) -> serde_json::Value {
+    env.loopx_at(
+        dir,
+        now,
+        &[
+            "--json",
+            "--agent",
+            "a",
+            "writeback",
+            "--outcome",
+            "outcome_progress",
+            "--summary",
+            summary,
+        ],
+    )
+    .success()
+    .json()
+}
+
+/// The run files in the tip's tree.
+fn run_files(env: &TestEnv, dir: &Path) -> Vec<String> {
+    env.git(dir, &["ls-tree", "-r", "--name-only", "loopx-state"])
+        .lines()
+        .filter(|p| p.contains("/runs/"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The summaries `history` lists (newest first), with `args` added.
+fn history(env: &TestEnv, dir: &Path, now: &str, args: &[&str]) -> Vec<String> {
+    let mut all = vec!["--json", "history"];
+    all.extend_from_slice(args);
+    let out = env.loopx_at(dir, now, &all).success().json();
+    out["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["summary"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn days_past_the_horizon_leave_the_tree_in_the_next_write_and_history_finds_them() {
+    let env = TestEnv::new();
+    let dir = env.state_repo("r");
+    for day in ["03", "04", "05"] {
+        writeback(&env, &dir, &format!("2026-12-{day}T10:00:00Z"), day);
+    }
+    // On the 3rd at 10:00 with a 24 h horizon, only 11-01 had ended a day
+    // before: the 3rd's own writeback archived it.
+    let files = run_files(&env, &dir);
+    assert!(
+        files.iter().all(|f| !f.contains("/2026-12-03/")),
+        "{files:?}"
+    );
+    assert!(
+        files.iter().any(|f| f.contains("/2026-12-04/")),
+        "{files:?}"
+    );
+    let message = env.git(&dir, &["log", "-1", "--format=%B", "loopx-state"]);
+    assert!(
+        message.contains("Loopx-Archived: main through 2026-12-03: 1 run(s)"),
+        "{message}"
+    );
+    // The archive names the parent, which still holds the day.
+    let parent = env.git(&dir, &["rev-parse", "loopx-state~1"]);
+    let goal = env.state_file(&dir, "goals/main/goal.yaml");
+    assert!(goal.contains(parent.trim()), "{goal}");
+    let day = env.git(&dir, &["ls-tree", "-r", "--name-only", "loopx-state~1"]);
+    assert!(day.contains("/2026-12-03/"), "{day}");
+
+    let now = "2026-12-05T11:00:00Z";
+    assert_eq!(history(&env, &dir, now, &[]), ["05", "04"]);
+    assert_eq!(
+        history(&env, &dir, now, &["--since", "2026-12-03"]),
+        ["05", "04", "03"]
+    );
+    assert_eq!(
+        history(
+            &env,
+            &dir,
+            now,
+            &["--since", "2026-12-03", "--until", "2026-12-03"]
+        ),
+        ["03"]
+    );
+    assert_eq!(history(&env, &dir, now, &["--since", "30h"]), ["05", "04"]);
+
+    // Two days on, a further archive: the chain leads back to the first.
+    let w = writeback(&env, &dir, "2026-12-07T10:00:00Z", "07");
+    assert_eq!(w["run"]["seq"], 4, "numbering goes on after archived runs");
+    let files = run_files(&env, &dir);
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(
+        history(
+            &env,
+            &dir,
+            "2026-12-07T11:00:00Z",
+            &["--since", "2026-12-02"]
+        ),
+        ["07", "05", "04", "03"]
+    );
+    // The reviewer's diff tells the archive, not each run.
+    let diff = env
+        .loopx(&dir, &["diff", "loopx-state~1..loopx-state"])
+        .success()
+        .stdout;
+    assert!(
+        diff.contains("2 run(s) through 2026-12-05 archived"),
+        "{diff}"
+    );
+    assert!(!diff.contains("removed"), "{diff}");
+}
+
+#[test]
+fn the_horizon_is_configurable_never_shorter_than_the_quota_window_and_can_be_off() {
+    let env = TestEnv::new();
+    let dir = env.state_repo("r");
+    env.git(&dir, &["config", "loopx.runRetention", "3d"]);
+    writeback(&env, &dir, "2026-12-03T10:00:00Z", "01");
+    writeback(&env, &dir, "2026-12-06T10:00:00Z", "04");
+    assert_eq!(run_files(&env, &dir).len(), 2, "three days kept");
+    writeback(&env, &dir, "2026-12-07T10:00:00Z", "07");
+    assert_eq!(run_files(&env, &dir).len(), 2, "11-01 left");
+    // Shorter than the quota window (24 h): the window wins.
+    env.git(&dir, &["config", "loopx.runRetention", "1h"]);
+    writeback(&env, &dir, "2026-12-07T12:00:00Z", "05b");
+    assert_eq!(run_files(&env, &dir).len(), 3);
+    env.git(&dir, &["config", "loopx.runRetention", "never"]);
+    writeback(&env, &dir, "2026-12-22T12:00:00Z", "20");
+    assert_eq!(run_files(&env, &dir).len(), 4);
+    env.git(&dir, &["config", "loopx.runRetention", "soon"]);
+    let tip = env.tip(&dir);
+    let out = env
+        .loopx_at(
+            &dir,
+            "2026-12-22T13:00:00Z",
+            &[
+                "--agent",
+                "a",
+                "writeback",
+                "--outcome",
+                "outcome_progress",
+                "--summary",
+                "x",
+            ],
+        )
+        .failure(2);
+    assert!(out.stderr.contains("loopx.runRetention"), "{}", out.stderr);
+    assert_eq!(env.tip(&dir), tip, "nothing written");
+}
+
+#[test]
+fn archives_two_clones_make_at_once_merge_and_history_reads_both() {
+    let env = TestEnv::new();
+    let (_remote, dirs) = env.shared_state(&["a", "b"]);
+    let (a, b) = (&dirs[0], &dirs[1]);
+    // Each clone writes back on the 1st, unseen by the other.
+    writeback(&env, a, "2026-12-03T09:00:00Z", "a01");
+    writeback(&env, b, "2026-12-03T10:00:00Z", "b01");
+    // A day on, each archives its own view of the 1st.
+    writeback(&env, a, "2026-12-05T09:00:00Z", "a03");
+    writeback(&env, b, "2026-12-05T10:00:00Z", "b03");
+    for dir in [a, b, a] {
+        env.loopx_at(dir, "2026-12-05T11:00:00Z", &["sync"])
+            .success();
+    }
+    assert_eq!(env.tip(a), env.tip(b), "converged");
+    let goal = env.state_file(a, "goals/main/goal.yaml");
+    assert_eq!(goal.matches("through: '2026-12-03'").count(), 2, "{goal}");
+    let files = run_files(&env, a);
+    assert!(
+        files.iter().all(|f| !f.contains("/2026-12-03/")),
+        "{files:?}"
+    );
+    let mut found = history(&env, a, "2026-12-05T12:00:00Z", &["--since", "2026-12-03"]);
+    found.sort();
+    assert_eq!(found, ["a01", "a03", "b01", "b03"]);
+}

@@ -156,7 +156,7 @@ note "archives recorded along the chain" "$(git log --format=%B loopx-state | gr
 last=$(( days - 1 ))
 measure "$N runs written" "$last"
 found=$(evening "$last" loopx --json history --since "$(head -1 "$work/days")" \
-    --until "$(head -1 "$work/days")" -n 1000000 | grep -c '"id": *"run_' || true)
+    --until "$(head -1 "$work/days")" -n 1000000 | grep -o '"id": *"run_' | wc -l)
 note "runs of the first day history --since lists at $N" "$found of $PER_DAY"
 evening "$last" loopx --json history --since "$(head -1 "$work/days")" -n 1000000 |
     grep -q "$first_run" || { echo "history --since lost $first_run" >&2; exit 1; }

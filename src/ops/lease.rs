@@ -50,7 +50,9 @@ type Decision = ((ClaimAction, Todo), Option<Message>);
 pub struct Remote<'a> {
     leases: Option<&'a sync::shared::Leases>,
     excluded: &'a [String],
-    window: usize,
+    /// The peers sharing the remote, sorted, and this clone's among them.
+    peers: &'a [String],
+    me: &'a str,
 }
 
 impl Remote<'_> {
@@ -137,10 +139,10 @@ fn next_decision<'a>(
 }
 
 /// The todo `todo next --claim` takes: the first the selection offers, or,
-/// among peers sharing a remote, one of the first `window` ready todos
-/// chosen by a hash of agent and todo (rendezvous hashing), so that machines
-/// asking at the same moment take different todos instead of all racing for
-/// the first. Todos the remote has leased to others, and those this claimer
+/// among peers sharing a remote, one of the first few ready todos shared
+/// out among the peers by a hash of peer and todo ([`share_out`]), so that
+/// machines asking at the same moment take different todos instead of all
+/// racing for the first. Todos the remote has leased to others, and those this claimer
 /// just lost, are passed over. An agent's own claim always comes first.
 fn pick(
     gs: &crate::model::GoalState,
@@ -183,15 +185,48 @@ fn pick(
         .claim
         .as_ref()
         .is_some_and(|c| c.agent == agent);
-    if own || remote.window <= 1 {
+    if own || remote.peers.len() <= 1 {
         return Ok((*first).to_owned());
     }
-    let window = &open[..open.len().min(remote.window)];
-    let best = window
+    Ok(share_out(&open, remote.peers, remote.me).to_owned())
+}
+
+/// Leases a sync fetched less than this long ago are fresh enough for
+/// `todo next --claim --sync` to decide on without fetching them again.
+const LEASES_FRESH: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How far down the ready todos `todo next --claim --sync` looks, per peer
+/// sharing the remote, and at most.
+const SPREAD_PER_PEER: usize = 4;
+const SPREAD_MAX: usize = 64;
+
+/// Which of the ready todos `open` (in order) this peer takes when every
+/// peer in `peers` may be asking at once. Each todo ranks the peers by
+/// rendezvous hashing of peer and todo; of the first few todos, this peer
+/// takes the first it ranks highest for — else the first it ranks second
+/// for, and so on. A todo's ranking depends on nothing else, so peers
+/// whose views differ by a claim or two (the usual case: each decided on
+/// leases fetched a moment apart) still each take a different todo rather
+/// than racing for one. Priority bends a little: a peer takes one of the
+/// first `SPREAD_PER_PEER` × peers todos, not always the first.
+fn share_out<'a>(open: &[&'a str], peers: &[String], me: &str) -> &'a str {
+    let window = &open[..open
+        .len()
+        .min(SPREAD_PER_PEER * peers.len())
+        .min(SPREAD_MAX)];
+    let rank = |id: &str| {
+        let mine = (lease::rendezvous(me, id), me);
+        peers
+            .iter()
+            .filter(|p| (lease::rendezvous(p, id), p.as_str()) > mine)
+            .count()
+    };
+    window
         .iter()
-        .max_by_key(|id| lease::rendezvous(agent, id))
-        .expect("a non-empty window");
-    Ok((*best).to_owned())
+        .enumerate()
+        .min_by_key(|(i, id)| (rank(id), *i))
+        .map(|(_, id)| *id)
+        .expect("a non-empty list")
 }
 
 /// The report of a claim the remote (or this clone) granted, with its grant
@@ -359,9 +394,15 @@ fn claim_shared(
     use sync::shared::{self, Confirm, Patience};
     let mut patience = Patience::new();
     let mut excluded: Vec<String> = Vec::new();
-    let window = shared::known_peers(ctx, remote);
+    let peers = shared::known_peers(ctx, remote);
+    let me = shared::peer_id(ctx);
     let mut merge_first = false;
-    let mut fetch_leases = false;
+    // `todo next` decides on the leases as they are now: other clones
+    // claimed since this one last looked, and a claim decided on old
+    // leases mostly picks a todo someone took meanwhile (a refused push,
+    // then the fetch anyway). A sync a moment ago fetched them already.
+    let mut fetch_leases =
+        one.is_none() && !shared::merged_within(ctx, remote, ctx.now, LEASES_FRESH);
     // Pushes refused in a row although the leases were fetched just before,
     // and of those, refusals by a lease ref that reads as no lease at all.
     let (mut lost, mut unreadable) = (0, 0);
@@ -411,7 +452,8 @@ fn claim_shared(
         let view = Remote {
             leases: Some(&leases),
             excluded: &excluded,
-            window,
+            peers: &peers,
+            me: &me,
         };
         let ((action, todo), message) = match decide(&mut state, &goal, &view) {
             Err(_) if !merge_first => {
@@ -465,7 +507,8 @@ fn claim_shared(
         let changes = transaction::written(Some(&skeleton), &state);
         let checked = Checked::new(&ctx.store, &[&parent], changes, &message)?;
         let published = Published::of(&goal, &todo.id, &claim);
-        let action = match shared::confirm(ctx, remote, &published, lease.map(|r| &r.oid)) {
+        let rider = shared::rider(ctx, remote, &parent, &leases)?;
+        let action = match shared::confirm(ctx, remote, &published, lease.map(|r| &r.oid), &rider) {
             Ok(Confirm::Confirmed) => action,
             // The same agent holds this very lease already (its claim from
             // another clone, in the same second): this claim holds it too.

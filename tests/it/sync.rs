@@ -1142,3 +1142,70 @@ fn the_remote_operations_of_a_clone_keep_to_its_pace() {
     let message = json["error"]["message"].as_str().unwrap();
     assert!(message.contains("loopx.maxRemoteOpsPerSecond"), "{json}");
 }
+
+/// A loop of `todo next --claim --sync`, work and `todo done` publishes
+/// each done with the next claim's push: the peer ref carries the finished
+/// todo, and its lease ref says the lease ended, before any sync.
+#[test]
+fn a_done_reaches_the_remote_with_the_next_claim() {
+    let env = TestEnv::new();
+    let (remote, dirs) = env.shared_state(&["a", "b"]);
+    let (a, b) = (&dirs[0], &dirs[1]);
+    env.git(a, &["config", "loopx.peer", "peer-a"]);
+    let t1 = env.add_todo(a, "first");
+    let t2 = env.add_todo(a, "second");
+    env.loopx(a, &["sync"]).success();
+    env.loopx(b, &["sync"]).success();
+    let next = |dir: &std::path::Path| {
+        env.loopx(
+            dir,
+            &[
+                "--json", "--agent", "x", "todo", "next", "--claim", "--sync",
+            ],
+        )
+        .success()
+        .json()["todo"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let first = next(a);
+    env.loopx(
+        a,
+        &[
+            "--agent",
+            "x",
+            "todo",
+            "done",
+            &first,
+            "--evidence",
+            "tests",
+        ],
+    )
+    .success();
+    let second = next(a);
+    assert_ne!(first, second);
+    assert!([&t1, &t2].contains(&&first) && [&t1, &t2].contains(&&second));
+    // The remote has the done on a's peer ref, and the lease's end.
+    let peer = "refs/loopx/peers/peer-a";
+    let path = env.state_path_of(a, &first);
+    let todo = env.git(&remote, &["show", &format!("{peer}:{path}")]);
+    assert!(todo.contains("status: done"), "{todo}");
+    let lease = env.git(
+        &remote,
+        &[
+            "log",
+            "-1",
+            "--format=%B",
+            &format!("refs/loopx/leases/main/{first}"),
+        ],
+    );
+    assert!(lease.contains("Loopx-Ended"), "{lease}");
+    // b learns it at its next sync, with no sync of a's in between.
+    env.loopx(b, &["sync"]).success();
+    let shown = env
+        .loopx(b, &["--json", "todo", "show", &first])
+        .success()
+        .json();
+    assert_eq!(shown["todo"]["status"], "done", "{shown}");
+}

@@ -929,17 +929,75 @@ pub enum Confirm {
     LostLease,
 }
 
+/// Records in this clone's copy of the remote's refs that the remote took
+/// `update` (best effort: the next fetch says so anyway).
+fn track(ctx: &Context, remote: &str, update: &Update) {
+    let Some(rest) = update.dst.strip_prefix("refs/loopx/") else {
+        return;
+    };
+    let name = format!("{}{rest}", transport::tracking_prefix(remote));
+    let Ok(known) = ctx.store.try_find_ref(&name) else {
+        return;
+    };
+    let moved = ctx.store.move_ref(
+        &name,
+        known.as_ref(),
+        &Oid(update.src.clone()),
+        "loopx: pushed with a claim",
+        ctx.now,
+    );
+    if let Err(e) = moved {
+        tracing::debug!("{name} not updated: {e}");
+    }
+}
+
+/// What a claim's push carries besides its lease: this clone's `tip` on
+/// its peer ref, and the ends of the `leases` it knows ended — what a sync
+/// would publish, without its fetch and merge. So a `todo done` reaches
+/// the remote with the agent's next claim, in the same `git push`, and a
+/// loop of claim, work and done needs no sync of its own between todos.
+/// The peer ref is left out when the commits it would publish hold a
+/// credential (the next sync names it).
+pub fn rider(ctx: &Context, remote: &str, tip: &Oid, leases: &Leases) -> Result<Vec<Update>> {
+    let me = peer_id(ctx);
+    let tracking = format!("{}peers/{me}", transport::tracking_prefix(remote));
+    let published = ctx.store.try_find_ref(&tracking)?;
+    let state = transaction::state_at(&ctx.store, tip)?;
+    let mut updates = lease_updates(ctx, &state, leases)?;
+    if published.as_ref() == Some(tip) {
+        return Ok(updates);
+    }
+    let prefix = format!("{}peers/", transport::tracking_prefix(remote));
+    let mut on_remote: Vec<Oid> = transport::refs_under(ctx.repo_dir(), &prefix)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(_, oid)| Oid(oid))
+        .collect();
+    on_remote.extend(ctx.store.try_find_ref(&super::remote_ref(remote))?);
+    match check_leaks_excluding(ctx, tip, &on_remote) {
+        Ok(()) => updates.push(Update {
+            src: tip.0.clone(),
+            dst: peer_ref(&me),
+            lease: None,
+        }),
+        Err(e) => tracing::debug!("the claim does not publish this clone's tip: {e}"),
+    }
+    Ok(updates)
+}
+
 /// Pushes a claim's lease onto the todo's lease ref, with the lease on
 /// `expected` (none: the ref must not exist yet) — one small root commit,
-/// the remote's compare-and-swap for this todo alone. The claim's state
-/// commit is not pushed: it is on the local branch, and the next sync
-/// publishes it on this clone's peer ref; until then the lease ref tells
-/// every peer who holds the todo.
+/// the remote's compare-and-swap for this todo alone — and, in the same
+/// `git push` but not bound to it, the `rider` ([`rider`]). The claim's
+/// own state commit is not pushed: it is on the local branch, and the next
+/// push publishes it on this clone's peer ref; until then the lease ref
+/// tells every peer who holds the todo.
 pub fn confirm(
     ctx: &Context,
     remote: &str,
     lease: &Published,
     expected: Option<&Oid>,
+    rider: &[Update],
 ) -> Result<Confirm> {
     let lease_commit = lease_commit(ctx, lease)?;
     let update = Update {
@@ -947,9 +1005,25 @@ pub fn confirm(
         dst: lease_ref(&lease.goal, &lease.todo),
         lease: Some(expected.map_or(String::new(), |o| o.0.clone())),
     };
-    let pushed = transport::push(ctx.repo_dir(), remote, std::slice::from_ref(&update), false);
+    let mut updates = vec![update.clone()];
+    updates.extend(rider.iter().filter(|u| u.dst != update.dst).cloned());
+    let pushed = transport::push(ctx.repo_dir(), remote, &updates, false);
     ctx.store.settle_detached(&lease_commit);
-    match pushed.map_err(git_failed)?.remove(0) {
+    for u in updates[1..].iter().filter(|u| u.dst.starts_with(LEASES)) {
+        ctx.store.settle_detached(&Oid(u.src.clone()));
+    }
+    let mut statuses = pushed.map_err(git_failed)?;
+    for (u, status) in updates.iter().zip(&statuses) {
+        match status {
+            // What the remote took is what this clone now knows it has: the
+            // next claim decides on it, and its rider does not push it again.
+            PushStatus::Updated | PushStatus::UpToDate => track(ctx, remote, u),
+            PushStatus::Rejected(why) => {
+                tracing::debug!("{} was not published with the claim: {why}", u.dst);
+            }
+        }
+    }
+    match statuses.remove(0) {
         PushStatus::Updated => Ok(Confirm::Confirmed),
         PushStatus::UpToDate => Ok(Confirm::AlreadyThere),
         PushStatus::Rejected(why) if refused_by_policy(&why) => {
@@ -1039,19 +1113,21 @@ pub fn known_leases(ctx: &Context, remote: &str, goal: &str, todo: Option<&str>)
     Ok(leases)
 }
 
-/// How many peers this clone saw on the remote at its last sync (itself
-/// included): `todo next --claim --sync` spreads over that many todos.
-pub fn known_peers(ctx: &Context, remote: &str) -> usize {
-    let me = peer_ref(&peer_id(ctx));
+/// The peers this clone saw on the remote at its last sync, by id, sorted,
+/// itself included: `todo next --claim --sync` shares the first ready
+/// todos out among them.
+pub fn known_peers(ctx: &Context, remote: &str) -> Vec<String> {
+    let me = peer_id(ctx);
     let prefix = format!("{}peers/", transport::tracking_prefix(remote));
-    let others = transport::refs_under(ctx.repo_dir(), &prefix)
-        .map(|refs| {
-            refs.iter()
-                .filter(|(name, _)| !name.ends_with(me.trim_start_matches(PEERS)))
-                .count()
-        })
-        .unwrap_or(0);
-    others + 1
+    let mut peers: Vec<String> = transport::refs_under(ctx.repo_dir(), &prefix)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|(name, _)| name.strip_prefix(&prefix).map(str::to_owned))
+        .collect();
+    peers.push(me);
+    peers.sort();
+    peers.dedup();
+    peers
 }
 
 /// The waits between attempts whose failure was not a lost lease, and the

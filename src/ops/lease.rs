@@ -507,7 +507,7 @@ fn claim_shared(
         let changes = transaction::written(Some(&skeleton), &state);
         let checked = Checked::new(&ctx.store, &[&parent], changes, &message)?;
         let published = Published::of(&goal, &todo.id, &claim);
-        let rider = shared::rider(ctx, remote, &parent, &leases)?;
+        let rider = shared::rider(ctx, &parent, &leases)?;
         let action = match shared::confirm(ctx, remote, &published, lease.map(|r| &r.oid), &rider) {
             Ok(Confirm::Confirmed) => action,
             // The same agent holds this very lease already (its claim from

@@ -1144,34 +1144,35 @@ fn the_remote_operations_of_a_clone_keep_to_its_pace() {
 }
 
 /// A loop of `todo next --claim --sync`, work and `todo done` publishes
-/// each done with the next claim's push: the peer ref carries the finished
-/// todo, and its lease ref says the lease ended, before any sync.
+/// each done on its lease ref with the next claim's push: a peer that has
+/// not heard of the done (no sync in between) passes the todo over even
+/// once its lease has expired, instead of taking it a second time.
 #[test]
-fn a_done_reaches_the_remote_with_the_next_claim() {
+fn a_done_reaches_the_lease_ref_with_the_next_claim() {
     let env = TestEnv::new();
     let (remote, dirs) = env.shared_state(&["a", "b"]);
     let (a, b) = (&dirs[0], &dirs[1]);
-    env.git(a, &["config", "loopx.peer", "peer-a"]);
-    let t1 = env.add_todo(a, "first");
-    let t2 = env.add_todo(a, "second");
+    env.add_todo(a, "first");
+    env.add_todo(a, "second");
     env.loopx(a, &["sync"]).success();
     env.loopx(b, &["sync"]).success();
-    let next = |dir: &std::path::Path| {
-        env.loopx(
+    let next = |dir: &std::path::Path, agent: &str, now: &str| {
+        env.loopx_at(
             dir,
+            now,
             &[
-                "--json", "--agent", "x", "todo", "next", "--claim", "--sync",
+                "--json", "--agent", agent, "todo", "next", "--claim", "--sync",
             ],
         )
-        .success()
-        .json()["todo"]["id"]
-            .as_str()
-            .unwrap()
-            .to_owned()
+        .json()
     };
-    let first = next(a);
-    env.loopx(
+    let first = next(a, "x", "2026-12-02T10:00:00Z")["todo"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    env.loopx_at(
         a,
+        "2026-12-02T10:05:00Z",
         &[
             "--agent",
             "x",
@@ -1183,14 +1184,11 @@ fn a_done_reaches_the_remote_with_the_next_claim() {
         ],
     )
     .success();
-    let second = next(a);
+    let second = next(a, "x", "2026-12-02T10:06:00Z")["todo"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert_ne!(first, second);
-    assert!([&t1, &t2].contains(&&first) && [&t1, &t2].contains(&&second));
-    // The remote has the done on a's peer ref, and the lease's end.
-    let peer = "refs/loopx/peers/peer-a";
-    let path = env.state_path_of(a, &first);
-    let todo = env.git(&remote, &["show", &format!("{peer}:{path}")]);
-    assert!(todo.contains("status: done"), "{todo}");
     let lease = env.git(
         &remote,
         &[
@@ -1201,11 +1199,8 @@ fn a_done_reaches_the_remote_with_the_next_claim() {
         ],
     );
     assert!(lease.contains("Loopx-Ended"), "{lease}");
-    // b learns it at its next sync, with no sync of a's in between.
-    env.loopx(b, &["sync"]).success();
-    let shown = env
-        .loopx(b, &["--json", "todo", "show", &first])
-        .success()
-        .json();
-    assert_eq!(shown["todo"]["status"], "done", "{shown}");
+    // At 10:50 the first lease (45 minutes from 10:00) has expired, the
+    // second has not; b never heard of the done.
+    let json = next(b, "y", "2026-12-02T10:50:00Z");
+    assert_eq!(json["error"]["code"], "nothing_ready", "{json}");
 }

@@ -951,46 +951,26 @@ fn track(ctx: &Context, remote: &str, update: &Update) {
     }
 }
 
-/// What a claim's push carries besides its lease: this clone's `tip` on
-/// its peer ref, and the ends of the `leases` it knows ended — what a sync
-/// would publish, without its fetch and merge. So a `todo done` reaches
-/// the remote with the agent's next claim, in the same `git push`, and a
-/// loop of claim, work and done needs no sync of its own between todos.
-/// The peer ref is left out when the commits it would publish hold a
-/// credential (the next sync names it).
-pub fn rider(ctx: &Context, remote: &str, tip: &Oid, leases: &Leases) -> Result<Vec<Update>> {
-    let me = peer_id(ctx);
-    let tracking = format!("{}peers/{me}", transport::tracking_prefix(remote));
-    let published = ctx.store.try_find_ref(&tracking)?;
+/// What a claim's push carries besides its lease: the ends of the leases
+/// this clone knows ended (a `todo done`, a release) as its `tip` records
+/// them — the lease updates a sync would publish, without its fetch and
+/// merge. So a done reaches the remote's lease ref with the agent's next
+/// claim, in the same `git push`: a peer deciding on the leases passes the
+/// todo over even once the lease would have expired, before any sync
+/// publishes the state. The state itself waits for the next sync (a claim
+/// that published it would hand peers a claim the lease refs have since
+/// moved past, for their merges to weigh against the refs).
+pub fn rider(ctx: &Context, tip: &Oid, leases: &Leases) -> Result<Vec<Update>> {
     let state = transaction::state_at(&ctx.store, tip)?;
-    let mut updates = lease_updates(ctx, &state, leases)?;
-    if published.as_ref() == Some(tip) {
-        return Ok(updates);
-    }
-    let prefix = format!("{}peers/", transport::tracking_prefix(remote));
-    let mut on_remote: Vec<Oid> = transport::refs_under(ctx.repo_dir(), &prefix)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(_, oid)| Oid(oid))
-        .collect();
-    on_remote.extend(ctx.store.try_find_ref(&super::remote_ref(remote))?);
-    match check_leaks_excluding(ctx, tip, &on_remote) {
-        Ok(()) => updates.push(Update {
-            src: tip.0.clone(),
-            dst: peer_ref(&me),
-            lease: None,
-        }),
-        Err(e) => tracing::debug!("the claim does not publish this clone's tip: {e}"),
-    }
-    Ok(updates)
+    lease_updates(ctx, &state, leases)
 }
 
 /// Pushes a claim's lease onto the todo's lease ref, with the lease on
 /// `expected` (none: the ref must not exist yet) — one small root commit,
 /// the remote's compare-and-swap for this todo alone — and, in the same
 /// `git push` but not bound to it, the `rider` ([`rider`]). The claim's
-/// own state commit is not pushed: it is on the local branch, and the next
-/// push publishes it on this clone's peer ref; until then the lease ref
+/// state commit is not pushed: it is on the local branch, and the next
+/// sync publishes it on this clone's peer ref; until then the lease ref
 /// tells every peer who holds the todo.
 pub fn confirm(
     ctx: &Context,

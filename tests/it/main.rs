@@ -7,6 +7,7 @@ mod agent_gemini;
 mod agent_opencode;
 mod agent_pi;
 mod agents;
+mod ancestry;
 mod artifacts;
 mod check;
 mod decisions;

@@ -13,6 +13,7 @@
 //! acknowledged only once every object it wrote is in the object store after
 //! the ref reached it (see `objects::keep_loose`).
 
+mod ancestry;
 mod maintenance;
 mod objects;
 mod refs;
@@ -68,6 +69,9 @@ pub struct GixStore {
     cleaned: Cell<bool>,
     /// Credential rules a write may pass (`--allow-secret-pattern`).
     allowed_leaks: Vec<&'static str>,
+    /// Every commit an ancestry question read, kept for the next one (see
+    /// `ancestry`): commits do not change.
+    commits: RefCell<std::collections::HashMap<ObjectId, ancestry::Node>>,
 }
 
 fn git_err(context: &str, e: impl std::fmt::Display) -> Error {
@@ -120,6 +124,7 @@ impl GixStore {
             memo: RefCell::new(None),
             read_memo: RefCell::new(None),
             allowed_leaks: Vec::new(),
+            commits: Default::default(),
         })
     }
 

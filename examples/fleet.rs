@@ -60,10 +60,11 @@
 //! their branch on a peer ref with a plain `git push`, merging nothing.
 //! Then, for K = 0, 1, 2, 4, … N-1 peer heads, on fresh copies of the
 //! remote (keeping K of those refs) and of clone 0: `git fetch` of what
-//! `sync` fetches, then `git loopx sync` timed (median of 3), so the figure
+//! `sync` fetches, then `git loopx sync` timed (median of 7), so the figure
 //! is the merge and the push, not the transfer. Printed: each K's time and
-//! the cost per extra peer head, (time at N-1 − time at 2) / (N-3): one
-//! head is a fast-forward, two are the first merge.
+//! the cost per extra peer head, the slope of the least-squares line
+//! through the times from K = 2 on: one head is a fast-forward, two are
+//! the first merge.
 //!
 //! `--bin PATH` measures another build (default: this checkout's, built
 //! first under cargo); `--compare OTHER` also runs everything with OTHER, each
@@ -1371,6 +1372,9 @@ fn drain_bench(o: &Opts, bin: &Path, real_git: &Path) -> Vec<Row> {
 }
 
 /// `--mode merge` (see the top of this file).
+/// Timed syncs per number of heads in `--mode merge` (their median counts).
+const MERGE_REPS: usize = 7;
+
 fn merge_bench(o: &Opts, bin: &Path, real_git: &Path) -> Vec<Row> {
     let peers = o.clones.saturating_sub(1).max(3);
     let fleet = Fleet::new(bin, real_git, o, peers + 1, o.todos.max(peers));
@@ -1402,7 +1406,7 @@ fn merge_bench(o: &Opts, bin: &Path, real_git: &Path) -> Vec<Row> {
     let mut times = BTreeMap::new();
     for &k in &ks {
         let mut samples = Vec::new();
-        for rep in 0..3 {
+        for rep in 0..MERGE_REPS {
             let remote = top.join(format!("merge-remote-{k}-{rep}.git"));
             let clone = top.join(format!("merge-clone-{k}-{rep}"));
             for (from, to) in [(&fleet.remote, &remote), (&fleet.clones[0], &clone)] {
@@ -1438,7 +1442,7 @@ fn merge_bench(o: &Opts, bin: &Path, real_git: &Path) -> Vec<Row> {
             samples.push(took);
         }
         samples.sort_by(f64::total_cmp);
-        let median = samples[1];
+        let median = samples[MERGE_REPS / 2];
         times.insert(k, median);
         rows.push(row(
             &format!("sync merging {k} peer heads"),
@@ -1446,7 +1450,21 @@ fn merge_bench(o: &Opts, bin: &Path, real_git: &Path) -> Vec<Row> {
             Some(median),
         ));
     }
-    let per_peer = (times[&peers] - times[&2]) / (peers - 2) as f64;
+    // The slope of the least-squares line through the medians from two
+    // heads on (the first head's merge reads the base and pays for what
+    // every merge shares).
+    let points: Vec<(f64, f64)> = times
+        .iter()
+        .filter(|(k, _)| **k >= 2)
+        .map(|(k, t)| (*k as f64, *t))
+        .collect();
+    let n = points.len() as f64;
+    let (mx, my) = (
+        points.iter().map(|p| p.0).sum::<f64>() / n,
+        points.iter().map(|p| p.1).sum::<f64>() / n,
+    );
+    let per_peer = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>()
+        / points.iter().map(|p| (p.0 - mx).powi(2)).sum::<f64>().max(f64::MIN_POSITIVE);
     rows.push(row(
         "merge cost per extra peer head",
         format!("{per_peer:.2} ms ({} todos)", o.todos.max(peers)),

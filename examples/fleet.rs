@@ -1464,7 +1464,11 @@ fn merge_bench(o: &Opts, bin: &Path, real_git: &Path) -> Vec<Row> {
         points.iter().map(|p| p.1).sum::<f64>() / n,
     );
     let per_peer = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>()
-        / points.iter().map(|p| (p.0 - mx).powi(2)).sum::<f64>().max(f64::MIN_POSITIVE);
+        / points
+            .iter()
+            .map(|p| (p.0 - mx).powi(2))
+            .sum::<f64>()
+            .max(f64::MIN_POSITIVE);
     rows.push(row(
         "merge cost per extra peer head",
         format!("{per_peer:.2} ms ({} todos)", o.todos.max(peers)),

@@ -509,21 +509,26 @@ where
 /// need no merge.
 fn differing<T: Facts>(b: Option<&Tracked<T>>, l: &Tracked<T>, r: &Tracked<T>) -> Vec<String> {
     let none = Tracked::new();
-    let mut its = [b.unwrap_or(&none), l, r].map(|m| m.raw_entries().peekable());
+    // Keys as bytes: they order as their strings do, and a walk over
+    // every entry of three maps, once per merged head, need not check
+    // each one's UTF-8.
+    let mut its = [b.unwrap_or(&none), l, r].map(|m| m.raw_entries_by_bytes().peekable());
     let mut out = Vec::new();
     loop {
         let Some(key) = its.iter_mut().filter_map(|it| it.peek().map(|e| e.0)).min() else {
             return out;
         };
-        let mut raws = Vec::with_capacity(3);
+        let mut raws: [Option<&[u8]>; 3] = [None; 3];
+        let mut held = 0;
         for it in &mut its {
             if it.peek().is_some_and(|e| e.0 == key) {
-                raws.push(it.next().and_then(|e| e.1));
+                raws[held] = it.next().and_then(|e| e.1);
+                held += 1;
             }
         }
-        let alike = raws.len() == 3 && raws[0].is_some() && raws.iter().all(|r| *r == raws[0]);
+        let alike = held == 3 && raws[0].is_some() && raws.iter().all(|r| *r == raws[0]);
         if !alike {
-            out.push(key.to_owned());
+            out.push(String::from_utf8_lossy(key).into_owned());
         }
     }
 }

@@ -182,7 +182,10 @@ impl<T: Facts> Tracked<T> {
 
     /// Where `key` is (or was) among the loaded entries.
     fn position(&self, key: &str) -> Option<usize> {
-        self.loaded.binary_search_by(|e| self.key(e).cmp(key)).ok()
+        // Bytes compare as their UTF-8 strings do, without checking them.
+        self.loaded
+            .binary_search_by(|e| self.bytes(e.key).cmp(key.as_bytes()))
+            .ok()
     }
 
     fn slot(&self, key: &str) -> Option<&Slot<T>> {
@@ -344,16 +347,42 @@ impl<T: Facts> Tracked<T> {
     /// Every key in order with its encoded bytes as loaded (`None` once
     /// written); decodes nothing.
     pub fn raw_entries(&self) -> impl Iterator<Item = (&str, Option<&[u8]>)> + '_ {
-        self.entries()
-            .map(|(k, slot)| (k, slot.raw.map(|raw| self.bytes(raw))))
+        self.raw_entries_by_bytes().map(|(k, raw)| {
+            (
+                std::str::from_utf8(k).expect("BUG: a checked source holds UTF-8 keys"),
+                raw,
+            )
+        })
     }
 
-    /// Keys written since the last [`Tracked::clean`].
+    /// [`Tracked::raw_entries`] with each key as its bytes: for a walk
+    /// that compares keys (as their strings compare) over many entries,
+    /// without checking each one's UTF-8.
+    pub fn raw_entries_by_bytes(&self) -> impl Iterator<Item = (&[u8], Option<&[u8]>)> + '_ {
+        let mut loaded = self
+            .loaded
+            .iter()
+            .filter(|e| !e.gone)
+            .map(|e| (self.bytes(e.key), e.slot.raw.map(|raw| self.bytes(raw))))
+            .peekable();
+        let mut added = self
+            .added
+            .iter()
+            .map(|(k, slot)| (k.as_bytes(), slot.raw.map(|raw| self.bytes(raw))))
+            .peekable();
+        std::iter::from_fn(move || match (loaded.peek(), added.peek()) {
+            (Some(l), Some(a)) if l.0 < a.0 => loaded.next(),
+            (Some(_), None) => loaded.next(),
+            _ => added.next(),
+        })
+    }
+
     /// Whether `key` was written since the load.
     pub fn is_dirty(&self, key: &str) -> bool {
         self.dirty.contains(key)
     }
 
+    /// Keys written since the last [`Tracked::clean`].
     pub fn dirty(&self) -> &BTreeSet<String> {
         &self.dirty
     }

@@ -168,9 +168,9 @@ pub struct Goal {
 /// tree in a commit whose parent, `commit`, still holds them.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Archived {
-    /// The last day archived (`yyyy-mm-dd`, UTC): every run file under
-    /// `runs/<day>` for a day up to this one left the tree.
-    pub through: String,
+    /// Every run dated before this time left the tree (one written late,
+    /// after the archive, leaves with the next).
+    pub through: Timestamp,
     /// How many run records left the tree.
     pub runs: u64,
     /// The highest `seq` among them, so numbering goes on after it.

@@ -1,35 +1,32 @@
 //! Retention: a goal's runs older than its horizon leave the tip's tree, so
 //! what a command reads is what is live, not everything that ever happened.
 //!
-//! Whole days leave at once: every run file under `runs/<day>` for a day
-//! that ended at least the horizon ago. They stay in history: the archiving
-//! commit's parent holds them, and the goal records it ([`Archived`]). The
-//! goal keeps only its latest archives; the goal file of an archive's commit
-//! holds the ones before it, so a reader asked about an old day follows
-//! that chain back ([`covers`]) and reads the days it wants from each.
+//! Runs leave in batches: once the oldest run is an eighth of the horizon
+//! past it, every run older than the horizon goes, so the tip holds at most
+//! a horizon and an eighth of runs and a goal archives about eight times a
+//! horizon. They stay in history: the archiving commit's parent holds them,
+//! and the goal records it ([`Archived`]). The goal keeps only its latest
+//! archives; the goal file of an archive's commit holds the ones before it,
+//! so a reader asked about an old day follows that chain back ([`covers`])
+//! and reads the days it wants from each.
 //!
 //! The horizon is never shorter than the goal's quota window: every rule
 //! that reads runs looks back no further than that (the quota's rolling
-//! window; a turn key's receipt within a turn). Days leave in order: a
-//! goal's archives never go back to an earlier day than its latest one, so
-//! every archive along a chain covers days up to its own `through`.
+//! window; a turn key's receipt within a turn). Runs leave in order: a
+//! goal's archives never go back to an earlier time than its latest one, so
+//! every archive along a chain holds runs up to its own `through`.
 
 use crate::model::{Archived, GoalState, Run, Timestamp};
 
-const DAY: i64 = 86_400;
+/// How far past the horizon the oldest run gets before a batch leaves, as
+/// a fraction of the horizon.
+const SLACK_DIVISOR: i64 = 8;
 
 /// The horizon for `gs` in seconds: `configured` (`None`: the default,
 /// the quota window), never shorter than the quota window.
 pub fn horizon(gs: &GoalState, configured: Option<i64>) -> i64 {
     let window = i64::from(gs.goal.quota.window_hours) * 3600;
     configured.map_or(window, |c| c.max(window))
-}
-
-/// The last day (`yyyy-mm-dd`) whose runs may leave the tree at `now`: the
-/// last one that ended at least `horizon` seconds ago.
-pub fn last_day(now: Timestamp, horizon: i64) -> (i64, String) {
-    let index = (now.unix() - horizon).div_euclid(DAY) - 1;
-    (index, Timestamp::from_unix(index * DAY).day())
 }
 
 /// What one archive took out of a goal.
@@ -39,25 +36,29 @@ pub struct Archive {
     pub removed: Vec<Run>,
 }
 
-/// Moves out of `gs` every run of a day that ended `horizon` seconds
-/// before `now` or earlier, and records them as archived in `base` (the
-/// commit the change is made on, which still holds them). `None` when no
-/// run is that old, or when the goal already archived a later day than
-/// this horizon allows (the horizon grew: days leave in order). A run
-/// written in this same change stays (an import of old records): it leaves
-/// with the next archive, like a run a peer wrote late into an old day.
+/// Moves out of `gs` every run dated more than `horizon` seconds before
+/// `now`, once the oldest is an eighth of the horizon older still, and
+/// records them as archived in `base` (the commit the change is made on,
+/// which still holds them). `None` when no batch is due, or when the goal
+/// already archived up to a later time than this horizon allows (the
+/// horizon grew: runs leave in order). A run written in this same change
+/// stays (an import of old records): it leaves with the next archive, like
+/// a run a peer wrote late into an archived day.
 pub fn archive(gs: &mut GoalState, now: Timestamp, horizon: i64, base: &str) -> Option<Archive> {
-    let (last, through) = last_day(now, horizon);
+    let through = now.plus_seconds(-horizon);
     if gs.goal.archive.iter().any(|a| a.through > through) {
         return None;
     }
+    let due = through.plus_seconds(-horizon / SLACK_DIVISOR);
+    let mut oldest = None;
     let leaving: Vec<String> = gs
         .runs
         .all_facts()
-        .filter(|r| r.at.unix().div_euclid(DAY) <= last && !gs.runs.is_dirty(r.id))
+        .filter(|r| r.at < through && !gs.runs.is_dirty(r.id))
+        .inspect(|r| oldest = oldest.min(Some(r.at)).or(Some(r.at)))
         .map(|r| r.id.to_owned())
         .collect();
-    if leaving.is_empty() {
+    if oldest.is_none_or(|o| o >= due) {
         return None;
     }
     let removed: Vec<Run> = leaving.iter().filter_map(|id| gs.runs.remove(id)).collect();
@@ -79,10 +80,11 @@ pub fn archive(gs: &mut GoalState, now: Timestamp, horizon: i64, base: &str) -> 
     Some(Archive { entry, removed })
 }
 
-/// Whether an archive may hold runs of days from `since` on: its days run
-/// up to `through`, and so do those of every archive before it.
+/// Whether an archive may hold runs of days from `since` (`yyyy-mm-dd`)
+/// on: its runs are dated before `through`, and so are those of every
+/// archive before it.
 pub fn covers(entry: &Archived, since: &str) -> bool {
-    entry.through.as_str() >= since
+    entry.through.day().as_str() >= since
 }
 
 #[cfg(test)]
@@ -113,16 +115,18 @@ mod tests {
     }
 
     #[test]
-    fn whole_days_that_ended_a_horizon_ago_leave() {
+    fn runs_past_the_horizon_leave_once_the_oldest_is_an_eighth_past_it() {
         let mut gs = goal(&[
             run("run_000000000001", "2026-01-01T10:00:00Z", 1),
             run("run_000000000002", "2026-01-02T23:59:59Z", 2),
-            run("run_000000000003", "2026-01-03T00:00:00Z", 3),
+            run("run_000000000003", "2026-01-03T06:00:00Z", 3),
         ]);
-        // At 2026-01-04T06:00 with a day kept, 01-03 ended 6 h after the
-        // cut: it stays; 01-02 ended before it.
+        // The oldest is 24 h past a day's horizon at 01-03T10:00, but not
+        // yet 3 h (an eighth) past it at 01-02T12:00.
+        assert!(archive(&mut gs, at("2026-01-02T12:00:00Z"), DAY, "c0ffee").is_none());
+        // At 01-04T06:00 everything before 01-03T06:00 leaves; that run stays.
         let a = archive(&mut gs, at("2026-01-04T06:00:00Z"), DAY, "c0ffee").unwrap();
-        assert_eq!(a.entry.through, "2026-01-02");
+        assert_eq!(a.entry.through, at("2026-01-03T06:00:00Z"));
         assert_eq!((a.entry.runs, a.entry.last_seq), (2, 2));
         assert_eq!(gs.runs.keys().collect::<Vec<_>>(), ["run_000000000003"]);
         assert_eq!(gs.goal.archive, vec![a.entry.clone()]);
@@ -143,10 +147,10 @@ mod tests {
     }
 
     #[test]
-    fn days_never_leave_out_of_order() {
+    fn runs_never_leave_out_of_order() {
         let mut gs = goal(&[run("run_000000000001", "2026-01-01T10:00:00Z", 1)]);
         gs.goal.archive = vec![Archived {
-            through: "2026-01-05".into(),
+            through: at("2026-01-05T00:00:00Z"),
             runs: 1,
             last_seq: 0,
             commit: "c0ffee".into(),

@@ -101,8 +101,9 @@ pub fn archived_runs(
             continue;
         }
         let commit = Oid(entry.commit.clone());
-        let through = entry.through.as_str();
-        let keep = |day: &str| day >= since && day <= through && until.is_none_or(|u| day <= u);
+        let through = entry.through.day();
+        let keep =
+            |day: &str| day >= since && day <= through.as_str() && until.is_none_or(|u| day <= u);
         for (path, bytes) in ctx.store.read_dir(&commit, &runs_dir, &keep)? {
             let run: Run =
                 codec::decode(&path, &bytes).map_err(|source| store::Error::Corrupt {

@@ -1,7 +1,8 @@
-//! Retention: runs of days that ended a horizon ago (the quota window, 24 h
-//! by default) leave the tip's tree in the next write's commit, whose
-//! parent keeps them; `history --since` reads them back, also across
-//! archives two clones made at once.
+//! Retention: runs older than the horizon (the quota window, 24 h by
+//! default) leave the tip's tree in a write's commit once the oldest is an
+//! eighth of the horizon past it; the commit's parent keeps them, and
+//! `history --since` reads them back, also across archives two clones made
+//! at once.
 
 use std::path::Path;
 
@@ -55,8 +56,8 @@ fn days_past_the_horizon_leave_the_tree_in_the_next_write_and_history_finds_them
     for day in ["03", "04", "05"] {
         writeback(&env, &dir, &format!("2026-12-{day}T10:00:00Z"), day);
     }
-    // On the 3rd at 10:00 with a 24 h horizon, only 11-01 had ended a day
-    // before: the 3rd's own writeback archived it.
+    // On the 5th at 10:00 with a 24 h horizon, the 3rd's run was 24 h past
+    // it (more than an eighth): the 5th's own writeback archived it.
     let files = run_files(&env, &dir);
     assert!(
         files.iter().all(|f| !f.contains("/2026-12-03/")),
@@ -68,7 +69,7 @@ fn days_past_the_horizon_leave_the_tree_in_the_next_write_and_history_finds_them
     );
     let message = env.git(&dir, &["log", "-1", "--format=%B", "loopx-state"]);
     assert!(
-        message.contains("Loopx-Archived: main through 2026-12-03: 1 run(s)"),
+        message.contains("Loopx-Archived: main through 2026-12-04T10:00:00Z: 1 run(s)"),
         "{message}"
     );
     // The archive names the parent, which still holds the day.
@@ -115,7 +116,7 @@ fn days_past_the_horizon_leave_the_tree_in_the_next_write_and_history_finds_them
         .success()
         .stdout;
     assert!(
-        diff.contains("2 run(s) through 2026-12-05 archived"),
+        diff.contains("2 run(s) through 2026-12-06T10:00:00Z archived"),
         "{diff}"
     );
     assert!(!diff.contains("removed"), "{diff}");
@@ -130,8 +131,9 @@ fn the_horizon_is_configurable_never_shorter_than_the_quota_window_and_can_be_of
     writeback(&env, &dir, "2026-12-06T10:00:00Z", "04");
     assert_eq!(run_files(&env, &dir).len(), 2, "three days kept");
     writeback(&env, &dir, "2026-12-07T10:00:00Z", "07");
-    assert_eq!(run_files(&env, &dir).len(), 2, "11-01 left");
-    // Shorter than the quota window (24 h): the window wins.
+    assert_eq!(run_files(&env, &dir).len(), 2, "the 3rd's left");
+    // Shorter than the quota window (24 h): the window wins (the 6th's
+    // run is 2 h past it, not the 3 h of an eighth).
     env.git(&dir, &["config", "loopx.runRetention", "1h"]);
     writeback(&env, &dir, "2026-12-07T12:00:00Z", "05b");
     assert_eq!(run_files(&env, &dir).len(), 3);
@@ -176,7 +178,7 @@ fn archives_two_clones_make_at_once_merge_and_history_reads_both() {
     }
     assert_eq!(env.tip(a), env.tip(b), "converged");
     let goal = env.state_file(a, "goals/main/goal.yaml");
-    assert_eq!(goal.matches("through: '2026-12-03'").count(), 2, "{goal}");
+    assert_eq!(goal.matches("through: '2026-12-04T").count(), 2, "{goal}");
     let files = run_files(&env, a);
     assert!(
         files.iter().all(|f| !f.contains("/2026-12-03/")),

@@ -170,12 +170,12 @@ fn goal_facts(old: Option<&GoalState>, new: Option<&GoalState>, out: &mut Found)
         .iter()
         .filter(|a| !old.goal.archive.contains(a))
         .collect();
-    let archived_through = archives.iter().map(|a| a.through.as_str()).max();
+    let archived_through = archives.iter().map(|a| a.through).max();
     for a in &archives {
         out.push((
             Some(new.goal.updated_at),
             What::RunsArchived {
-                through: a.through.clone(),
+                through: a.through.to_string(),
                 runs: a.runs,
                 commit: a.commit.clone(),
             },
@@ -183,7 +183,7 @@ fn goal_facts(old: Option<&GoalState>, new: Option<&GoalState>, out: &mut Found)
     }
     for (id, run) in old.runs.iter() {
         match new.runs.get(id) {
-            None if archived_through.is_some_and(|t| run.at.day().as_str() <= t) => {}
+            None if archived_through.is_some_and(|t| run.at < t) => {}
             None => out.push((
                 None,
                 What::RunRemoved {

@@ -92,6 +92,8 @@ mod tests {
     use super::*;
     use crate::model::{Goal, RunKind};
 
+    const DAY: i64 = 86_400;
+
     fn at(text: &str) -> Timestamp {
         Timestamp::parse(text).unwrap()
     }

@@ -1,7 +1,7 @@
 //! Retention as the commands see it (the rule is
-//! [`crate::model::retention`]): every write archives the days of runs that
-//! fell past the horizon, in the same commit, and `history --since` follows
-//! the archives back to read old days.
+//! [`crate::model::retention`]): a write archives the runs that fell past
+//! the horizon, in its own commit, when a batch is due, and `history
+//! --since` follows the archives back to read old days.
 //!
 //! The horizon is `git config loopx.runRetention` (a duration such as `7d`,
 //! or `never`); unset, it is each goal's quota window. It is never shorter

@@ -112,12 +112,14 @@ evening() {
 runs_in_tip() { git ls-tree -r --name-only loopx-state goals/main/runs | wc -l; }
 
 # `measure COLUMN DAY-INDEX`: the figures at the tip, on that day's evening.
-# git's own housekeeping is done first and held off while timing (a
-# writeback waits for a `git gc` that is running, and a gc of a million
-# commits takes minutes: that is the history's cost, measured apart).
+# git's own housekeeping (a full `git gc`, timed) is done first and held
+# off while timing: a writeback waits for a `git gc` that is running, and a
+# gc of a million commits takes minutes — the history's cost, apart.
 measure() {
-    local what=$1 day=$2
-    git gc -q --auto; git config maintenance.auto false; git config gc.auto 0
+    local what=$1 day=$2 t0
+    t0=$(now_ms); git gc -q
+    note "git gc before measuring ($what)" "$(( ($(now_ms) - t0) / 1000 )) s, $(size .git)"
+    git config maintenance.auto false; git config gc.auto 0
     note "runs in the tip's tree ($what)" "$(runs_in_tip)"
     rm -rf .git/loopx/cache
     REPS=1 evening "$day" timed "cold read: status, no cache ($what)" loopx status
@@ -183,10 +185,6 @@ inside "$work/a" evening "$last" loopx sync >/dev/null
 REPS=1 inside "$work/b" evening "$last" timed "sync: fetch, merge, push ($N runs written)" loopx sync
 REPS=1 inside "$work/a" evening "$last" timed "sync: fetch, fast-forward ($N runs written)" loopx sync
 
-t0=$(now_ms)
-git gc -q
-note "git gc" "$(( ($(now_ms) - t0) / 1000 )) s"
-note "repository size after git gc" "$(size .git)"
 
 echo
 echo "| measure | figure |"

@@ -538,8 +538,8 @@ pub fn merge_base(dir: &Path, a: &str, b: &str) -> Result<Option<String>, String
 
 /// The best common ancestor of `one` and a merge of all of `others` (`git
 /// merge-base one others…`), if they share history: for the code
-/// branches `pr` compares. The state's own ancestry questions, a sync's
-/// many, are walked in process (`gix_store::ancestry`).
+/// branches `pr` compares, and for the state's ancestry questions whose
+/// walk in process (`gix_store::ancestry`) would go too deep.
 pub fn merge_base_of(dir: &Path, one: &str, others: &[&str]) -> Result<Option<String>, String> {
     let mut args = vec!["merge-base", one];
     args.extend_from_slice(others);
@@ -551,6 +551,51 @@ pub fn merge_base_of(dir: &Path, one: &str, others: &[&str]) -> Result<Option<St
     } else {
         Err(format!("git merge-base failed: {}", out.stderr.trim()))
     }
+}
+
+/// Whether `ancestor` is `descendant` or reachable from it.
+pub fn is_ancestor(dir: &Path, ancestor: &str, descendant: &str) -> Result<bool, String> {
+    if ancestor == descendant {
+        return Ok(true);
+    }
+    let out = run(dir, &["merge-base", "--is-ancestor", ancestor, descendant])
+        .map_err(|e| format!("could not run git merge-base: {e}"))?;
+    if out.success {
+        Ok(true)
+    } else if out.stderr.trim().is_empty() {
+        Ok(false)
+    } else {
+        Err(format!(
+            "git merge-base --is-ancestor failed: {}",
+            out.stderr.trim()
+        ))
+    }
+}
+
+/// Of `commits`, those no other one of them reaches (`git merge-base
+/// --independent`), each once, in their first order.
+pub fn independent(dir: &Path, commits: &[&str]) -> Result<Vec<String>, String> {
+    let mut unique: Vec<&str> = Vec::new();
+    for c in commits {
+        if !unique.contains(c) {
+            unique.push(c);
+        }
+    }
+    if unique.len() < 2 {
+        return Ok(unique.into_iter().map(str::to_owned).collect());
+    }
+    let mut args = vec!["merge-base", "--independent"];
+    args.extend_from_slice(&unique);
+    let out = run(dir, &args).map_err(|e| format!("could not run git merge-base: {e}"))?;
+    if !out.success {
+        return Err(format!("git merge-base failed: {}", out.stderr.trim()));
+    }
+    let tops: Vec<&str> = out.stdout.split_whitespace().collect();
+    Ok(unique
+        .into_iter()
+        .filter(|c| tops.contains(c))
+        .map(str::to_owned)
+        .collect())
 }
 
 #[cfg(test)]

@@ -117,19 +117,36 @@ pub fn remote_name(ctx: &Context, remote: Option<&str>) -> Result<String> {
 }
 
 /// The best common ancestor of `one` and a merge of `others`, as `git
-/// merge-base` answers (the store's walk, see `gix_store::ancestry`).
+/// merge-base` answers: the store's walk (`gix_store::ancestry`), or git
+/// itself for a question that reaches deep into history.
 fn merge_base(ctx: &Context, one: &Oid, others: &[&Oid]) -> Result<Option<Oid>> {
-    Ok(ctx.store.merge_base(one, others)?)
+    if let Some(base) = ctx.store.merge_base(one, others)? {
+        return Ok(base);
+    }
+    let others: Vec<&str> = others.iter().map(|o| o.0.as_str()).collect();
+    git_cmd::merge_base_of(ctx.repo_dir(), &one.0, &others)
+        .map(|b| b.map(Oid))
+        .map_err(|e| StoreError::Git(e).into())
 }
 
 /// Whether `ancestor` is `descendant` or reachable from it.
 fn is_ancestor(ctx: &Context, ancestor: &Oid, descendant: &Oid) -> Result<bool> {
-    Ok(ctx.store.is_ancestor(ancestor, descendant)?)
+    if let Some(known) = ctx.store.is_ancestor(ancestor, descendant)? {
+        return Ok(known);
+    }
+    git_cmd::is_ancestor(ctx.repo_dir(), &ancestor.0, &descendant.0)
+        .map_err(|e| StoreError::Git(e).into())
 }
 
 /// The commits of `commits` no other of them reaches, each once, in order.
 fn independent(ctx: &Context, commits: &[Oid]) -> Result<Vec<Oid>> {
-    Ok(ctx.store.independent(commits)?)
+    if let Some(tops) = ctx.store.independent(commits)? {
+        return Ok(tops);
+    }
+    let all: Vec<&str> = commits.iter().map(|o| o.0.as_str()).collect();
+    git_cmd::independent(ctx.repo_dir(), &all)
+        .map(|tops| tops.into_iter().map(Oid).collect())
+        .map_err(|e| StoreError::Git(e).into())
 }
 
 fn git_failed(e: impl Into<TransportError>) -> Error {

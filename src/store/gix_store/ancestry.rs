@@ -24,6 +24,13 @@ const TWO: u8 = 2;
 const STALE: u8 = 4;
 const RESULT: u8 = 8;
 
+/// The most commits one walk takes off its queue. A sync's questions are
+/// about recent history; one that reaches further (a peer ref far behind,
+/// a fresh clone's first sync over thousands of octopus merges) is left to
+/// git, which walks old history faster than reading it commit by commit
+/// here. `None` from the public questions means "ask git".
+const BUDGET: usize = 2_000;
+
 /// A commit as the walks see it.
 #[derive(Clone)]
 pub(super) struct Node {
@@ -66,7 +73,7 @@ impl GixStore {
         one: ObjectId,
         others: &[ObjectId],
         until_two_on: Option<ObjectId>,
-    ) -> Result<(Vec<ObjectId>, HashMap<ObjectId, u8>), Error> {
+    ) -> Result<Option<(Vec<ObjectId>, HashMap<ObjectId, u8>)>, Error> {
         let mut flags: HashMap<ObjectId, u8> = HashMap::new();
         let mut queue = BinaryHeap::new();
         let mut found = Vec::new();
@@ -83,7 +90,12 @@ impl GixStore {
             flags.get(id).is_some_and(|f| f & STALE != 0)
         };
         live -= queue.iter().filter(|(_, id)| is_stale(&flags, id)).count();
+        let mut popped = 0;
         while live > 0 {
+            popped += 1;
+            if popped > BUDGET {
+                return Ok(None);
+            }
             if until_two_on.is_some_and(|t| flags.get(&t).is_some_and(|f| f & TWO != 0)) {
                 break;
             }
@@ -115,75 +127,91 @@ impl GixStore {
                 queue.push((self.node(p)?.time, p));
             }
         }
-        Ok((found, flags))
+        Ok(Some((found, flags)))
     }
 
     /// The best common ancestors of `one` and any of `others` (git's
     /// `merge_bases_many` and `remove_redundant`), newest first.
-    fn bases(&self, one: ObjectId, others: &[ObjectId]) -> Result<Vec<ObjectId>, Error> {
+    fn bases(&self, one: ObjectId, others: &[ObjectId]) -> Result<Option<Vec<ObjectId>>, Error> {
         if others.contains(&one) {
-            return Ok(vec![one]);
+            return Ok(Some(vec![one]));
         }
-        let (found, flags) = self.paint(one, others, None)?;
+        let Some((found, flags)) = self.paint(one, others, None)? else {
+            return Ok(None);
+        };
         let mut bases: Vec<ObjectId> = found
             .into_iter()
             .filter(|id| flags.get(id).is_some_and(|f| f & STALE == 0))
             .collect();
         if bases.len() > 1 {
-            bases = self.remove_redundant(&bases)?;
+            match self.remove_redundant(&bases)? {
+                Some(kept) => bases = kept,
+                None => return Ok(None),
+            }
         }
-        Ok(bases)
+        Ok(Some(bases))
     }
 
     /// Of `candidates`, those no other of them reaches.
-    fn remove_redundant(&self, candidates: &[ObjectId]) -> Result<Vec<ObjectId>, Error> {
+    fn remove_redundant(&self, candidates: &[ObjectId]) -> Result<Option<Vec<ObjectId>>, Error> {
         let mut out = Vec::new();
         for (i, c) in candidates.iter().enumerate() {
             let mut reached = false;
             for (j, other) in candidates.iter().enumerate() {
-                if i != j && self.reaches(*other, *c)? {
-                    reached = true;
-                    break;
+                if i == j {
+                    continue;
+                }
+                match self.reaches(*other, *c)? {
+                    Some(true) => {
+                        reached = true;
+                        break;
+                    }
+                    Some(false) => {}
+                    None => return Ok(None),
                 }
             }
             if !reached {
                 out.push(*c);
             }
         }
-        Ok(out)
+        Ok(Some(out))
     }
 
     /// Whether `from` reaches `target` (or is it): painted from both, the
     /// walk stops once `target` is painted from `from`, or once it is past
     /// their common ancestors. No date cuts it short, so a commit dated
     /// before its parent is still found.
-    fn reaches(&self, from: ObjectId, target: ObjectId) -> Result<bool, Error> {
+    fn reaches(&self, from: ObjectId, target: ObjectId) -> Result<Option<bool>, Error> {
         if from == target {
-            return Ok(true);
+            return Ok(Some(true));
         }
-        let (_, flags) = self.paint(target, &[from], Some(target))?;
-        Ok(flags.get(&target).is_some_and(|f| f & TWO != 0))
+        Ok(self
+            .paint(target, &[from], Some(target))?
+            .map(|(_, flags)| flags.get(&target).is_some_and(|f| f & TWO != 0)))
     }
 
     /// A best common ancestor of `one` and the commits `others` (as if
-    /// merged), as `git merge-base one others…`; `None`: unrelated.
-    pub fn merge_base(&self, one: &Oid, others: &[&Oid]) -> Result<Option<Oid>, Error> {
+    /// merged), as `git merge-base one others…` (`Some(None)`: unrelated;
+    /// `None`: past the walk's budget, ask git).
+    pub fn merge_base(&self, one: &Oid, others: &[&Oid]) -> Result<Option<Option<Oid>>, Error> {
         let others: Vec<ObjectId> = others
             .iter()
             .map(|o| object_id(o))
             .collect::<Result<_, _>>()?;
         let bases = self.bases(object_id(one)?, &others)?;
-        Ok(bases.into_iter().next().map(oid))
+        Ok(bases.map(|b| b.into_iter().next().map(oid)))
     }
 
-    /// Whether `ancestor` is `descendant` or reachable from it.
-    pub fn is_ancestor(&self, ancestor: &Oid, descendant: &Oid) -> Result<bool, Error> {
+    /// Whether `ancestor` is `descendant` or reachable from it (`None`:
+    /// past the walk's budget, ask git).
+    pub fn is_ancestor(&self, ancestor: &Oid, descendant: &Oid) -> Result<Option<bool>, Error> {
         self.reaches(object_id(descendant)?, object_id(ancestor)?)
     }
 
     /// The commits of `commits` no other one of them reaches, each once,
-    /// in their first order (`git merge-base --independent`).
-    pub fn independent(&self, commits: &[Oid]) -> Result<Vec<Oid>, Error> {
+    /// in their first order (`git merge-base --independent`; `None`: past
+    /// the walk's budget, ask git).
+    pub fn independent(&self, commits: &[Oid]) -> Result<Option<Vec<Oid>>, Error> {
         let mut unique: Vec<ObjectId> = Vec::new();
         for c in commits {
             let id = object_id(c)?;
@@ -193,8 +221,6 @@ impl GixStore {
         }
         Ok(self
             .remove_redundant(&unique)?
-            .into_iter()
-            .map(oid)
-            .collect())
+            .map(|kept| kept.into_iter().map(oid).collect()))
     }
 }

@@ -53,23 +53,29 @@ impl GixStore {
         })
     }
 
-    pub(super) fn try_read_file(&self, commit: &Oid, path: &str) -> Result<Option<Vec<u8>>, Error> {
+    /// The mode and object id of `path` in `commit`'s tree, if it has one.
+    fn entry_at(&self, commit: &Oid, path: &str) -> Result<Option<(EntryMode, ObjectId)>, Error> {
         let repo = self.repo.borrow();
         let tree = repo
             .find_commit(object_id(commit)?)
             .and_then(|c| c.tree())
             .map_err(|e| git_err(&format!("reading commit {commit}"), e))?;
-        let Some(entry) = tree
+        let entry = tree
             .lookup_entry_by_path(path)
-            .map_err(|e| git_err(&format!("reading {path}"), e))?
-        else {
+            .map_err(|e| git_err(&format!("reading {path}"), e))?;
+        Ok(entry.map(|e| (e.mode(), e.object_id())))
+    }
+
+    pub(super) fn try_read_file(&self, commit: &Oid, path: &str) -> Result<Option<Vec<u8>>, Error> {
+        let Some((mode, id)) = self.entry_at(commit, path)? else {
             return Ok(None);
         };
-        if !entry.mode().is_blob() {
+        if !mode.is_blob() {
             return Ok(None);
         }
-        let blob = entry
-            .object()
+        let repo = self.repo.borrow();
+        let blob = repo
+            .find_blob(id)
             .map_err(|e| git_err(&format!("reading {path}"), e))?;
         Ok(Some(blob.data.clone()))
     }
@@ -81,23 +87,16 @@ impl GixStore {
         keep: &dyn Fn(&str) -> bool,
     ) -> Result<BTreeMap<String, Vec<u8>>, Error> {
         let mut files = BTreeMap::new();
+        let Some((mode, id)) = self.entry_at(commit, dir)? else {
+            return Ok(files);
+        };
+        if !mode.is_tree() {
+            return Ok(files);
+        }
         let entries = {
             let repo = self.repo.borrow();
             let tree = repo
-                .find_commit(object_id(commit)?)
-                .and_then(|c| c.tree())
-                .map_err(|e| git_err(&format!("reading commit {commit}"), e))?;
-            let Some(entry) = tree
-                .lookup_entry_by_path(dir)
-                .map_err(|e| git_err(&format!("reading {dir}"), e))?
-            else {
-                return Ok(files);
-            };
-            if !entry.mode().is_tree() {
-                return Ok(files);
-            }
-            let tree = repo
-                .find_tree(entry.object_id())
+                .find_tree(id)
                 .map_err(|e| git_err(&format!("reading tree {dir}"), e))?;
             let decoded = tree.decode().map_err(|e| git_err("decoding tree", e))?;
             decoded

@@ -301,7 +301,7 @@ fn goal_of<'a>(state: &'a mut State, goal: &str, path: &str) -> Result<&'a mut G
         .ok_or_else(|| err(path, format!("goal `{goal}` has no goal.yaml")))
 }
 
-fn apply_entity<T: DeserializeOwned + crate::model::tracked::Facts>(
+fn apply_entity<T: DeserializeOwned + Clone + crate::model::tracked::Facts>(
     map: &mut crate::model::Tracked<T>,
     id: &str,
     path: &str,

@@ -459,13 +459,13 @@ where
     Ok(out)
 }
 
-/// [`merge_map`] for the todos or runs of a goal: `local`'s map with only
-/// the entries that differ changed, so that a merge decodes and copies what
-/// the two sides changed, not every entry they hold.
+/// [`merge_map`] for the todos or runs of a goal: `local`'s map, taken as
+/// it is, with only the entries that differ changed, so that a merge
+/// decodes and copies what the two sides changed, not every entry they hold.
 fn merge_tracked<T>(
     kind: &str,
     b: Option<&Tracked<T>>,
-    l: &Tracked<T>,
+    mut out: Tracked<T>,
     r: &Tracked<T>,
     ctx: &mut Ctx<'_>,
 ) -> Result<Tracked<T>, String>
@@ -473,10 +473,12 @@ where
     T: Serialize + DeserializeOwned + PartialEq + Clone + Facts,
 {
     let bd = b.map(|b| b as &dyn Entities<T>);
-    let (ld, rd) = (Some(l as &dyn Entities<T>), Some(r as &dyn Entities<T>));
-    let mut out = l.clone();
-    for id in differing(b, l, r) {
+    let rd = Some(r as &dyn Entities<T>);
+    // Each key is read from `out` before it is written, once: `out` is
+    // still the local side wherever it is read.
+    for id in differing(b, &out, r) {
         let id = id.as_str();
+        let ld = Some(&out as &dyn Entities<T>);
         if same(ld, rd, id) || same(rd, bd, id) {
             continue;
         }
@@ -486,7 +488,7 @@ where
             merge_entity(
                 &format!("{kind} {id}"),
                 b.and_then(|b| b.get(id)),
-                l.get(id),
+                out.get(id),
                 r.get(id),
                 ctx,
             )?
@@ -509,6 +511,11 @@ where
 /// need no merge.
 fn differing<T: Facts>(b: Option<&Tracked<T>>, l: &Tracked<T>, r: &Tracked<T>) -> Vec<String> {
     let none = Tracked::new();
+    // Copies of one load (a sync's heads read from one cached state): what
+    // none of them wrote is the same in all, and need not be walked.
+    if let Some(keys) = Tracked::written_since_one_load(&[b.unwrap_or(&none), l, r]) {
+        return keys;
+    }
     // Keys as bytes: they order as their strings do, and a walk over
     // every entry of three maps, once per merged head, need not check
     // each one's UTF-8.
@@ -535,20 +542,21 @@ fn differing<T: Facts>(b: Option<&Tracked<T>>, l: &Tracked<T>, r: &Tracked<T>) -
 
 /// Merges `local` and `remote`, which diverged from `base` (`None`: no common history).
 pub fn merge(base: Option<&State>, local: &State, remote: &State) -> Result<Merged, String> {
-    merge_with(base, local, remote, ClaimRule::Remote)
+    merge_with(base, local.clone(), remote, ClaimRule::Remote)
 }
 
 /// Merges two heads that are both already published (two peers' refs on the
 /// remote): when both changed a todo's claim, the higher epoch wins, since
 /// the remote's lease ref granted it later — whichever head is passed first.
 /// A claim that lost is reported in `lost_claims` (`local`: the loser).
-pub fn merge_published(base: Option<&State>, a: &State, b: &State) -> Result<Merged, String> {
+/// `a` is taken, not copied: a sync folds many heads into one state.
+pub fn merge_published(base: Option<&State>, a: State, b: &State) -> Result<Merged, String> {
     merge_with(base, a, b, ClaimRule::Epoch)
 }
 
 fn merge_with(
     base: Option<&State>,
-    local: &State,
+    local: State,
     remote: &State,
     claims: ClaimRule,
 ) -> Result<Merged, String> {
@@ -574,26 +582,33 @@ fn merge_with(
         &remote.agents,
         &mut ctx,
     )?;
-    let mut goal_ids: Vec<&String> = local.goals.keys().chain(remote.goals.keys()).collect();
+    let mut local_goals = local.goals;
+    let mut goal_ids: Vec<String> = local_goals
+        .keys()
+        .chain(remote.goals.keys())
+        .cloned()
+        .collect();
     goal_ids.sort();
     goal_ids.dedup();
     let mut goals = BTreeMap::new();
     for gid in goal_ids {
-        let bg = base.and_then(|b| b.goals.get(gid));
-        let (lg, rg) = (local.goals.get(gid), remote.goals.get(gid));
+        let bg = base.and_then(|b| b.goals.get(&gid));
+        let rg = remote.goals.get(&gid);
+        let lg = local_goals.remove(&gid);
         let goal = merge_entity(
             &format!("goal {gid}"),
             bg.map(|g| &g.goal),
-            lg.map(|g| &g.goal),
+            lg.as_ref().map(|g| &g.goal),
             rg.map(|g| &g.goal),
             &mut ctx,
         )?;
         let Some(goal) = goal else { continue };
+        let (ltodos, lruns) = lg.map_or_else(Default::default, |g| (g.todos, g.runs));
         let none = Tracked::new();
         let todos = merge_tracked(
             "todo",
             bg.map(|g| &g.todos),
-            lg.map_or(&none, |g| &g.todos),
+            ltodos,
             rg.map_or(&none, |g| &g.todos),
             &mut ctx,
         )?;
@@ -601,7 +616,7 @@ fn merge_with(
         let runs = merge_tracked(
             "run",
             bg.map(|g| &g.runs),
-            lg.map_or(&nor, |g| &g.runs),
+            lruns,
             rg.map_or(&nor, |g| &g.runs),
             &mut ctx,
         )?;
@@ -668,7 +683,7 @@ mod tests {
         let old = claimed(&base, "x", 2, 9);
         let new = claimed(&base, "y", 3, 2);
         for (a, b) in [(&old, &new), (&new, &old)] {
-            let m = merge_published(Some(&base), a, b).expect("merges");
+            let m = merge_published(Some(&base), a.clone(), b).expect("merges");
             let claim = m.state.goals["g"].todos[&id].claim.clone().unwrap();
             assert_eq!((claim.agent.as_str(), claim.epoch), ("y", 3));
             assert_eq!(m.lost_claims.len(), 1);

@@ -75,18 +75,6 @@ impl<T> Slot<T> {
 struct Loaded<T> {
     key: (u32, u32),
     slot: Slot<T>,
-    /// Removed since the load (the slot stays, so positions do not move).
-    gone: bool,
-}
-
-impl<T: Clone> Clone for Loaded<T> {
-    fn clone(&self) -> Self {
-        Loaded {
-            key: self.key,
-            slot: self.slot.clone(),
-            gone: self.gone,
-        }
-    }
 }
 
 /// Reads go through [`Tracked::get`], [`Tracked::values`] and friends;
@@ -95,9 +83,17 @@ impl<T: Clone> Clone for Loaded<T> {
 ///
 /// Entries live in one of two places: `loaded` (sorted by key, as the source
 /// listed them) or `added` (keys that were not loaded); no key is in both.
+/// `loaded` is never written after the load: every copy of the map shares
+/// it, and a write to a loaded key goes to `over`. A copy costs what was
+/// written, not what was loaded, and maps copied from one load tell what
+/// differs between them without comparing every entry
+/// ([`Tracked::written_since_one_load`]).
 pub struct Tracked<T: Facts> {
-    loaded: Vec<Loaded<T>>,
-    /// How many of `loaded` are gone.
+    loaded: Arc<Vec<Loaded<T>>>,
+    /// The loaded positions written since the load: the new entry, or
+    /// `None` once removed.
+    over: BTreeMap<usize, Option<Slot<T>>>,
+    /// How many of `over` are removals.
     gone: usize,
     added: BTreeMap<String, Slot<T>>,
     dirty: BTreeSet<String>,
@@ -108,6 +104,7 @@ impl<T: Facts + Clone> Clone for Tracked<T> {
     fn clone(&self) -> Self {
         Tracked {
             loaded: self.loaded.clone(),
+            over: self.over.clone(),
             gone: self.gone,
             added: self.added.clone(),
             dirty: self.dirty.clone(),
@@ -119,13 +116,28 @@ impl<T: Facts + Clone> Clone for Tracked<T> {
 impl<T: Facts> Default for Tracked<T> {
     fn default() -> Self {
         Tracked {
-            loaded: Vec::new(),
+            loaded: Arc::default(),
+            over: BTreeMap::new(),
             gone: 0,
             added: BTreeMap::new(),
             dirty: BTreeSet::new(),
             source: None,
         }
     }
+}
+
+/// Two iterators of (key, value) in ascending key order, and no key in
+/// both, as one in ascending key order.
+fn in_key_order<K: Ord, V>(
+    a: impl Iterator<Item = (K, V)>,
+    b: impl Iterator<Item = (K, V)>,
+) -> impl Iterator<Item = (K, V)> {
+    let (mut a, mut b) = (a.peekable(), b.peekable());
+    std::iter::from_fn(move || match (a.peek(), b.peek()) {
+        (Some(x), Some(y)) if x.0 < y.0 => a.next(),
+        (Some(_), None) => a.next(),
+        _ => b.next(),
+    })
 }
 
 fn span(r: Range<usize>) -> (u32, u32) {
@@ -154,20 +166,17 @@ impl<T: Facts> Tracked<T> {
                     value: OnceLock::new(),
                     raw: Some(span(value)),
                 },
-                gone: false,
             })
             .collect();
         let map = Tracked {
-            loaded,
-            gone: 0,
-            added: BTreeMap::new(),
-            dirty: BTreeSet::new(),
+            loaded: Arc::new(loaded),
             source: Some(source),
+            ..Tracked::default()
         };
         debug_assert!(map
             .loaded
             .windows(2)
-            .all(|w| map.key(&w[0]) < map.key(&w[1])));
+            .all(|w| map.bytes(w[0].key) < map.bytes(w[1].key)));
         map
     }
 
@@ -176,8 +185,9 @@ impl<T: Facts> Tracked<T> {
         &source.bytes[at as usize..(at + len) as usize]
     }
 
-    fn key(&self, entry: &Loaded<T>) -> &str {
-        std::str::from_utf8(self.bytes(entry.key)).expect("BUG: a checked source holds UTF-8 keys")
+    fn key(&self, i: usize) -> &str {
+        std::str::from_utf8(self.bytes(self.loaded[i].key))
+            .expect("BUG: a checked source holds UTF-8 keys")
     }
 
     /// Where `key` is (or was) among the loaded entries.
@@ -188,9 +198,17 @@ impl<T: Facts> Tracked<T> {
             .ok()
     }
 
+    /// The entry at a loaded position as it is now (`None`: removed).
+    fn at(&self, i: usize) -> Option<&Slot<T>> {
+        match self.over.get(&i) {
+            Some(over) => over.as_ref(),
+            None => Some(&self.loaded[i].slot),
+        }
+    }
+
     fn slot(&self, key: &str) -> Option<&Slot<T>> {
         match self.position(key) {
-            Some(i) => Some(&self.loaded[i]).filter(|e| !e.gone).map(|e| &e.slot),
+            Some(i) => self.at(i),
             None => self.added.get(key),
         }
     }
@@ -205,43 +223,27 @@ impl<T: Facts> Tracked<T> {
         })
     }
 
+    /// The loaded positions still present, with their entries as they are
+    /// now, in key order: one walk over `loaded` beside one over `over`.
+    fn loaded_now(&self) -> impl Iterator<Item = (usize, &Slot<T>)> + '_ {
+        let mut over = self.over.iter().peekable();
+        self.loaded.iter().enumerate().filter_map(move |(i, e)| {
+            match over.next_if(|(j, _)| **j == i) {
+                Some((_, now)) => now.as_ref().map(|slot| (i, slot)),
+                None => Some((i, &e.slot)),
+            }
+        })
+    }
+
     /// Every entry in key order: a merge of the loaded and the added ones.
     fn entries(&self) -> impl Iterator<Item = (&str, &Slot<T>)> + '_ {
-        let mut loaded = self
-            .loaded
-            .iter()
-            .filter(|e| !e.gone)
-            .map(|e| (self.key(e), &e.slot))
-            .peekable();
-        let mut added = self
-            .added
-            .iter()
-            .map(|(k, slot)| (k.as_str(), slot))
-            .peekable();
-        std::iter::from_fn(move || match (loaded.peek(), added.peek()) {
-            (Some(l), Some(a)) if l.0 < a.0 => loaded.next(),
-            (Some(_), None) => loaded.next(),
-            _ => added.next(),
-        })
+        let loaded = self.loaded_now().map(|(i, slot)| (self.key(i), slot));
+        let added = self.added.iter().map(|(k, slot)| (k.as_str(), slot));
+        in_key_order(loaded, added)
     }
 
     pub fn get(&self, key: &str) -> Option<&T> {
         self.slot(key).map(|slot| self.value(slot))
-    }
-
-    pub fn get_mut(&mut self, key: &str) -> Option<&mut T> {
-        let slot = self.slot(key)?;
-        self.value(slot);
-        if !self.dirty.contains(key) {
-            self.dirty.insert(key.to_owned());
-        }
-        let slot = match self.position(key) {
-            Some(i) => &mut self.loaded[i].slot,
-            None => self.added.get_mut(key)?,
-        };
-        // The value may change now: its old bytes no longer describe it.
-        slot.raw = None;
-        slot.value.get_mut().map(|b| &mut **b)
     }
 
     /// The encoded bytes of `key`'s entity as loaded, if it has not been
@@ -256,6 +258,45 @@ impl<T: Facts> Tracked<T> {
         self.value(&slot);
         *slot.value.into_inner().expect("decoded just now")
     }
+}
+
+impl<T: Facts + Clone> Tracked<T> {
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut T> {
+        match self.position(key) {
+            Some(i) => {
+                if !self.over.contains_key(&i) {
+                    // The loaded entry is shared: the write goes to a copy.
+                    let value = self.value(&self.loaded[i].slot).clone();
+                    self.over.insert(i, Some(Slot::new(value)));
+                }
+                self.over.get(&i)?.as_ref()?;
+            }
+            None => {
+                self.added.get(key)?;
+            }
+        }
+        if !self.dirty.contains(key) {
+            self.dirty.insert(key.to_owned());
+        }
+        let slot = match self.position(key) {
+            Some(i) => self.over.get_mut(&i)?.as_mut()?,
+            None => self.added.get_mut(key)?,
+        };
+        // Written and added entries were made from values (`Slot::new`),
+        // so this one is decoded; it may change now, and has no bytes.
+        slot.raw = None;
+        slot.value.get_mut().map(|b| &mut **b)
+    }
+
+    /// A loaded position's entry as a value of its own, leaving the shared
+    /// load as it is.
+    fn own(&self, i: usize, was: Option<Option<Slot<T>>>) -> Option<T> {
+        match was {
+            Some(Some(slot)) => Some(self.take(slot)),
+            Some(None) => None,
+            None => Some(self.value(&self.loaded[i].slot).clone()),
+        }
+    }
 
     pub fn insert(&mut self, key: String, value: T) -> Option<T> {
         self.dirty.insert(key.clone());
@@ -263,12 +304,11 @@ impl<T: Facts> Tracked<T> {
             let old = self.added.insert(key, Slot::new(value))?;
             return Some(self.take(old));
         };
-        let old = std::mem::replace(&mut self.loaded[i].slot, Slot::new(value));
-        if std::mem::replace(&mut self.loaded[i].gone, false) {
+        let was = self.over.insert(i, Some(Slot::new(value)));
+        if matches!(was, Some(None)) {
             self.gone -= 1;
-            return None;
         }
-        Some(self.take(old))
+        self.own(i, was)
     }
 
     pub fn remove(&mut self, key: &str) -> Option<T> {
@@ -277,19 +317,15 @@ impl<T: Facts> Tracked<T> {
             let old = self.added.remove(key)?;
             return Some(self.take(old));
         };
-        if self.loaded[i].gone {
-            return None;
+        let was = self.over.insert(i, None);
+        if !matches!(was, Some(None)) {
+            self.gone += 1;
         }
-        self.loaded[i].gone = true;
-        self.gone += 1;
-        let empty = Slot {
-            value: OnceLock::new(),
-            raw: None,
-        };
-        let old = std::mem::replace(&mut self.loaded[i].slot, empty);
-        Some(self.take(old))
+        self.own(i, was)
     }
+}
 
+impl<T: Facts> Tracked<T> {
     pub fn contains_key(&self, key: &str) -> bool {
         self.slot(key).is_some()
     }
@@ -339,9 +375,16 @@ impl<T: Facts> Tracked<T> {
     /// the ones a check of the whole must look at, since what was loaded
     /// was checked before it was cached.
     pub fn written(&self) -> impl Iterator<Item = (&str, &T)> + '_ {
-        self.entries()
+        let loaded = self
+            .over
+            .iter()
+            .filter_map(|(&i, now)| now.as_ref().map(|slot| (self.key(i), slot)));
+        let added = self
+            .added
+            .iter()
             .filter(|(_, slot)| slot.raw.is_none())
-            .map(|(k, slot)| (k, self.value(slot)))
+            .map(|(k, slot)| (k.as_str(), slot));
+        in_key_order(loaded, added).map(|(k, slot)| (k, self.value(slot)))
     }
 
     /// Every key in order with its encoded bytes as loaded (`None` once
@@ -359,22 +402,36 @@ impl<T: Facts> Tracked<T> {
     /// that compares keys (as their strings compare) over many entries,
     /// without checking each one's UTF-8.
     pub fn raw_entries_by_bytes(&self) -> impl Iterator<Item = (&[u8], Option<&[u8]>)> + '_ {
-        let mut loaded = self
-            .loaded
-            .iter()
-            .filter(|e| !e.gone)
-            .map(|e| (self.bytes(e.key), e.slot.raw.map(|raw| self.bytes(raw))))
-            .peekable();
-        let mut added = self
+        let raw = |slot: &Slot<T>| slot.raw.map(|raw| self.bytes(raw));
+        let loaded = self
+            .loaded_now()
+            .map(move |(i, slot)| (self.bytes(self.loaded[i].key), raw(slot)));
+        let added = self
             .added
             .iter()
-            .map(|(k, slot)| (k.as_bytes(), slot.raw.map(|raw| self.bytes(raw))))
-            .peekable();
-        std::iter::from_fn(move || match (loaded.peek(), added.peek()) {
-            (Some(l), Some(a)) if l.0 < a.0 => loaded.next(),
-            (Some(_), None) => loaded.next(),
-            _ => added.next(),
-        })
+            .map(move |(k, slot)| (k.as_bytes(), raw(slot)));
+        in_key_order(loaded, added)
+    }
+
+    /// The keys that may differ among `maps`, when all of them are copies
+    /// of one load (else `None`: compare every entry): every key one of
+    /// them wrote or removed since, or added (so perhaps a key that all
+    /// of them removed). What none of them touched is still the shared
+    /// entry as loaded, the same in all.
+    pub fn written_since_one_load(maps: &[&Tracked<T>]) -> Option<Vec<String>> {
+        let first = maps.first()?;
+        if first.loaded.is_empty() || !maps.iter().all(|m| Arc::ptr_eq(&m.loaded, &first.loaded)) {
+            return None;
+        }
+        let positions: BTreeSet<usize> = maps.iter().flat_map(|m| m.over.keys().copied()).collect();
+        let mut keys: Vec<String> = positions
+            .into_iter()
+            .map(|i| first.key(i).to_owned())
+            .chain(maps.iter().flat_map(|m| m.added.keys().cloned()))
+            .collect();
+        keys.sort();
+        keys.dedup();
+        Some(keys)
     }
 
     /// Whether `key` was written since the load.
@@ -607,6 +664,23 @@ mod tests {
         assert_eq!(l.all_facts().collect::<Vec<_>>(), [5, 3, 4, 5, 4]);
     }
 
+    fn apply(l: &mut Tracked<String>, op: &Op) {
+        let key = |k: u8| ["0", "a", "b", "c", "d", "e", "f", "z"][k as usize].to_owned();
+        match op {
+            Op::Insert(k, v) => {
+                l.insert(key(*k), v.clone());
+            }
+            Op::Remove(k) => {
+                l.remove(&key(*k));
+            }
+            Op::Append(k) => {
+                if let Some(v) = l.get_mut(&key(*k)) {
+                    v.push('!');
+                }
+            }
+        }
+    }
+
     #[derive(Clone, Debug)]
     enum Op {
         Insert(u8, String),
@@ -658,6 +732,48 @@ mod tests {
                     prop_assert_eq!(l.facts(&key(k)), model.get(&key(k)).map(String::len));
                 }
             }
+        }
+
+        /// Copies of one load, each written its own way: the keys they may
+        /// differ at, told from what each wrote, are the keys a walk over
+        /// every entry finds not the same as loaded in all of them (and
+        /// perhaps keys that all of them removed).
+        #[test]
+        fn copies_of_one_load_tell_where_they_differ(
+            ops in proptest::collection::vec((0usize..3, 0u8..8, "[a-z]{0,2}", 0u8..3), 0..12),
+        ) {
+            let l = lazy();
+            let mut copies = [l.clone(), l.clone(), l];
+            for (who, k, v, kind) in ops {
+                let op = match kind {
+                    0 => Op::Insert(k, v),
+                    1 => Op::Remove(k),
+                    _ => Op::Append(k),
+                };
+                apply(&mut copies[who], &op);
+            }
+            let mut seen: BTreeMap<String, Vec<Option<Vec<u8>>>> = BTreeMap::new();
+            for c in &copies {
+                for (k, raw) in c.raw_entries() {
+                    seen.entry(k.to_owned()).or_default().push(raw.map(<[u8]>::to_vec));
+                }
+            }
+            let walked: Vec<String> = seen
+                .into_iter()
+                .filter(|(_, raws)| {
+                    !(raws.len() == 3 && raws[0].is_some() && raws.iter().all(|r| *r == raws[0]))
+                })
+                .map(|(k, _)| k)
+                .collect();
+            let refs: Vec<&Tracked<String>> = copies.iter().collect();
+            // Besides, it may name a key all of them removed.
+            let told = Tracked::written_since_one_load(&refs).map(|keys| {
+                keys.into_iter()
+                    .filter(|k| copies.iter().any(|c| c.contains_key(k)))
+                    .collect::<Vec<_>>()
+            });
+            prop_assert_eq!(told, Some(walked));
+            prop_assert_eq!(Tracked::written_since_one_load(&[&copies[0], &lazy()]), None);
         }
     }
 }

@@ -326,7 +326,7 @@ fn merge_heads(
         let before: Vec<&Oid> = published[..i].to_vec();
         let base = base_state(ctx, remote, head, &before, allow_unrelated)?;
         let theirs = transaction::state_at(&ctx.store, head)?;
-        let m = merge::merge_published(base.as_ref(), &acc, &theirs)
+        let m = merge::merge_published(base.as_ref(), acc, &theirs)
             .map_err(|e| invalid_merge(remote, head, e))?;
         conflicts.extend(m.conflicts);
         lost_claims.extend(m.lost_claims);

@@ -10,6 +10,7 @@ mod agents;
 mod ancestry;
 mod artifacts;
 mod check;
+mod codec_rules;
 mod decisions;
 mod doctor_rev;
 mod domain;
@@ -21,6 +22,7 @@ mod fleet;
 mod fuzz;
 mod gates;
 mod handoff;
+mod handoff_rules;
 mod help;
 mod hook_programs;
 mod hooks_install;
@@ -28,6 +30,7 @@ mod hooks_runtimes;
 mod hostile;
 #[cfg(feature = "import-loopx")]
 mod import;
+mod inspect_rules;
 mod kernel;
 mod layers;
 mod layout;
@@ -36,6 +39,7 @@ mod leaks;
 mod lease_liveness;
 mod lease_refs;
 #[cfg(feature = "mcp")]
+mod lease_rules;
 mod mcp;
 #[cfg(feature = "mcp")]
 mod mcp_rmcp;
@@ -43,6 +47,7 @@ mod mcp_rmcp;
 mod mcp_stdio;
 #[cfg(feature = "mcp")]
 mod mcp_turns;
+mod merge_rules;
 mod monitor;
 // Only a build that leaves a front end out has something to test here.
 #[cfg(not(all(feature = "serve", feature = "mcp", feature = "import-loopx")))]
@@ -55,6 +60,7 @@ mod quiet;
 mod race;
 mod require;
 mod retention;
+mod retention_rules;
 mod reviewing;
 mod run;
 mod runtimes;

@@ -1402,11 +1402,12 @@ fn merge_bench(o: &Opts, bin: &Path, real_git: &Path) -> Vec<Row> {
         ks.push(ks[ks.len() - 1] * 2);
     }
     ks.push(peers);
-    let mut rows = Vec::new();
-    let mut times = BTreeMap::new();
-    for &k in &ks {
-        let mut samples = Vec::new();
-        for rep in 0..MERGE_REPS {
+    // The numbers of heads take turns, sample by sample, so that whatever
+    // else the machine does meanwhile falls on all of them alike; each
+    // timed sync waits for the previous one's background git to end.
+    let mut samples: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    for rep in 0..MERGE_REPS {
+        for &k in &ks {
             let remote = top.join(format!("merge-remote-{k}-{rep}.git"));
             let clone = top.join(format!("merge-clone-{k}-{rep}"));
             for (from, to) in [(&fleet.remote, &remote), (&fleet.clones[0], &clone)] {
@@ -1435,12 +1436,17 @@ fn merge_bench(o: &Opts, bin: &Path, real_git: &Path) -> Vec<Row> {
                     "+refs/loopx/leases/*:refs/loopx/remotes/origin/leases/*",
                 ],
             );
+            settle();
             let started = Instant::now();
             let ran = fleet.loopx(&clone, None, &["sync"]);
             let took = started.elapsed().as_secs_f64() * 1000.0;
             assert!(ran.ok(), "sync: {} {}", ran.failure(), ran.json);
-            samples.push(took);
+            samples.entry(k).or_default().push(took);
         }
+    }
+    let mut rows = Vec::new();
+    let mut times = BTreeMap::new();
+    for (k, mut samples) in samples {
         samples.sort_by(f64::total_cmp);
         let median = samples[MERGE_REPS / 2];
         times.insert(k, median);

@@ -12,8 +12,10 @@
 //! commit once. A process per question (`git merge-base`) cost 3-6 ms each
 //! on a fleet's history of octopus merges.
 
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
+use std::rc::Rc;
 
+use gix::hashtable::HashMap;
 use gix::ObjectId;
 
 use super::{git_err, object_id, oid, GixStore};
@@ -35,7 +37,61 @@ const BUDGET: usize = 2_000;
 #[derive(Clone)]
 pub(super) struct Node {
     time: i64,
-    parents: Vec<ObjectId>,
+    parents: Rc<[ObjectId]>,
+}
+
+/// One walk's paint and queue. It counts the queued entries that are not
+/// stale, and keeps the count exact as commits turn stale, so it never
+/// scans its queue to know whether to go on.
+#[derive(Default)]
+struct Walk {
+    flags: HashMap<ObjectId, u8>,
+    /// How many times each commit is queued.
+    queued: HashMap<ObjectId, u32>,
+    live: usize,
+    queue: BinaryHeap<(i64, ObjectId)>,
+}
+
+impl Walk {
+    fn stale(&self, id: &ObjectId) -> bool {
+        self.flags.get(id).is_some_and(|f| f & STALE != 0)
+    }
+
+    fn push(&mut self, time: i64, id: ObjectId) {
+        self.queue.push((time, id));
+        *self.queued.entry(id).or_default() += 1;
+        if !self.stale(&id) {
+            self.live += 1;
+        }
+    }
+
+    /// The newest queued commit and its paint.
+    fn pop(&mut self) -> Option<(ObjectId, u8)> {
+        let (_, id) = self.queue.pop()?;
+        if let Some(n) = self.queued.get_mut(&id) {
+            *n -= 1;
+        }
+        if !self.stale(&id) {
+            self.live -= 1;
+        }
+        Some((id, self.flags.get(&id).copied().unwrap_or(0)))
+    }
+
+    /// Adds `paint` to `id`'s; whether that changed it (and it must be
+    /// queued).
+    fn paint(&mut self, id: ObjectId, paint: u8) -> bool {
+        let f = self.flags.entry(id).or_default();
+        if *f & paint == paint {
+            return false;
+        }
+        let was_stale = *f & STALE != 0;
+        *f |= paint;
+        if !was_stale && *f & STALE != 0 {
+            // Its entries already queued are stale now too.
+            self.live -= self.queued.get(&id).copied().unwrap_or(0) as usize;
+        }
+        true
+    }
 }
 
 impl GixStore {
@@ -55,7 +111,7 @@ impl GixStore {
                 .seconds();
             Node {
                 time,
-                parents: decoded.parents().collect(),
+                parents: decoded.parents().collect::<Vec<_>>().into(),
             }
         };
         self.commits.borrow_mut().insert(id, node.clone());
@@ -74,59 +130,39 @@ impl GixStore {
         others: &[ObjectId],
         until_two_on: Option<ObjectId>,
     ) -> Result<Option<(Vec<ObjectId>, HashMap<ObjectId, u8>)>, Error> {
-        let mut flags: HashMap<ObjectId, u8> = HashMap::new();
-        let mut queue = BinaryHeap::new();
-        let mut found = Vec::new();
-        flags.insert(one, ONE);
-        queue.push((self.node(one)?.time, one));
+        let mut w = Walk::default();
+        w.flags.insert(one, ONE);
+        w.push(self.node(one)?.time, one);
         for o in others {
-            *flags.entry(*o).or_default() |= TWO;
-            queue.push((self.node(*o)?.time, *o));
+            *w.flags.entry(*o).or_default() |= TWO;
+            w.push(self.node(*o)?.time, *o);
         }
-        // Queued commits not yet stale, counted as they go in and out (the
-        // queue may hold a commit twice, each entry counted).
-        let mut live = queue.len();
-        let is_stale = |flags: &HashMap<ObjectId, u8>, id: &ObjectId| {
-            flags.get(id).is_some_and(|f| f & STALE != 0)
-        };
-        live -= queue.iter().filter(|(_, id)| is_stale(&flags, id)).count();
+        let mut found = Vec::new();
         let mut popped = 0;
-        while live > 0 {
+        while w.live > 0 {
             popped += 1;
             if popped > BUDGET {
                 return Ok(None);
             }
-            if until_two_on.is_some_and(|t| flags.get(&t).is_some_and(|f| f & TWO != 0)) {
+            if until_two_on.is_some_and(|t| w.flags.get(&t).is_some_and(|f| f & TWO != 0)) {
                 break;
             }
-            let Some((_, id)) = queue.pop() else { break };
-            // A queued entry may have turned stale since it went in.
-            let f = flags.get(&id).copied().unwrap_or(0);
-            if f & STALE == 0 {
-                live -= 1;
-            } else {
-                live = queue.iter().filter(|(_, q)| !is_stale(&flags, q)).count();
-            }
+            let Some((id, f)) = w.pop() else { break };
             let mut paint = f & (ONE | TWO | STALE);
             if paint == ONE | TWO {
                 if f & RESULT == 0 {
-                    flags.insert(id, f | RESULT);
+                    w.flags.insert(id, f | RESULT);
                     found.push(id);
                 }
                 paint |= STALE;
             }
-            for p in self.node(id)?.parents {
-                let pf = flags.entry(p).or_default();
-                if *pf & paint == paint {
-                    continue;
+            for &p in self.node(id)?.parents.iter() {
+                if w.paint(p, paint) {
+                    w.push(self.node(p)?.time, p);
                 }
-                *pf |= paint;
-                if *pf & STALE == 0 {
-                    live += 1;
-                }
-                queue.push((self.node(p)?.time, p));
             }
         }
+        let flags = w.flags;
         Ok(Some((found, flags)))
     }
 

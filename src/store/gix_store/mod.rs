@@ -71,7 +71,7 @@ pub struct GixStore {
     allowed_leaks: Vec<&'static str>,
     /// Every commit an ancestry question read, kept for the next one (see
     /// `ancestry`): commits do not change.
-    commits: RefCell<std::collections::HashMap<ObjectId, ancestry::Node>>,
+    commits: RefCell<gix::hashtable::HashMap<ObjectId, ancestry::Node>>,
 }
 
 fn git_err(context: &str, e: impl std::fmt::Display) -> Error {

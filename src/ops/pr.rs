@@ -209,21 +209,31 @@ pub fn pr(ctx: &Context, range: Option<&str>) -> Result<PrReport> {
     // Which todo each artifact prefix belongs to, through writebacks.
     let ids: BTreeSet<&str> = found.iter().map(|c| c.commit.as_str()).collect();
     let mut by_artifact: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    // Writebacks past the retention horizon count too, back to the day of
+    // the range's oldest commit: a pull request may stay open for days.
+    let oldest_day = found.iter().map(|c| c.time.get(..10).unwrap_or("")).min();
+    let mut archived = Vec::new();
     for gs in &goals {
-        for run in gs.runs.values() {
-            let Some(todo) = run.todo.as_deref() else {
-                continue;
-            };
-            if run.kind != RunKind::Writeback {
-                continue;
-            }
-            for a in &run.artifacts {
-                for commit in matching(&ids, a) {
-                    by_artifact
-                        .entry(commit)
-                        .or_default()
-                        .insert(todo.to_owned());
-                }
+        if let Some(day) = oldest_day.filter(|_| !gs.goal.archive.is_empty()) {
+            archived.extend(crate::ops::retention::archived_runs(
+                ctx, &gs.goal, day, None,
+            )?);
+        }
+    }
+    let live = goals.iter().flat_map(|gs| gs.runs.values());
+    for run in live.chain(&archived) {
+        let Some(todo) = run.todo.as_deref() else {
+            continue;
+        };
+        if run.kind != RunKind::Writeback {
+            continue;
+        }
+        for a in &run.artifacts {
+            for commit in matching(&ids, a) {
+                by_artifact
+                    .entry(commit)
+                    .or_default()
+                    .insert(todo.to_owned());
             }
         }
     }

@@ -123,3 +123,41 @@ pub fn archived_runs(
     }
     Ok(found.into_values().collect())
 }
+
+/// The runs of `goal` (as it is at the tip, holding `live`) that archives
+/// made after `old` (the goal as it was) took out of the tip: read from the
+/// commit each such archive names, following the chain back to the
+/// archives `old` already had. Runs `old` held are left out, so what
+/// comes back was written, and archived, since.
+pub fn archived_since(
+    ctx: &Context,
+    goal: &Goal,
+    live: &BTreeSet<&str>,
+    old: Option<&crate::model::GoalState>,
+) -> Result<Vec<Run>> {
+    let known: BTreeSet<&str> = old
+        .map(|g| g.goal.archive.iter().map(|a| a.commit.as_str()).collect())
+        .unwrap_or_default();
+    let mut queue: Vec<String> = goal.archive.iter().map(|a| a.commit.clone()).collect();
+    let mut seen = BTreeSet::new();
+    let mut found: BTreeMap<String, Run> = BTreeMap::new();
+    while let Some(commit) = queue.pop() {
+        if known.contains(commit.as_str()) || !seen.insert(commit.clone()) {
+            continue;
+        }
+        let state = crate::store::transaction::state_at(&ctx.store, &Oid(commit))?;
+        let Some(gs) = state.goals.get(&goal.id) else {
+            continue;
+        };
+        for (id, run) in gs.runs.iter() {
+            let held = old.is_some_and(|o| o.runs.contains_key(id));
+            if !live.contains(id) && !held {
+                found.entry(id.to_owned()).or_insert_with(|| run.clone());
+            }
+        }
+        queue.extend(gs.goal.archive.iter().map(|a| a.commit.clone()));
+    }
+    let mut runs: Vec<Run> = found.into_values().collect();
+    runs.sort_by(|a, b| (a.at, &a.id).cmp(&(b.at, &b.id)));
+    Ok(runs)
+}

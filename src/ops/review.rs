@@ -152,6 +152,19 @@ pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewRep
             _ => rest.push(change),
         }
     }
+    if commits > 0 && old_goal.is_some() {
+        // Runs written in the range and archived in it too: the two ends'
+        // states do not hold them, the archives made since do. (A first
+        // review, from the goal's start, lists what the tip holds.)
+        let live: std::collections::BTreeSet<&str> = gs.runs.keys().collect();
+        let archived = crate::ops::retention::archived_since(ctx, &gs.goal, &live, old_goal)?;
+        let mut all: Vec<Run> = archived
+            .into_iter()
+            .filter(|r| r.kind == RunKind::Writeback)
+            .collect();
+        all.append(&mut delivered);
+        delivered = all;
+    }
     let _ = gs;
     crate::ops::signers::reopen(&mut state, &goal_id, &unsigned);
     let gs = ctx.goal(&state)?;

@@ -2,7 +2,8 @@
 //! default) leave the tip's tree in a write's commit once the oldest is an
 //! eighth of the horizon past it; the commit's parent keeps them, and
 //! `history --since` reads them back, also across archives two clones made
-//! at once.
+//! at once; `review` and `pr` find runs archived since the start of what
+//! they look at.
 
 use std::path::Path;
 
@@ -187,4 +188,56 @@ fn archives_two_clones_make_at_once_merge_and_history_reads_both() {
     let mut found = history(&env, a, "2026-12-05T12:00:00Z", &["--since", "2026-12-03"]);
     found.sort();
     assert_eq!(found, ["a01", "a03", "b01", "b03"]);
+}
+
+/// A review of a range in which runs were both written and archived still
+/// lists them as delivered, and a pull request still finds the todo behind
+/// a commit through an archived writeback's artifact.
+#[test]
+fn review_and_pr_find_runs_archived_since() {
+    let env = TestEnv::new();
+    let dir = env.state_repo("r");
+    let todo = env.add_todo(&dir, "Write the lexer");
+    env.git(&dir, &["checkout", "-q", "-b", "feature"]);
+    let commit = crate::pr::code_commit(&env, &dir, "lexer.txt", "Lexer", None);
+    let start = env.tip(&dir);
+    let at = "2026-12-03T10:00:00Z";
+    let args = [
+        "--agent",
+        "a",
+        "writeback",
+        "--todo",
+        &todo,
+        "--outcome",
+        "outcome_progress",
+        "--summary",
+        "03",
+        "--artifact",
+        &commit,
+    ];
+    env.loopx_at(&dir, at, &args).success();
+    for day in ["04", "05"] {
+        writeback(&env, &dir, &format!("2026-12-{day}T10:00:00Z"), day);
+    }
+    assert!(run_files(&env, &dir)
+        .iter()
+        .all(|f| !f.contains("/2026-12-03/")));
+
+    let review = env
+        .loopx(&dir, &["--json", "review", "--since", &start])
+        .success()
+        .json();
+    let delivered: Vec<&str> = review["delivered"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["summary"].as_str().unwrap())
+        .collect();
+    assert_eq!(delivered, ["03", "04", "05"], "{review}");
+
+    let pr = env
+        .loopx(&dir, &["--json", "pr", "main..feature"])
+        .success()
+        .json();
+    assert_eq!(pr["todos"][0]["todo"]["id"], todo.as_str(), "{pr}");
 }

@@ -9,6 +9,7 @@ mod agent_pi;
 mod agents;
 mod ancestry;
 mod artifacts;
+mod binary_rules;
 mod check;
 mod codec_rules;
 mod decisions;

@@ -211,10 +211,17 @@ pub fn pr(ctx: &Context, range: Option<&str>) -> Result<PrReport> {
     let mut by_artifact: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     // Writebacks past the retention horizon count too, back to the day of
     // the range's oldest commit: a pull request may stay open for days.
-    let oldest_day = found.iter().map(|c| c.time.get(..10).unwrap_or("")).min();
+    // (Runs are filed by their UTC day; a commit's date has its own offset.)
+    let oldest_day = found
+        .iter()
+        .map(|c| crate::model::Timestamp::parse(&c.time).map_or_else(String::new, |t| t.day()))
+        .min();
     let mut archived = Vec::new();
     for gs in &goals {
-        if let Some(day) = oldest_day.filter(|_| !gs.goal.archive.is_empty()) {
+        if let Some(day) = oldest_day
+            .as_deref()
+            .filter(|_| !gs.goal.archive.is_empty())
+        {
             archived.extend(crate::ops::retention::archived_runs(
                 ctx, &gs.goal, day, None,
             )?);

@@ -199,9 +199,20 @@ fn review_and_pr_find_runs_archived_since() {
     let dir = env.state_repo("r");
     let todo = env.add_todo(&dir, "Write the lexer");
     env.git(&dir, &["checkout", "-q", "-b", "feature"]);
-    let commit = crate::pr::code_commit(&env, &dir, "lexer.txt", "Lexer", None);
+    // Committed on the 4th where it was made, the 3rd in UTC, when the
+    // writeback that names it was filed.
+    std::fs::write(dir.join("lexer.txt"), "lexer\n").unwrap();
+    env.git(&dir, &["add", "lexer.txt"]);
+    let committed = env
+        .git_cmd(&dir)
+        .args(["commit", "-q", "-m", "Lexer"])
+        .env("GIT_COMMITTER_DATE", "2026-12-04T01:00:00+05:00")
+        .status()
+        .unwrap();
+    assert!(committed.success());
+    let commit = env.git(&dir, &["rev-parse", "HEAD"]);
     let start = env.tip(&dir);
-    let at = "2026-12-03T10:00:00Z";
+    let at = "2026-12-03T21:00:00Z";
     let args = [
         "--agent",
         "a",

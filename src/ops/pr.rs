@@ -283,7 +283,7 @@ pub fn pr(ctx: &Context, range: Option<&str>) -> Result<PrReport> {
     }
     let mut todos: Vec<PrTodo> = order
         .iter()
-        .filter_map(|id| todo_view(&goals, id, &commits, &ids))
+        .filter_map(|id| todo_view(&goals, &archived, id, &commits, &ids))
         .collect();
     if let Some(tip) = &tip {
         add_claims(ctx, tip, &mut todos)?;
@@ -331,29 +331,32 @@ fn find_todo<'a>(goals: &[&'a GoalState], value: &str) -> Option<&'a str> {
     }
 }
 
+/// `archived`: runs past the retention horizon, of any goal, read back for
+/// the range.
 fn todo_view(
     goals: &[&GoalState],
+    archived: &[Run],
     id: &str,
     commits: &[PrCommit],
     ids: &BTreeSet<&str>,
 ) -> Option<PrTodo> {
     let gs = goals.iter().find(|gs| gs.todos.contains_key(id))?;
     let todo = gs.todos.get(id)?.clone();
-    let mut writebacks: Vec<&Run> = gs
-        .runs
-        .values()
+    let runs = || {
+        let archived = archived.iter().filter(|r| r.goal == gs.goal.id);
+        gs.runs.values().chain(archived)
+    };
+    let mut writebacks: Vec<&Run> = runs()
         .filter(|r| r.kind == RunKind::Writeback && r.todo.as_deref() == Some(id))
         .collect();
     writebacks.sort_by(|a, b| a.added_key().cmp(&b.added_key()));
-    let voided: BTreeSet<&str> = gs
-        .runs
-        .values()
+    let voided: BTreeSet<&str> = runs()
         .filter(|r| r.kind == RunKind::Void)
         .filter_map(|r| r.spend.as_deref())
         .collect();
     let mut spent: BTreeMap<&str, u32> = BTreeMap::new();
     let mut voided_spends = 0;
-    for r in gs.runs.values().filter(|r| r.kind == RunKind::Spend) {
+    for r in runs().filter(|r| r.kind == RunKind::Spend) {
         let Some(w) = r.writeback.as_deref() else {
             continue;
         };

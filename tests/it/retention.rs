@@ -251,4 +251,5 @@ fn review_and_pr_find_runs_archived_since() {
         .success()
         .json();
     assert_eq!(pr["todos"][0]["todo"]["id"], todo.as_str(), "{pr}");
+    assert_eq!(pr["todos"][0]["writebacks"][0]["summary"], "03", "{pr}");
 }

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::{network, parse_push_porcelain, run, PushStatus, TransportError};
+use super::{network, parse_push_porcelain, PushStatus, TransportError};
 
 /// Where the remote keeps each peer's published state: `refs/loopx/peers/<id>`.
 pub const PEERS: &str = "refs/loopx/peers/";
@@ -25,11 +25,21 @@ pub fn tracking_prefix(remote: &str) -> String {
 /// The glob refspecs match nothing on a remote that has no shared refs yet;
 /// only the exact one fails on a remote without the branch, so that case is
 /// told apart by fetching again without it.
-pub fn fetch(dir: &Path, remote: &str) -> Result<bool, TransportError> {
+///
+/// `tips` are the commits whose history git offers the remote as what this
+/// clone has (`--negotiation-tip`): the state branch's, not the user's
+/// branches, whose history has nothing in common with it. Without them git
+/// walks every local ref's recent commits first (20 of the 57 ms of CPU a
+/// fetch of sixteen peer heads cost on a 5,000-commit state branch).
+pub fn fetch(dir: &Path, remote: &str, tips: &[&str]) -> Result<bool, TransportError> {
     let tracking = tracking_prefix(remote);
     let state = format!("+refs/heads/loopx-state:refs/remotes/{remote}/loopx-state");
     let peers = format!("+{PEERS}*:{tracking}peers/*");
     let leases = format!("+{LEASES}*:{tracking}leases/*");
+    let tips: Vec<String> = tips
+        .iter()
+        .map(|t| format!("--negotiation-tip={t}"))
+        .collect();
     let args = |with_state: bool| {
         let mut a = vec![
             "fetch",
@@ -41,8 +51,9 @@ pub fn fetch(dir: &Path, remote: &str) -> Result<bool, TransportError> {
             // would cost a `git maintenance` process per sync.
             "--no-auto-maintenance",
             "--prune",
-            remote,
         ];
+        a.extend(tips.iter().map(String::as_str));
+        a.push(remote);
         if with_state {
             a.push(state.as_str());
         }
@@ -153,95 +164,4 @@ pub fn push(
             })
         })
         .collect()
-}
-
-/// A ref under a prefix, with the trailers of the commit it points at.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RefTrailers {
-    pub name: String,
-    pub commit: String,
-    /// The commit's committer time, in seconds since the epoch.
-    pub time: i64,
-    /// `(key, value)` in the order written.
-    pub trailers: Vec<(String, String)>,
-}
-
-/// Every ref under `prefix` with its commit's trailers, in one `git
-/// for-each-ref`.
-pub fn refs_with_trailers(dir: &Path, prefix: &str) -> Result<Vec<RefTrailers>, String> {
-    let out = run(
-        dir,
-        &[
-            "for-each-ref",
-            "--format=%(refname)%09%(objectname)%09%(committerdate:unix)%0a%(trailers:only,unfold)%00",
-            prefix,
-        ],
-    )
-    .map_err(|e| format!("could not run git for-each-ref: {e}"))?;
-    if !out.success {
-        return Err(format!("git for-each-ref failed: {}", out.stderr.trim()));
-    }
-    Ok(parse_refs_with_trailers(&out.stdout))
-}
-
-fn parse_refs_with_trailers(text: &str) -> Vec<RefTrailers> {
-    text.split('\0')
-        .filter_map(|record| {
-            let record = record.trim_start_matches('\n');
-            let (head, body) = record.split_once('\n').unwrap_or((record, ""));
-            let mut fields = head.split('\t');
-            let (name, commit) = (fields.next()?, fields.next()?);
-            let time = fields.next().and_then(|t| t.parse().ok()).unwrap_or(0);
-            let trailers = body
-                .lines()
-                .filter_map(|l| l.split_once(": "))
-                .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-                .collect();
-            Some(RefTrailers {
-                name: name.to_owned(),
-                commit: commit.to_owned(),
-                time,
-                trailers,
-            })
-        })
-        .collect()
-}
-
-/// Every ref under `prefix` and the object it points at.
-pub fn refs_under(dir: &Path, prefix: &str) -> Result<Vec<(String, String)>, String> {
-    let out = run(
-        dir,
-        &["for-each-ref", "--format=%(refname) %(objectname)", prefix],
-    )
-    .map_err(|e| format!("could not run git for-each-ref: {e}"))?;
-    if !out.success {
-        return Err(format!("git for-each-ref failed: {}", out.stderr.trim()));
-    }
-    Ok(out
-        .stdout
-        .lines()
-        .filter_map(|l| l.split_once(' '))
-        .map(|(n, o)| (n.to_owned(), o.to_owned()))
-        .collect())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn refs_and_trailers_parse() {
-        let text = "refs/loopx/remotes/o/leases/main/t1\taaaa\t1700000000\nLoopx-Agent: a\nLoopx-Epoch: 3\n\0\nrefs/loopx/remotes/o/leases/main/t2\tbbbb\t\n\n\0\n";
-        let got = super::parse_refs_with_trailers(text);
-        assert_eq!(got.len(), 2);
-        assert_eq!(got[0].name, "refs/loopx/remotes/o/leases/main/t1");
-        assert_eq!(got[0].commit, "aaaa");
-        assert_eq!((got[0].time, got[1].time), (1_700_000_000, 0));
-        assert_eq!(
-            got[0].trailers,
-            vec![
-                ("Loopx-Agent".to_owned(), "a".to_owned()),
-                ("Loopx-Epoch".to_owned(), "3".to_owned())
-            ]
-        );
-        assert!(got[1].trailers.is_empty());
-    }
 }

@@ -83,6 +83,18 @@ pub struct CommitInfo {
     pub message: String,
 }
 
+/// A ref with the trailers of the commit it points at
+/// ([`GixStore::refs_with_trailers`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefTrailers {
+    pub name: String,
+    pub commit: Oid,
+    /// The commit's committer time, in seconds since the epoch.
+    pub time: i64,
+    /// `(key, value)` in the order written, values unfolded.
+    pub trailers: Vec<(String, String)>,
+}
+
 /// Repository and state-branch problems. Each names what to do about it.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

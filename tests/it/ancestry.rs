@@ -136,3 +136,108 @@ fn ancestry_answers_as_git_does() {
         }
     }
 }
+
+/// A ref as listed: name, object, committer time, trailers.
+type Listed = (String, String, i64, Vec<(String, String)>);
+
+/// The store lists refs and reads their commits' trailers as `git
+/// for-each-ref <prefix>` with `%(trailers:only,unfold)` does: the same
+/// refs (a name matches whole path components, loose or packed), the same
+/// committer times and trailers, folded values unfolded, and nothing for a
+/// ref to an object that is not a commit.
+#[test]
+fn refs_and_trailers_read_as_git_does() {
+    let env = TestEnv::new();
+    let dir = env.repo("refs");
+    let empty = env.git(&dir, &["hash-object", "-t", "tree", "-w", "/dev/null"]);
+    let commit = |message: &str, date: &str| {
+        let out = env
+            .git_cmd(&dir)
+            .args(["commit-tree", &empty, "-m", message])
+            .env("GIT_COMMITTER_DATE", date)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let leases = "refs/loopx/remotes/origin/leases/main";
+    let lease = commit(
+        "loopx: lease t1\n\nLoopx-Goal: main\nLoopx-Todo: t1\nLoopx-Epoch: 3",
+        "1700000000 +0000",
+    );
+    let folded = commit(
+        "loopx: lease t10\n\nsome words first\n\nLoopx-Todo: t10\nLoopx-Note: one\n  two",
+        "1700000100 +0200",
+    );
+    let plain = commit("no trailers here", "1700000200 +0000");
+    let blob = env.git(&dir, &["hash-object", "-w", "--stdin"]);
+    for (name, id) in [
+        (format!("{leases}/t1"), &lease),
+        (format!("{leases}/t10"), &folded),
+        (format!("{leases}/t1x/inner"), &plain),
+        (format!("{leases}/t2"), &blob),
+        ("refs/loopx/remotes/origin/leasesx/t9".to_owned(), &lease),
+    ] {
+        env.git(&dir, &["update-ref", &name, id]);
+    }
+    // Some refs packed, some loose, as a clone that ran `git pack-refs` has.
+    env.git(&dir, &["pack-refs", "--all"]);
+    env.git(&dir, &["update-ref", &format!("{leases}/t3"), &lease]);
+    let store = GixStore::discover(&dir).unwrap();
+    for prefix in [
+        "refs/loopx/remotes/origin/leases/",
+        "refs/loopx/remotes/origin/leases",
+        &format!("{leases}/t1"),
+        &format!("{leases}/t4"),
+    ] {
+        let out = env.git(
+            &dir,
+            &[
+                "for-each-ref",
+                "--format=%(refname)%09%(objectname)%09%(committerdate:unix)%0a%(trailers:only,unfold)%00",
+                prefix,
+            ],
+        );
+        let git: Vec<Listed> = out
+            .split('\0')
+            .map(|r| r.trim_start_matches('\n'))
+            .filter(|r| !r.is_empty())
+            .map(|record| {
+                let (head, body) = record.split_once('\n').unwrap_or((record, ""));
+                let f: Vec<&str> = head.split('\t').collect();
+                let trailers = body
+                    .lines()
+                    .filter_map(|l| l.split_once(": "))
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .collect();
+                (
+                    f[0].to_owned(),
+                    f[1].to_owned(),
+                    f[2].parse().unwrap_or(0),
+                    trailers,
+                )
+            })
+            .collect();
+        let ours: Vec<_> = store
+            .refs_with_trailers(prefix)
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.name, r.commit.0, r.time, r.trailers))
+            .collect();
+        assert_eq!(ours, git, "refs under {prefix}");
+        let names: Vec<_> = store.refs_under(prefix).unwrap();
+        assert_eq!(
+            names,
+            git.iter()
+                .map(|(n, c, ..)| (n.clone(), Oid(c.clone())))
+                .collect::<Vec<_>>()
+        );
+    }
+    assert_eq!(
+        store.refs_with_trailers(&format!("{leases}/t10")).unwrap()[0].trailers,
+        vec![
+            ("Loopx-Todo".to_owned(), "t10".to_owned()),
+            ("Loopx-Note".to_owned(), "one two".to_owned())
+        ]
+    );
+}

@@ -36,7 +36,8 @@ use crate::model::merge::{self, Conflict, LostClaim};
 use crate::model::{Code, Refusal, State, Timestamp};
 use crate::ops::Context;
 use crate::store::{
-    cache, transaction, CasResult, Checked, Error as StoreError, Message, Oid, STATE_REF,
+    cache, transaction, CasResult, Checked, Error as StoreError, Message, Oid, RefTrailers,
+    STATE_REF,
 };
 use crate::Result;
 
@@ -113,10 +114,10 @@ impl Leases {
         self.0.get(&(goal.to_owned(), todo.to_owned()))
     }
 
-    fn insert(&mut self, r: transport::RefTrailers, lease: Published) {
+    fn insert(&mut self, r: RefTrailers, lease: Published) {
         let key = (lease.goal.clone(), lease.todo.clone());
         let remote = RemoteLease {
-            oid: Oid(r.commit),
+            oid: r.commit,
             lease,
             time: r.time,
         };
@@ -156,8 +157,16 @@ pub fn fetch(ctx: &Context, remote: &str) -> Result<Fetched> {
     let dir = ctx.repo_dir().to_owned();
     let mut jitter = transaction::Jitter::new();
     let mut attempt = 1;
+    let mut tips = Vec::new();
+    for name in [STATE_REF.to_owned(), super::remote_ref(remote)] {
+        if let Some(tip) = ctx.store.try_find_ref(&name)? {
+            tips.push(tip.0);
+        }
+    }
+    tips.dedup();
+    let tips: Vec<&str> = tips.iter().map(String::as_str).collect();
     let has_state = loop {
-        match transport::fetch(&dir, remote) {
+        match transport::fetch(&dir, remote, &tips) {
             Err(git_cmd::TransportError::Failed(message)) if attempt <= super::FETCH_RETRIES => {
                 tracing::debug!("fetch from {remote} failed (attempt {attempt}): {message}");
                 std::thread::sleep(Duration::from_millis(50 << attempt) + jitter.backoff(attempt));
@@ -176,13 +185,13 @@ pub fn fetch(ctx: &Context, remote: &str) -> Result<Fetched> {
     };
     let tracking = transport::tracking_prefix(remote);
     let peers = format!("{tracking}peers/");
-    for (name, commit) in transport::refs_under(&dir, &peers).map_err(git_failed)? {
+    for (name, commit) in ctx.store.refs_under(&peers)? {
         if let Some(id) = name.strip_prefix(&peers) {
-            fetched.peers.insert(id.to_owned(), Oid(commit));
+            fetched.peers.insert(id.to_owned(), commit);
         }
     }
     let leases = format!("{tracking}leases/");
-    for r in transport::refs_with_trailers(&dir, &leases).map_err(git_failed)? {
+    for r in ctx.store.refs_with_trailers(&leases)? {
         let Some(lease) = Published::from_trailers(&r.trailers) else {
             tracing::debug!("{} is not a lease git-loopx wrote; ignored", r.name);
             continue;
@@ -632,7 +641,7 @@ pub fn lingering_leases(ctx: &Context, remote: &str) -> Result<usize> {
     let grace = lease_ref_grace(ctx)?;
     let prefix = format!("{}leases/", transport::tracking_prefix(remote));
     let mut leases = Leases::default();
-    for r in transport::refs_with_trailers(ctx.repo_dir(), &prefix).map_err(git_failed)? {
+    for r in ctx.store.refs_with_trailers(&prefix)? {
         if let Some(lease) = Published::from_trailers(&r.trailers) {
             leases.insert(r, lease);
         }
@@ -1075,7 +1084,6 @@ pub fn fetch_leases(ctx: &Context, remote: &str, goal: &str, todo: Option<&str>)
 /// them, without asking the remote: a claim pushes with the lease on these
 /// values, and fetches only when the remote says they moved.
 pub fn known_leases(ctx: &Context, remote: &str, goal: &str, todo: Option<&str>) -> Result<Leases> {
-    let dir = ctx.repo_dir().to_owned();
     let pattern = match todo {
         Some(t) => format!("{goal}/{t}"),
         None => format!("{goal}/*"),
@@ -1083,7 +1091,7 @@ pub fn known_leases(ctx: &Context, remote: &str, goal: &str, todo: Option<&str>)
     let prefix = format!("{}leases/{pattern}", transport::tracking_prefix(remote));
     let prefix = prefix.trim_end_matches('*');
     let mut leases = Leases::default();
-    for r in transport::refs_with_trailers(&dir, prefix).map_err(git_failed)? {
+    for r in ctx.store.refs_with_trailers(prefix)? {
         if let Some(lease) = Published::from_trailers(&r.trailers) {
             if lease.goal == goal && todo.is_none_or(|t| lease.todo == t) {
                 leases.insert(r, lease);
@@ -1099,7 +1107,9 @@ pub fn known_leases(ctx: &Context, remote: &str, goal: &str, todo: Option<&str>)
 pub fn known_peers(ctx: &Context, remote: &str) -> Vec<String> {
     let me = peer_id(ctx);
     let prefix = format!("{}peers/", transport::tracking_prefix(remote));
-    let mut peers: Vec<String> = transport::refs_under(ctx.repo_dir(), &prefix)
+    let mut peers: Vec<String> = ctx
+        .store
+        .refs_under(&prefix)
         .unwrap_or_default()
         .into_iter()
         .filter_map(|(name, _)| name.strip_prefix(&prefix).map(str::to_owned))

@@ -8,7 +8,7 @@ use gix::refs::Target;
 
 use super::{git_err, object_id, oid, settled, GixStore};
 use crate::model::Timestamp;
-use crate::store::{Error, Oid};
+use crate::store::{Error, Oid, RefTrailers};
 
 impl GixStore {
     /// Every configured remote with its `remote.<name>.fetch` refspecs, by name.
@@ -50,6 +50,78 @@ impl GixStore {
             if let Some(id) = reference.target().try_id() {
                 out.push((remote.to_owned(), oid(id.to_owned())));
             }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Every ref named `prefix` or under `prefix/` (`git for-each-ref
+    /// <prefix>`'s match), with the object it points at, sorted by name.
+    pub fn refs_under(&self, prefix: &str) -> Result<Vec<(String, Oid)>, Error> {
+        Ok(self
+            .refs_matching(prefix)?
+            .into_iter()
+            .map(|(name, id)| (name, oid(id)))
+            .collect())
+    }
+
+    /// [`GixStore::refs_under`], with the committer time and trailers of
+    /// the commit each ref points at (none for an object that is not a
+    /// commit or cannot be read: such a ref is not one git-loopx wrote).
+    pub fn refs_with_trailers(&self, prefix: &str) -> Result<Vec<RefTrailers>, Error> {
+        let refs = self.refs_matching(prefix)?;
+        let repo = self.repo.borrow();
+        Ok(refs
+            .into_iter()
+            .map(|(name, id)| {
+                let commit = repo.find_commit(id).ok();
+                let decoded = commit.as_ref().and_then(|c| c.decode().ok());
+                let time = decoded
+                    .as_ref()
+                    .and_then(|c| c.committer().ok())
+                    .map_or(0, |who| who.seconds());
+                let trailers = decoded
+                    .as_ref()
+                    .and_then(|c| c.message().body())
+                    .map(|body| {
+                        body.trailers()
+                            .map(|t| (t.token.to_string(), t.value.to_string()))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                RefTrailers {
+                    name,
+                    commit: oid(id),
+                    time,
+                    trailers,
+                }
+            })
+            .collect())
+    }
+
+    fn refs_matching(&self, prefix: &str) -> Result<Vec<(String, gix::ObjectId)>, Error> {
+        let repo = self.repo.borrow();
+        let refs = repo.references().map_err(|e| git_err("listing refs", e))?;
+        let dir = &prefix[..prefix.rfind('/').map_or(0, |i| i + 1)];
+        let under = format!("{}/", prefix.trim_end_matches('/'));
+        let iter = refs
+            .prefixed(dir)
+            .map_err(|e| git_err(&format!("listing {dir}"), e))?;
+        let mut out = Vec::new();
+        for reference in iter {
+            let mut reference = reference.map_err(|e| git_err(&format!("listing {dir}"), e))?;
+            let name = reference.name().as_bstr().to_str_lossy().into_owned();
+            if name != prefix.trim_end_matches('/') && !name.starts_with(&under) {
+                continue;
+            }
+            let id = match reference.target().try_id() {
+                Some(id) => id.to_owned(),
+                None => match reference.peel_to_id() {
+                    Ok(id) => id.detach(),
+                    Err(_) => continue,
+                },
+            };
+            out.push((name, id));
         }
         out.sort();
         Ok(out)

@@ -21,15 +21,17 @@
 //! `stale info`, `fetch first` or `atomic push failed`: a lost
 //! compare-and-swap (a server hook's `[remote rejected]` is not one).
 //!
-//! `--mode claims`: first one claimer, then N×M claimers (agent
-//! `a<clone>-<agent>`, the M agents of a clone share it), each on a fresh
+//! `--mode claims`: one claimer, then N×M claimers (agent
+//! `a<clone>-<agent>`, the M agents of a clone share it), each on its own
 //! setup with the same number of todos (`--todos`, raised to N×M×`--claims-each`).
 //! Every claimer claims its own disjoint share of the todos, one
 //! `todo claim ID --sync` after another (each followed by a `sync` with
 //! `--sync-after-claim`, its time counted in the claim's latency), for
-//! `--seconds` or until its share ends. A claim that exits non-zero gave up (the binary's own retries are
+//! `--seconds` or until its share ends. With `--rounds R` the two sides
+//! take turns R times on their setups, each going on down its share, so a
+//! slow stretch of the machine falls on both alike. A claim that exits non-zero gave up (the binary's own retries are
 //! spent); it is tried again up to twice. Printed: claims/s for one and for
-//! N×M claimers and their ratio, claims per claimer against the fair share,
+//! N×M claimers and their ratio (over all rounds, and each round's), claims per claimer against the fair share,
 //! latency percentiles over every attempt, and four verdicts: the fleet
 //! claims at least as fast as one claimer, every claimer gets at least a
 //! third of the fair share, none gives up, p95 ≤ 2 s.
@@ -99,7 +101,9 @@ usage: cargo run --release --example fleet -- [options]
   --agents M             agents per clone (default 1)
   --todos T              todos to drain; claims uses at least N*M*K (default 200)
   --mode claims|drain|both|merge   what to measure (default both)
-  --seconds S            how long the claimers claim (default 20)
+  --seconds S            how long the claimers claim (default 20), per round
+  --rounds R             claims: one claimer and N×M claimers take turns, R rounds
+                         each, on setups kept between rounds (default 1)
   --claims-each K        todos per claimer at least, in claims mode (default 20)
   --latency-ms L         sleep before every fetch, push, ls-remote (default 0)
   --no-sync-after-done   drain: no `sync` after each `todo done`
@@ -141,6 +145,7 @@ struct Opts {
     mode: Mode,
     seconds: u64,
     claims_each: usize,
+    rounds: usize,
     latency_ms: u64,
     sync_after_done: bool,
     sync_after_claim: bool,
@@ -162,6 +167,7 @@ fn opts() -> Opts {
         mode: Mode::Both,
         seconds: 20,
         claims_each: 20,
+        rounds: 1,
         latency_ms: 0,
         sync_after_done: true,
         sync_after_claim: false,
@@ -196,6 +202,7 @@ fn opts() -> Opts {
             "--todos" => o.todos = number().max(1) as usize,
             "--seconds" => o.seconds = number(),
             "--claims-each" => o.claims_each = number().max(1) as usize,
+            "--rounds" => o.rounds = number().max(1) as usize,
             "--latency-ms" => o.latency_ms = number(),
             "--timeout-s" => o.timeout = Duration::from_secs(number().max(1)),
             "--seed" => o.seed = number(),
@@ -863,6 +870,8 @@ fn agents(clones: usize, per_clone: usize) -> Vec<(usize, String)> {
 
 #[derive(Default)]
 struct Claimer {
+    /// How far down its list it got (claimed, given up or failed).
+    tried: usize,
     claimed: u64,
     /// Seconds of every attempt, successful or not.
     latencies: Vec<f64>,
@@ -897,6 +906,7 @@ fn claim_phase(
                             me.ran_out = false;
                             break;
                         }
+                        me.tried += 1;
                         for attempt in 0..3 {
                             let ran =
                                 fleet.loopx(dir, Some(agent), &["todo", "claim", id, "--sync"]);
@@ -933,39 +943,73 @@ fn claim_phase(
     (results, started.elapsed().as_secs_f64())
 }
 
+/// Adds one round's results to the claimers' totals, and drops what each
+/// got through from the front of its list.
+fn fold_claimers(totals: &mut [Claimer], round: Vec<Claimer>, lists: &mut [Vec<String>]) {
+    for ((total, got), list) in totals.iter_mut().zip(round).zip(lists.iter_mut()) {
+        list.drain(..got.tried.min(list.len()));
+        total.tried += got.tried;
+        total.claimed += got.claimed;
+        total.latencies.extend(got.latencies);
+        total.retries += got.retries;
+        for (why, n) in got.gave_up {
+            *total.gave_up.entry(why).or_default() += n;
+        }
+        total.ran_out = got.ran_out;
+    }
+}
+
 fn claims_bench(o: &Opts, bin: &Path, real_git: &Path) -> Vec<Row> {
     let claimers = agents(o.clones, o.agents);
     let todos = o.todos.max(claimers.len() * o.claims_each);
     let mut rng = Rng(o.seed);
 
+    // Both setups first, then the two take turns: a slow stretch of this
+    // shared machine falls on both sides alike, not on one phase.
     let single = Fleet::new(bin, real_git, o, 1, todos);
-    eprintln!("fleet: claims, 1 claimer for {} s", o.seconds);
-    let mark = single.pushes().len();
-    let one = vec![(0, "a0-0".to_owned())];
-    let mut list = single.todos.clone();
-    rng.shuffle(&mut list);
-    let (solo, solo_wall) = claim_phase(&single, &one, &[list], o.seconds, o.sync_after_claim);
-    let solo_rate = solo[0].claimed as f64 / solo_wall;
-    let mut solo_lat = solo[0].latencies.clone();
-    solo_lat.sort_by(f64::total_cmp);
-    let solo_rejected = count_pushes(&single.pushes()[mark..]).rejected;
-    let solo_timeouts = single.timeouts.load(Ordering::Relaxed);
-    drop(single);
-
     let fleet = Fleet::new(bin, real_git, o, o.clones, todos);
-    eprintln!(
-        "fleet: claims, {} claimers for {} s",
-        claimers.len(),
-        o.seconds
-    );
-    let mark = fleet.pushes().len();
+    let one = vec![(0, "a0-0".to_owned())];
+    let mut solo_lists = vec![single.todos.clone()];
+    rng.shuffle(&mut solo_lists[0]);
     let mut ids = fleet.todos.clone();
     rng.shuffle(&mut ids);
     let mut lists = vec![Vec::new(); claimers.len()];
     for (i, id) in ids.into_iter().enumerate() {
         lists[i % claimers.len()].push(id);
     }
-    let (all, wall) = claim_phase(&fleet, &claimers, &lists, o.seconds, o.sync_after_claim);
+    let (solo_mark, mark) = (single.pushes().len(), fleet.pushes().len());
+    let mut solo = vec![Claimer::default()];
+    let mut all: Vec<Claimer> = claimers.iter().map(|_| Claimer::default()).collect();
+    let (mut solo_wall, mut wall) = (0.0, 0.0);
+    let mut round_ratios = Vec::new();
+    for round in 1..=o.rounds {
+        settle();
+        eprintln!(
+            "fleet: claims, round {round}: 1 claimer for {} s",
+            o.seconds
+        );
+        let (got, took) = claim_phase(&single, &one, &solo_lists, o.seconds, o.sync_after_claim);
+        let solo_round = got[0].claimed as f64 / took;
+        fold_claimers(&mut solo, got, &mut solo_lists);
+        solo_wall += took;
+        settle();
+        eprintln!(
+            "fleet: claims, round {round}: {} claimers for {} s",
+            claimers.len(),
+            o.seconds
+        );
+        let (got, took) = claim_phase(&fleet, &claimers, &lists, o.seconds, o.sync_after_claim);
+        let round_rate = got.iter().map(|c| c.claimed).sum::<u64>() as f64 / took;
+        fold_claimers(&mut all, got, &mut lists);
+        wall += took;
+        round_ratios.push(round_rate / solo_round.max(1e-9));
+    }
+    let solo_rate = solo[0].claimed as f64 / solo_wall;
+    let mut solo_lat = solo[0].latencies.clone();
+    solo_lat.sort_by(f64::total_cmp);
+    let solo_rejected = count_pushes(&single.pushes()[solo_mark..]).rejected;
+    let solo_timeouts = single.timeouts.load(Ordering::Relaxed);
+    drop(single);
     let pushed = count_pushes(&fleet.pushes()[mark..]);
 
     let total: u64 = all.iter().map(|c| c.claimed).sum();
@@ -1011,6 +1055,15 @@ fn claims_bench(o: &Opts, bin: &Path, real_git: &Path) -> Vec<Row> {
             &format!("ratio {n} vs 1 claims/s"),
             rate / solo_rate.max(1e-9),
             2,
+        ),
+        row(
+            "ratio in each round",
+            round_ratios
+                .iter()
+                .map(|r| format!("{r:.2}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            None,
         ),
         row(
             "per claimer min/median/max",

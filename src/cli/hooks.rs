@@ -134,6 +134,7 @@ pub fn run(ctx: &Context, global: &GlobalArgs, args: &Args) -> Result<Output> {
                 goal: global.goal.as_deref().filter(|_| goal),
             };
             let report = hooks::install(ctx, &which.chosen(&[Integration::Git]), baked)?;
+            crate::ops::repos::register(ctx);
             Ok(Output::new(&report, render::hooks::changes(&report)))
         }
         HooksCommand::Uninstall(which) => {

@@ -75,5 +75,8 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             replace: args.replace,
         },
     )?;
+    if !args.dry_run {
+        crate::ops::repos::register(ctx);
+    }
     Ok(Output::new(&report, render::import::import(&report)))
 }

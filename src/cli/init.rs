@@ -9,5 +9,6 @@ pub use init::InitArgs as Args;
 
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
     let report = init::init(ctx, args)?;
+    crate::ops::repos::register(ctx);
     Ok(Output::new(&report, render::text::init(&report)))
 }

@@ -21,6 +21,7 @@ mod progress;
 mod prompt;
 mod quota;
 mod redact;
+mod repos;
 mod review;
 mod run;
 mod serve;
@@ -129,6 +130,7 @@ pub enum Command {
     Prompt(prompt::Args),
     Sync(sync::Args),
     Redact(redact::Args),
+    Repos(repos::Args),
     Hooks(hooks::Args),
     Import(import::Args),
     Hook(hook::Args),
@@ -234,6 +236,8 @@ fn dispatch(cli: &Cli) -> Result<Output> {
     match &cli.command {
         Command::Completions(args) => return completions::run(args),
         Command::InstallMan(args) => return install_man::run(args),
+        Command::Repos(args) => return repos::run(args),
+        Command::Status(args) if args.all_repos => return status::all_repos(now()?),
         #[cfg(feature = "serve")]
         Command::Serve(args) => return serve::run(&cli.global, args),
         _ => {}
@@ -277,7 +281,10 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         Command::Hooks(args) => hooks::run(&ctx, &cli.global, args),
         Command::Hook(_) => unreachable!("hook programs run from `main`, before a Context"),
         Command::Run(args) => run::run(&mut ctx, args),
-        Command::Completions(_) | Command::InstallMan(_) | Command::Serve(_) => {
+        Command::Completions(_)
+        | Command::InstallMan(_)
+        | Command::Serve(_)
+        | Command::Repos(_) => {
             unreachable!("run above")
         }
         #[cfg(not(feature = "import-loopx"))]

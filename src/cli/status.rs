@@ -10,6 +10,20 @@ use crate::Result;
 pub struct Args {
     #[command(flatten)]
     args: status::StatusArgs,
+    /// Every repository in your list (`git loopx repos`): what needs you
+    /// across all of them first, then each one's goals; one that is
+    /// missing or broken is shown as such. Needs no repository.
+    #[arg(long, conflicts_with = "all")]
+    pub all_repos: bool,
+}
+
+/// `status --all-repos`.
+pub fn all_repos(now: crate::model::Timestamp) -> Result<Output> {
+    let report = crate::ops::repos::status_all_repos(now)?;
+    Ok(Output::new(
+        &report,
+        render::text::status_all_repos(&report),
+    ))
 }
 
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {

@@ -336,6 +336,7 @@ pub mod pr;
 pub mod prompt;
 pub mod quota;
 pub mod redact;
+pub mod repos;
 pub mod retention;
 pub mod review;
 pub mod revision;

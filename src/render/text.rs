@@ -67,11 +67,7 @@ pub fn status_all(r: &crate::ops::status::AllReport) -> (String, Vec<super::styl
     let mut spans = Vec::new();
     let _ = writeln!(out, "{} goal(s):", r.goals.len());
     for g in &r.goals {
-        let state = match g.goal.status {
-            crate::model::GoalStatus::Active => "active",
-            crate::model::GoalStatus::Stopped => "stopped",
-            crate::model::GoalStatus::Done => "done",
-        };
+        let state = goal_state(g.goal.status);
         let needs = g.gates.len() + g.user_actions.len();
         let default = if g.goal.default { " (default)" } else { "" };
         let _ = writeln!(
@@ -96,6 +92,99 @@ pub fn status_all(r: &crate::ops::status::AllReport) -> (String, Vec<super::styl
         }));
     }
     (out, spans)
+}
+
+fn goal_state(status: crate::model::GoalStatus) -> &'static str {
+    match status {
+        crate::model::GoalStatus::Active => "active",
+        crate::model::GoalStatus::Stopped => "stopped",
+        crate::model::GoalStatus::Done => "done",
+    }
+}
+
+/// `status --all-repos`: what needs the person across every repository,
+/// then a line for each repository and each of its goals.
+pub fn status_all_repos(r: &crate::ops::repos::ReposReport) -> String {
+    let mut out = String::new();
+    if r.repos.is_empty() {
+        let _ = writeln!(
+            out,
+            "no repositories listed in {} (`git loopx repos add` adds one)",
+            r.file.display()
+        );
+        return out;
+    }
+    match r.needs.len() {
+        0 => out.push_str("nothing needs you\n"),
+        n => {
+            let _ = writeln!(out, "{n} thing(s) need you:");
+        }
+    }
+    for n in &r.needs {
+        let goal = n
+            .goal
+            .as_deref()
+            .map(|g| format!(" {g}"))
+            .unwrap_or_default();
+        let id = n.id.as_deref().map(|i| format!(" {i}")).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  {:<13} {}{goal}{id}: {}",
+            n.kind,
+            n.repo.display(),
+            oneline(&n.text)
+        );
+        if n.kind == "gate" {
+            let goal_flag = n
+                .goal
+                .as_deref()
+                .map(|g| format!(" --goal {g}"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "{:16}answer: git -C {} loopx{goal_flag} gate resolve {} --approve|--reject [--note …]",
+                "",
+                n.repo.display(),
+                n.id.as_deref().unwrap_or("")
+            );
+        }
+    }
+    let _ = writeln!(out, "\n{} repositories:", r.repos.len());
+    for repo in &r.repos {
+        match &repo.error {
+            Some(e) => {
+                let _ = writeln!(
+                    out,
+                    "  {}  {}: {}",
+                    repo.path.display(),
+                    repo.condition,
+                    oneline(&e.message)
+                );
+            }
+            None if repo.condition != "ok" => {
+                let _ = writeln!(out, "  {}  {}", repo.path.display(), repo.condition);
+            }
+            None => {
+                let _ = writeln!(out, "  {}", repo.path.display());
+            }
+        }
+        for g in &repo.goals {
+            let _ = writeln!(
+                out,
+                "    {}  {}, {} need(s) you, {} ready, {} running, {} done, quota {}/{}: {}",
+                g.goal.id,
+                goal_state(g.goal.status),
+                g.gates.len() + g.user_actions.len(),
+                g.counts.ready,
+                g.counts.running,
+                g.counts.done,
+                g.quota.spent_slots,
+                g.quota.allowed_slots,
+                oneline(&g.goal.objective)
+            );
+        }
+    }
+    out
 }
 
 /// A heading after a blank line, marked for attention.

@@ -59,6 +59,7 @@ mod pr;
 mod proptests;
 mod quiet;
 mod race;
+mod repos;
 mod require;
 mod retention;
 mod retention_rules;

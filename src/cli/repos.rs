@@ -24,9 +24,15 @@ pub struct Args {
 #[derive(Debug, Subcommand)]
 enum ReposCommand {
     /// Add the repository containing PATH (default: the current directory).
-    Add { path: Option<PathBuf> },
+    Add {
+        /// A directory in the repository (any of its worktrees).
+        path: Option<PathBuf>,
+    },
     /// Remove PATH from the list (it need not exist any more).
-    Remove { path: PathBuf },
+    Remove {
+        /// The path as listed, or a directory in the repository.
+        path: PathBuf,
+    },
     /// List the repositories, one path a line.
     List,
 }

@@ -333,9 +333,17 @@ async fn every_tool_argument_is_a_flag_of_its_command_and_no_other_field_is_take
         .filter(|(_, field, _)| field != "agent" && field != "no_such_flag")
         .map(|(tool, field, _)| format!("{tool}.{field}"))
         .collect();
+    // `status --all-repos` reads the person's list of every repository: an
+    // agent's server answers for its own repository only.
     assert_eq!(
         cli_only,
-        ["add_gate.global", "diff.markdown", "release.force"].map(String::from),
+        [
+            "add_gate.global",
+            "diff.markdown",
+            "release.force",
+            "status.all_repos",
+        ]
+        .map(String::from),
         "what only the command line takes"
     );
     assert_eq!(env.tip(&repo), tip, "nothing was written");

@@ -116,9 +116,21 @@ runs_in_tip() { git ls-tree -r --name-only loopx-state goals/main/runs | wc -l; 
 # off while timing: a writeback waits for a `git gc` that is running, and a
 # gc of a million commits takes minutes — the history's cost, apart.
 measure() {
-    local what=$1 day=$2 t0
+    local what=$1 day=$2 t0 k
     t0=$(now_ms); git gc -q
     note "git gc before measuring ($what)" "$(( ($(now_ms) - t0) / 1000 )) s, $(size .git)"
+    # Then a fleet's next writebacks, whose upkeep (one write in eight
+    # looks) writes a multi-pack-index over a pack index of 32 MiB or more,
+    # in the background: until it is there, or 64 writebacks.
+    t0=$(now_ms)
+    for ((k = 0; k < 64; k++)); do
+        [ -f .git/objects/pack/multi-pack-index ] && break
+        evening "$day" loopx --agent agent-2 writeback --todo "$todo" \
+            --outcome outcome_progress --summary "after the gc, $k" >/dev/null
+        while pgrep -f "multi-pack-index write" >/dev/null; do sleep 0.1; done
+    done
+    note "writebacks after the gc; multi-pack-index ($what)" \
+        "$k, $([ -f .git/objects/pack/multi-pack-index ] && echo "written in $(( $(now_ms) - t0 )) ms" || echo none)"
     git config maintenance.auto false; git config gc.auto 0
     note "runs in the tip's tree ($what)" "$(runs_in_tip)"
     rm -rf .git/loopx/cache

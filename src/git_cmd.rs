@@ -134,15 +134,28 @@ pub fn drop_broken_reflog_entries(
 /// it in the background. Failures are ignored: it is upkeep, and a later
 /// write asks again.
 pub fn maintenance_detached(dir: &Path) {
+    background(
+        dir,
+        &["maintenance", "run", "--auto", "--detach", "--quiet"],
+    );
+}
+
+/// Starts `git multi-pack-index write` and returns at once (see
+/// `store::Due::multi_pack_index`); git takes its own lock.
+pub fn multi_pack_index_detached(dir: &Path) {
+    background(dir, &["multi-pack-index", "write", "--no-progress"]);
+}
+
+fn background(dir: &Path, args: &[&str]) {
     let started = git(dir)
-        .args(["maintenance", "run", "--auto", "--detach", "--quiet"])
+        .args(args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn();
     match started {
         Ok(child) => reap_later(child),
-        Err(e) => tracing::debug!("git maintenance did not start: {e}"),
+        Err(e) => tracing::debug!("git {} did not start: {e}", args[0]),
     }
 }
 

@@ -47,7 +47,7 @@ pub fn fetch(dir: &Path, remote: &str, tips: &[&str]) -> Result<bool, TransportE
             "--no-write-fetch-head",
             "--no-tags",
             // A write starts git's own maintenance when git would (see
-            // `GixStore::maintenance_due`); git's check after every fetch
+            // `GixStore::upkeep_due`); git's check after every fetch
             // would cost a `git maintenance` process per sync.
             "--no-auto-maintenance",
             "--prune",

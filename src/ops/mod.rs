@@ -409,12 +409,19 @@ pub fn transact<R>(
 }
 
 /// After a write: git's own automatic maintenance, as `git commit` runs
-/// it, when it would find work (see `GixStore::maintenance_due`; looked at
-/// on one commit in eight, by its id). It follows git's settings:
-/// `maintenance.auto=false` or `gc.auto=0` turn it off.
+/// it, when it would find work, or a multi-pack-index over a big pack (see
+/// `GixStore::upkeep_due`; looked at on one commit in eight, by its id). It
+/// follows git's settings: `maintenance.auto=false` or `gc.auto=0` turn it
+/// off.
 fn upkeep(ctx: &Context, commit: &store::Oid) {
-    if (commit.0.starts_with('0') || commit.0.starts_with('8')) && ctx.store.maintenance_due() {
+    if !(commit.0.starts_with('0') || commit.0.starts_with('8')) {
+        return;
+    }
+    let due = ctx.store.upkeep_due();
+    if due.maintenance {
         crate::git_cmd::maintenance_detached(ctx.store.common_dir());
+    } else if due.multi_pack_index {
+        crate::git_cmd::multi_pack_index_detached(ctx.store.common_dir());
     }
 }
 

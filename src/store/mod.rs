@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
-pub use gix_store::GixStore;
+pub use gix_store::{Due, GixStore};
 pub use message::{trailer, Message};
 pub use transaction::{transact, Checked, Committed, Write};
 

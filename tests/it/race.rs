@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::env::TestEnv;
+use crate::env::{run_with_stdin, TestEnv};
 
 /// The first-parent chain from `root` to the state's tip, checked to hold
 /// exactly `writebacks` commits.
@@ -370,6 +370,68 @@ fn writes_start_git_maintenance_by_gits_own_settings() {
     env.fsck(&on, &["--strict", "--no-dangling"]);
     let todos = env.loopx(&on, &["--json", "todo", "list"]).success().json();
     assert_eq!(todos["todos"].as_array().unwrap().len(), WRITES + extra);
+}
+
+/// A pack of a million objects or more gets a multi-pack-index from a
+/// write's upkeep, by git (`git multi-pack-index write`, in the
+/// background): gix checks a plain pack index whole each time a process
+/// opens it, a multi-pack-index in constant time. `core.multiPackIndex=false`
+/// keeps it from being written.
+#[test]
+fn a_big_pack_gets_a_multi_pack_index_from_the_writes_upkeep() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("big");
+    // 1.25 million small blobs in one pack: its index is over 32 MiB.
+    let mut import = env.git_cmd(&repo);
+    import.args(["fast-import", "--quiet"]);
+    let mut stream = Vec::with_capacity(30 << 20);
+    for i in 0..1_250_000u32 {
+        let data = format!("{i}\n");
+        stream.extend_from_slice(format!("blob\ndata {}\n{data}\n", data.len()).as_bytes());
+    }
+    run_with_stdin(&mut import, &stream).success();
+    let midx = repo.join(".git/objects/pack/multi-pack-index");
+    let write_until = |repo: &std::path::Path, want: bool, writes: usize| -> usize {
+        for i in 0..writes {
+            env.loopx(repo, &["--agent", "a", "todo", "add", &format!("item {i}")])
+                .success();
+            // The upkeep's git runs in the background: let it finish.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while repo
+                .join(".git/objects/pack/multi-pack-index.lock")
+                .exists()
+                && std::time::Instant::now() < deadline
+            {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            if midx.exists() == want && want {
+                return i + 1;
+            }
+        }
+        writes
+    };
+
+    env.git(&repo, &["config", "core.multiPackIndex", "false"]);
+    write_until(&repo, true, 24);
+    assert!(!midx.exists(), "core.multiPackIndex=false: none written");
+
+    env.git(&repo, &["config", "--unset", "core.multiPackIndex"]);
+    let writes = write_until(&repo, true, 96);
+    assert!(
+        midx.exists(),
+        "a multi-pack-index after {writes} writes (one in eight looks)"
+    );
+    env.git(&repo, &["multi-pack-index", "verify"]);
+    // Read and written through it.
+    env.loopx(&repo, &["--agent", "a", "todo", "add", "after"])
+        .success();
+    let todos = env
+        .loopx(&repo, &["--json", "todo", "list"])
+        .success()
+        .json();
+    assert_eq!(todos["todos"].as_array().unwrap().len(), 24 + writes + 1);
+    env.loopx(&repo, &["doctor"]).success();
 }
 
 /// A long-lived process writing through the library while git repacks the

@@ -29,6 +29,7 @@ use crate::store::durable::Durability;
 use crate::store::journal::Journal;
 use crate::store::{CasResult, Checked, CommitInfo, Error, Oid, Snapshot};
 
+pub use maintenance::Due;
 use objects::LooseObject;
 
 /// How many pack indexes gix's object store can hold. A fixed number spares
@@ -64,6 +65,9 @@ pub struct GixStore {
     read_memo: RefCell<Option<(Oid, crate::model::State)>>,
     /// What is synced to disk (see `store::durable`).
     durability: Durability,
+    /// `core.sharedRepository` is set: objects are written through gix's
+    /// store, which gives them its permissions.
+    shared_repository: bool,
     /// Whether this process removed what killed writers left (see
     /// `health::remove_leftovers`); done once, by its first write.
     cleaned: Cell<bool>,
@@ -102,6 +106,10 @@ impl GixStore {
             return Err(Error::UnsupportedRefStorage);
         }
         let common_dir = repo.common_dir().to_owned();
+        let shared_repository = repo
+            .config_snapshot()
+            .string("core.sharedRepository")
+            .is_some();
         let durability = {
             let config = repo.config_snapshot();
             let string = |key: &str| config.string(key).map(|v| v.to_str_lossy().into_owned());
@@ -114,6 +122,7 @@ impl GixStore {
         let local = common_dir.join("loopx");
         Ok(GixStore {
             durability,
+            shared_repository,
             cleaned: Default::default(),
             journal: Journal::new(local.join("cache")),
             records: Journal::carrying(local.join("records")),

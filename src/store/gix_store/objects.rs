@@ -14,6 +14,7 @@ use gix::bstr::ByteSlice;
 use std::collections::BTreeMap;
 
 use gix::objs::tree::{EntryKind, EntryMode};
+use gix::objs::FindExt as _;
 use gix::ObjectId;
 
 use super::{git_err, object_id, oid, GixStore};
@@ -370,14 +371,15 @@ impl GixStore {
         self.check_not_checked_out()?;
         let repo = self.repo.borrow();
         let hash = repo.object_hash();
+        let objects = LooseFirst::of(&repo);
+        let mut buf = Vec::new();
         let (base_tree, mut parents) = match expected {
             Some(parent) => {
                 let id = object_id(parent)?;
-                let commit = repo
-                    .find_commit(id)
+                let commit = objects
+                    .find_commit(&id, &mut buf)
                     .map_err(|e| git_err("reading parent", e))?;
-                let tree = commit.tree_id().map_err(|e| git_err("reading parent", e))?;
-                (tree.detach(), vec![id])
+                (commit.tree(), vec![id])
             }
             None => (ObjectId::empty_tree(hash), Vec::new()),
         };
@@ -388,14 +390,12 @@ impl GixStore {
         let root = if base_tree.is_empty_tree() {
             gix::objs::Tree::empty()
         } else {
-            let tree = repo
-                .find_tree(base_tree)
-                .map_err(|e| git_err("reading the state tree", e))?;
-            tree.decode()
+            objects
+                .find_tree(&base_tree, &mut buf)
                 .map_err(|e| git_err("reading the state tree", e))?
                 .into()
         };
-        let mut editor = gix::objs::tree::Editor::new(root, &repo.objects, hash);
+        let mut editor = gix::objs::tree::Editor::new(root, &objects, hash);
         let mut written = Vec::new();
         for change in changes {
             match change {
@@ -537,8 +537,16 @@ impl GixStore {
         written: &mut Vec<LooseObject>,
     ) -> Result<ObjectId, Error> {
         let repo = self.repo.borrow();
-        let id = persist(|| gix::objs::Write::write_buf(&repo.objects, kind, bytes))
-            .map_err(|e| git_err(&format!("writing a {kind}"), e))?;
+        // Straight to the loose objects: through gix's store, the first
+        // write loads a pack index (see `LooseFirst`).
+        let loose = LooseFirst::of(&repo);
+        // gix's store applies `core.sharedRepository`'s permissions.
+        let id = if self.shared_repository {
+            persist(|| gix::objs::Write::write_buf(&repo.objects, kind, bytes))
+        } else {
+            persist(|| gix::objs::Write::write_buf(&loose.loose, kind, bytes))
+        }
+        .map_err(|e| git_err(&format!("writing a {kind}"), e))?;
         self.sync_loose(&loose_path(&repo, &id));
         written.push((id, kind, bytes.to_vec()));
         Ok(id)
@@ -599,6 +607,47 @@ fn wait_for_running_gc(gc_pid: &Path, limit: std::time::Duration) {
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
             _ => return,
+        }
+    }
+}
+
+/// Objects looked up loose first, then through gix's store. gix's store
+/// looks in packs first, and the first lookup that reaches a pack opens its
+/// index, which gix-pack checks whole (every offset): about 8 ms a process
+/// at 8 million objects, a million writebacks' history, against 7 ms for a
+/// whole writeback at a thousand. What a write reads — its parent and the
+/// trees on the paths it edits — the writes before it left loose, until
+/// git's maintenance packs them.
+struct LooseFirst<'r> {
+    loose: gix::odb::loose::Store,
+    all: &'r gix::OdbHandle,
+}
+
+impl<'r> LooseFirst<'r> {
+    fn of(repo: &'r gix::Repository) -> Self {
+        LooseFirst {
+            loose: gix::odb::loose::Store::at(repo.objects.store_ref().path(), repo.object_hash()),
+            all: &repo.objects,
+        }
+    }
+}
+
+impl gix::objs::Find for LooseFirst<'_> {
+    fn try_find<'a>(
+        &self,
+        id: &gix::hash::oid,
+        buffer: &'a mut Vec<u8>,
+    ) -> gix::Result<Option<gix::objs::Data<'a>>> {
+        // The loose store leaves the object's bytes, and only them, in
+        // `buffer`; taking its kind ends the borrow, so a miss can go on.
+        let kind = self.loose.try_find(id, buffer)?.map(|data| data.kind);
+        match kind {
+            Some(kind) => Ok(Some(gix::objs::Data {
+                kind,
+                object_hash: id.kind(),
+                data: buffer,
+            })),
+            None => self.all.try_find(id, buffer),
         }
     }
 }

@@ -43,6 +43,12 @@ pub struct Args {
     /// connections themselves are served on threads of their own).
     #[arg(long, default_value_t = 4, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
     pub workers: u16,
+    /// Every repository in your list (`git loopx repos`) on one page: what
+    /// needs you across all of them, then each one's goals; a missing or
+    /// broken one is shown as such. The mode of a `serve` started outside
+    /// any repository. JSON: /repos.json (`status --all-repos --json`).
+    #[arg(long)]
+    pub all_repos: bool,
 }
 
 fn duration(text: &str) -> std::result::Result<i64, String> {
@@ -80,6 +86,13 @@ pub fn run(global: &GlobalArgs, args: &Args) -> Result<Output> {
             global.goal.clone(),
         )
     };
+    // Outside any repository, every repository in the person's list.
+    let all_repos =
+        args.all_repos || matches!(open(), Err(e) if e.code() == crate::model::Code::NotARepo);
+    let open: Option<&(dyn Fn() -> Result<Context> + Sync)> = match all_repos {
+        false => Some(&open),
+        true => None,
+    };
     let bind = args.bind.unwrap_or(IpAddr::from([127, 0, 0, 1]));
     let options = Options {
         bind,
@@ -88,7 +101,7 @@ pub fn run(global: &GlobalArgs, args: &Args) -> Result<Output> {
         stale_after_seconds: args.stale_after,
         workers: usize::from(args.workers),
     };
-    serve::serve(&open, &clock, &options, |addr| {
+    serve::serve(open, &clock, &options, |addr| {
         let url = format!("http://{addr}/");
         if !bind.is_loopback() {
             let _ = writeln!(
@@ -99,7 +112,8 @@ pub fn run(global: &GlobalArgs, args: &Args) -> Result<Output> {
         let line = if global.json {
             serde_json::json!({ "ok": true, "url": url, "address": addr.to_string() }).to_string()
         } else {
-            format!("git loopx serve: {url} (read-only; Ctrl-C stops it)")
+            let what = if all_repos { "every repository, " } else { "" };
+            format!("git loopx serve: {url} ({what}read-only; Ctrl-C stops it)")
         };
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}");

@@ -10,9 +10,14 @@ use super::{Answer, Route};
 use crate::model::Code;
 use crate::Error;
 
-/// The page, with `nonce` marking its own script and style.
-pub fn page(nonce: &str) -> String {
-    include_str!("page.html").replace("{{NONCE}}", nonce)
+/// The page, with `nonce` marking its own script and style: one
+/// repository's dashboard, or (`all_repos`) the page of every repository.
+pub fn page(nonce: &str, all_repos: bool) -> String {
+    let page = match all_repos {
+        false => include_str!("page.html"),
+        true => include_str!("repos.html"),
+    };
+    page.replace("{{NONCE}}", nonce)
 }
 
 /// What the page may load and run: its nonce-marked script and style, and
@@ -41,6 +46,17 @@ fn nonce() -> String {
         &COUNT
     );
     sha1_smol::Sha1::from(seed).digest().to_string()[..32].to_owned()
+}
+
+/// The route `url` names on a server of every repository (`serve
+/// --all-repos`), or `None` (404).
+fn route_all_repos(url: &str) -> Option<Route> {
+    match url.split_once('?').map_or(url, |(path, _)| path) {
+        "/" | "/index.html" => Some(Route::Page),
+        "/repos.json" => Some(Route::Repos),
+        "/healthz" => Some(Route::Health),
+        _ => None,
+    }
 }
 
 /// The route `url` names, or `None` (404).
@@ -151,6 +167,7 @@ pub fn answer(
     request: &Request,
     json: &mut dyn FnMut(&Route, Option<&str>) -> Answer,
     check_host: Option<SocketAddr>,
+    all_repos: bool,
 ) -> Reply {
     if let (Some(bound), Some(host)) = (check_host, request.header("Host")) {
         if !loopback_host(host, bound) {
@@ -174,17 +191,25 @@ pub fn answer(
         );
         return reply.with_header("Allow", "GET, HEAD");
     }
-    let Some(route) = route(&request.target) else {
+    let found = match all_repos {
+        false => route(&request.target),
+        true => route_all_repos(&request.target),
+    };
+    let Some(route) = found else {
+        let routes = match all_repos {
+            false => "/, /status.json, /dashboard.json, /diff/<commit>.json, /healthz",
+            true => "/, /repos.json, /healthz (this server shows every repository)",
+        };
         return error_reply(
             404,
             Code::InvalidInput,
             &format!("no such page: {}", request.target),
-            Some("/, /status.json, /dashboard.json, /diff/<commit>.json, /healthz"),
+            Some(routes),
         );
     };
     if route == Route::Page {
         let nonce = nonce();
-        return reply(200, Arc::new(page(&nonce).into_bytes()))
+        return reply(200, Arc::new(page(&nonce, all_repos).into_bytes()))
             .with_header("Content-Type", "text/html; charset=utf-8")
             .with_header("Cache-Control", "no-store")
             .with_header("Content-Security-Policy", content_security_policy(&nonce));

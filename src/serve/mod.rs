@@ -85,13 +85,13 @@ struct Job {
 /// A worker: answers jobs from `queue` with a [`Context`] of its own (a
 /// store is not shared between threads) until the queue closes.
 fn work(
-    open: &(dyn Fn() -> Result<Context> + Sync),
+    open: Option<&(dyn Fn() -> Result<Context> + Sync)>,
     clock: &(dyn Fn() -> Result<Timestamp> + Sync),
     cache: &Cache,
     options: &Options,
     queue: &Mutex<mpsc::Receiver<Job>>,
 ) {
-    let mut ctx = match open() {
+    let mut ctx = match open.map(|open| open()).transpose() {
         Ok(ctx) => ctx,
         Err(e) => {
             tracing::error!("serve: cannot open the repository: {e}");
@@ -101,14 +101,11 @@ fn work(
     loop {
         let job = queue.lock().unwrap_or_else(|e| e.into_inner()).recv();
         let Ok(job) = job else { return };
-        let answer = respond(
-            &mut ctx,
-            clock,
-            cache,
-            options,
-            &job.route,
-            job.if_none_match.as_deref(),
-        );
+        let tag = job.if_none_match.as_deref();
+        let answer = match ctx.as_mut() {
+            Some(ctx) => respond(ctx, clock, cache, options, &job.route, tag),
+            None => respond_all_repos(clock, &job.route, tag),
+        };
         // The connection may have gone meanwhile.
         let _ = job.reply.send(answer);
     }
@@ -147,10 +144,12 @@ fn listen(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
 }
 
 /// Serves until the process is stopped. `open` makes one [`Context`] per
-/// worker (a store is not shared between threads); `clock` is read before
-/// each request; `ready` is told the address once the socket is bound.
+/// worker (a store is not shared between threads); without it, the server
+/// shows every repository in the person's list (`ops::repos`); `clock` is
+/// read before each request; `ready` is told the address once the socket
+/// is bound.
 pub fn serve(
-    open: &(dyn Fn() -> Result<Context> + Sync),
+    open: Option<&(dyn Fn() -> Result<Context> + Sync)>,
     clock: &(dyn Fn() -> Result<Timestamp> + Sync),
     options: &Options,
     ready: impl FnOnce(SocketAddr),
@@ -164,10 +163,12 @@ pub fn serve(
     let bound = listener
         .local_addr()
         .map_err(|e| Error::invalid_input(format!("the server has no address: {e}")))?;
-    // Refuse a broken repository before saying we listen.
-    let first = open()?;
-    ops::dashboard::tip(&first)?;
-    drop(first);
+    // Refuse a broken repository, or an unreadable list, before saying we
+    // listen.
+    match open {
+        Some(open) => drop(ops::dashboard::tip(&open()?)?),
+        None => drop(ops::repos::read()?),
+    }
     ready(bound);
     let cache = Cache::default();
     let check_host = (!options.bind_given || options.bind.is_loopback()).then_some(bound);
@@ -182,6 +183,7 @@ pub fn serve(
                 request,
                 &mut |route, tag| ask(&jobs, route, tag),
                 check_host,
+                open.is_none(),
             )
         };
         listen::run(&listener, &wire::Limits::default(), &answer, &http::refusal);
@@ -193,9 +195,15 @@ pub fn serve(
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Route {
     Page,
-    Status { goal: Option<String> },
+    /// `status --all-repos --json` (a server of every repository).
+    Repos,
+    Status {
+        goal: Option<String>,
+    },
     Dashboard,
-    Diff { commit: String },
+    Diff {
+        commit: String,
+    },
     Health,
 }
 
@@ -254,7 +262,7 @@ fn respond(
                 value
             })
         }
-        Route::Page => unreachable!("the page is not JSON"),
+        Route::Page | Route::Repos => unreachable!("not a route of one repository"),
     };
     match value {
         Ok(value) => {
@@ -263,6 +271,34 @@ fn respond(
             Answer::Json { etag, body }
         }
         Err(e) => Answer::Failed(e),
+    }
+}
+
+/// Answers a route of the server of every repository. Each repository is
+/// read again for each answer (a page polls every two seconds); the ETag
+/// is the answer's own hash.
+fn respond_all_repos(
+    clock: &(dyn Fn() -> Result<Timestamp> + Sync),
+    route: &Route,
+    if_none_match: Option<&str>,
+) -> Answer {
+    let value = clock().and_then(|now| match route {
+        Route::Repos => {
+            ops::repos::status_all_repos(now).map(|r| crate::render::ok_json(to_value(&r), None))
+        }
+        _ => Ok(serde_json::json!({ "ok": true, "now": now })),
+    });
+    let body = match value {
+        Ok(value) => value.to_string().into_bytes(),
+        Err(e) => return Answer::Failed(e),
+    };
+    let etag = format!("\"{}\"", sha1_smol::Sha1::from(&body).digest());
+    if if_none_match.is_some_and(|tags| tags.split(',').any(|t| t.trim() == etag)) {
+        return Answer::NotModified(etag);
+    }
+    Answer::Json {
+        etag,
+        body: Arc::new(body),
     }
 }
 

@@ -73,6 +73,8 @@ mod serve;
 mod serve_hostile;
 #[cfg(feature = "serve")]
 mod serve_page;
+#[cfg(feature = "serve")]
+mod serve_repos;
 mod should_run_rules;
 mod state_diff;
 mod sync;

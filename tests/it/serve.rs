@@ -324,7 +324,7 @@ pub(crate) fn eval(browser: &Browser, expr: &str) -> Value {
         .unwrap_or_else(|e| panic!("{expr}: {e:?}"))
 }
 
-fn text_of(browser: &Browser, selector: &str) -> String {
+pub(crate) fn text_of(browser: &Browser, selector: &str) -> String {
     let expr = format!(
         "(document.querySelector({sel}) || {{}}).textContent || ''",
         sel = serde_json::to_string(selector).unwrap()

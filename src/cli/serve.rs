@@ -8,20 +8,25 @@ use {
     crate::cli::{GlobalArgs, Output},
     crate::model::Timestamp,
     crate::ops::Context,
-    crate::serve::{self, Options},
+    crate::serve::{self, Answering, Options},
     crate::{Error, Result},
     std::io::Write as _,
 };
 
-/// Serve a read-only dashboard of the state on http://127.0.0.1:<PORT>/.
+/// Serve a dashboard of the state on http://127.0.0.1:<PORT>/.
 ///
 /// What waits for you (open gates, with the command that answers each), a
 /// board of every goal's todos, the agents and their claims, writebacks and
 /// finished todos per hour, the quota, and recent writebacks with their
 /// semantic diffs. The page follows `loopx-state` by itself, within about a
-/// second of a change. Nothing it serves writes anything: answer gates and
-/// change todos from the command line. JSON: /status.json (`status --json`,
-/// `?goal=ID`), /dashboard.json, /diff/<commit>.json, /healthz.
+/// second of a change.
+///
+/// Started by you (not inside an agent runtime, no agent named), on
+/// loopback and without --read-only, the page also answers gates and
+/// reminders, as `gate resolve` and `todo done` do, in your name: only from
+/// the address it prints, which carries this launch's key, and only from
+/// its own origin. Otherwise it only shows. JSON: /status.json (`status
+/// --json`, `?goal=ID`), /dashboard.json, /diff/<commit>.json, /healthz.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The port to listen on; 0 picks a free one (the address is printed).
@@ -49,6 +54,9 @@ pub struct Args {
     /// any repository. JSON: /repos.json (`status --all-repos --json`).
     #[arg(long)]
     pub all_repos: bool,
+    /// Never answer from the page, even when you started it: it only shows.
+    #[arg(long)]
+    pub read_only: bool,
 }
 
 fn duration(text: &str) -> std::result::Result<i64, String> {
@@ -94,7 +102,17 @@ pub fn run(global: &GlobalArgs, args: &Args) -> Result<Output> {
         true => None,
     };
     let bind = args.bind.unwrap_or(IpAddr::from([127, 0, 0, 1]));
+    let answering = answering(args, open, bind);
+    let key = match &answering {
+        Answering::On { key, .. } => format!("?key={key}"),
+        Answering::Off(_) => String::new(),
+    };
+    let mode = match &answering {
+        Answering::On { person, .. } => format!("answers as {person}"),
+        Answering::Off(_) => "read-only".to_owned(),
+    };
     let options = Options {
+        answering,
         bind,
         port: args.port,
         bind_given: args.bind.is_some(),
@@ -102,7 +120,7 @@ pub fn run(global: &GlobalArgs, args: &Args) -> Result<Output> {
         workers: usize::from(args.workers),
     };
     serve::serve(open, &clock, &options, |addr| {
-        let url = format!("http://{addr}/");
+        let url = format!("http://{addr}/{key}");
         if !bind.is_loopback() {
             let _ = writeln!(
                 std::io::stderr(),
@@ -113,7 +131,7 @@ pub fn run(global: &GlobalArgs, args: &Args) -> Result<Output> {
             serde_json::json!({ "ok": true, "url": url, "address": addr.to_string() }).to_string()
         } else {
             let what = if all_repos { "every repository, " } else { "" };
-            format!("git loopx serve: {url} ({what}read-only; Ctrl-C stops it)")
+            format!("git loopx serve: {url} ({what}{mode}; Ctrl-C stops it)")
         };
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}");
@@ -123,6 +141,54 @@ pub fn run(global: &GlobalArgs, args: &Args) -> Result<Output> {
         }
     })?;
     Ok(Output::new(&serde_json::json!({}), String::new()))
+}
+
+/// Whether the page may answer (see `serve::Answering`): only a `serve`
+/// the person started (the check `gate resolve` makes), on loopback, for
+/// one repository, not `--read-only`.
+#[cfg(feature = "serve")]
+fn answering(
+    args: &Args,
+    open: Option<&(dyn Fn() -> Result<Context> + Sync)>,
+    bind: IpAddr,
+) -> Answering {
+    let Some(open) = open else {
+        return Answering::Off(
+            "a page of every repository only shows: answer from a repository's own".into(),
+        );
+    };
+    if args.read_only {
+        return Answering::Off("it was started with --read-only".into());
+    }
+    if !bind.is_loopback() {
+        return Answering::Off(format!("it listens on {bind}, not loopback"));
+    }
+    match open().and_then(|ctx| ctx.require_person("answer gates from the dashboard")) {
+        Ok(person) => Answering::On {
+            key: launch_key(),
+            person,
+        },
+        Err(e) => Answering::Off(e.to_string()),
+    }
+}
+
+/// 128 random bits, hex: the key a page's answers carry.
+#[cfg(feature = "serve")]
+fn launch_key() -> String {
+    use std::io::Read as _;
+    let mut bytes = [0u8; 16];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
+    if read.is_err() {
+        // No /dev/urandom: a hash of what differs between launches.
+        let seed = format!(
+            "{:?}-{}-{:p}",
+            std::time::SystemTime::now(),
+            std::process::id(),
+            &bytes
+        );
+        bytes.copy_from_slice(&sha1_smol::Sha1::from(seed).digest().bytes()[..16]);
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(feature = "serve")]

@@ -6,7 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use super::wire::{Refused, Reply, Request};
-use super::{Answer, Route};
+use super::{Answer, AnswerArgs, Answering, Route};
 use crate::model::Code;
 use crate::Error;
 
@@ -89,6 +89,136 @@ pub fn route(url: &str) -> Option<Route> {
     }
 }
 
+/// `%XX` and `+` decoded, as a form's query carries text; `None` when not
+/// UTF-8 or a `%` is not followed by two hex digits.
+fn decode(text: &str) -> Option<String> {
+    let mut bytes = Vec::with_capacity(text.len());
+    let mut rest = text.bytes();
+    while let Some(b) = rest.next() {
+        match b {
+            b'+' => bytes.push(b' '),
+            b'%' => {
+                let hex = [rest.next()?, rest.next()?];
+                bytes.push(u8::from_str_radix(std::str::from_utf8(&hex).ok()?, 16).ok()?);
+            }
+            b => bytes.push(b),
+        }
+    }
+    String::from_utf8(bytes).ok()
+}
+
+/// `POST /answer?id=…&action=…[&goal=…][&note=…]`: its arguments, or why
+/// not.
+fn answer_args(url: &str) -> Result<AnswerArgs, String> {
+    let (path, query) = url.split_once('?').unwrap_or((url, ""));
+    if path != "/answer" {
+        return Err(format!("no such page to POST to: {path}"));
+    }
+    let mut args = AnswerArgs {
+        goal: None,
+        id: String::new(),
+        action: String::new(),
+        note: None,
+    };
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let value = decode(value).ok_or_else(|| format!("`{key}` is not URL-encoded UTF-8"))?;
+        match key {
+            "goal" if !value.is_empty() => args.goal = Some(value),
+            "goal" => {}
+            "id" => args.id = value,
+            "action" => args.action = value,
+            "note" if !value.trim().is_empty() => args.note = Some(value),
+            "note" => {}
+            _ => return Err(format!("`{key}` is not an argument of /answer")),
+        }
+    }
+    if args.id.is_empty() || args.action.is_empty() {
+        return Err("/answer needs id and action".into());
+    }
+    Ok(args)
+}
+
+/// Whether `origin` (an `Origin` header) is this server's own page: `http`,
+/// a loopback name of it, its port.
+fn own_origin(origin: &str, bound: SocketAddr) -> bool {
+    origin
+        .strip_prefix("http://")
+        .is_some_and(|host| !host.contains('/') && loopback_host(host, bound))
+}
+
+/// Compares without stopping at the first difference.
+fn same_key(given: &str, key: &str) -> bool {
+    given.len() == key.len()
+        && given
+            .bytes()
+            .zip(key.bytes())
+            .fold(0u8, |d, (a, b)| d | (a ^ b))
+            == 0
+}
+
+/// A `POST`: only `/answer`, only with answering on, from the page's own
+/// origin, with the launch's key; then the route, or the refusal.
+fn answer_route(
+    request: &Request,
+    answering: &Answering,
+    bound: Option<SocketAddr>,
+) -> Result<Route, Reply> {
+    let refuse = |status, code, message: &str, hint: &str| {
+        Err(error_reply(status, code, message, Some(hint)))
+    };
+    let args = match answer_args(&request.target) {
+        Ok(args) => args,
+        Err(why) if why.starts_with("no such page") => {
+            return Err(error_reply(
+                405,
+                Code::InvalidInput,
+                &why,
+                Some("only /answer takes a POST"),
+            )
+            .with_header("Allow", "GET, HEAD"))
+        }
+        Err(why) => {
+            return refuse(
+                400,
+                Code::InvalidInput,
+                &why,
+                "the page's buttons send these",
+            )
+        }
+    };
+    let key =
+        match answering {
+            Answering::Off(why) => return refuse(
+                403,
+                Code::PersonOnly,
+                &format!("this dashboard does not answer: {why}"),
+                "a person answers with `git loopx gate resolve`, or from a `serve` they started",
+            ),
+            Answering::On { key, .. } => key,
+        };
+    let origin = request.header("Origin").unwrap_or_default();
+    if !bound.is_some_and(|b| own_origin(origin, b)) {
+        return refuse(
+            403,
+            Code::InvalidInput,
+            &format!(
+                "an answer comes only from this dashboard's own page, not from origin `{origin}`"
+            ),
+            "answer from the page `git loopx serve` printed",
+        );
+    }
+    if !same_key(request.header("X-Loopx-Key").unwrap_or_default(), key) {
+        return refuse(
+            403,
+            Code::InvalidInput,
+            "an answer needs this launch's key",
+            "open the URL `git loopx serve` printed (it carries ?key=…)",
+        );
+    }
+    Ok(Route::Answer(args))
+}
+
 /// Whether `host` (a `Host` header) names this server on loopback at its
 /// port: `127.0.0.1`, `localhost`, `[::1]`, or the address it is bound to.
 pub fn loopback_host(host: &str, bound: SocketAddr) -> bool {
@@ -168,6 +298,7 @@ pub fn answer(
     json: &mut dyn FnMut(&Route, Option<&str>) -> Answer,
     check_host: Option<SocketAddr>,
     all_repos: bool,
+    answering: &Answering,
 ) -> Reply {
     if let (Some(bound), Some(host)) = (check_host, request.header("Host")) {
         if !loopback_host(host, bound) {
@@ -179,17 +310,33 @@ pub fn answer(
             );
         }
     }
+    if request.method == "POST" && !all_repos {
+        let route = match answer_route(request, answering, check_host) {
+            Ok(route) => route,
+            Err(refused) => return refused,
+        };
+        return match json(&route, None) {
+            Answer::Json { body, .. } => json_reply(200, body, None),
+            Answer::NotModified(_) => unreachable!("an answer is never cached"),
+            Answer::Failed(err) => {
+                let body = crate::render::error_json(&err, None)
+                    .to_string()
+                    .into_bytes();
+                json_reply(status_of(&err), Arc::new(body), None)
+            }
+        };
+    }
     if !matches!(request.method.as_str(), "GET" | "HEAD") {
         let reply = error_reply(
             405,
             Code::InvalidInput,
             &format!(
-                "{} is not allowed: the dashboard is read-only",
+                "{} is not allowed: the dashboard only reads, and answers by POST /answer",
                 request.method
             ),
-            Some("only GET (and HEAD)"),
+            Some("GET (and HEAD); POST /answer from the page"),
         );
-        return reply.with_header("Allow", "GET, HEAD");
+        return reply.with_header("Allow", "GET, HEAD, POST");
     }
     let found = match all_repos {
         false => route(&request.target),

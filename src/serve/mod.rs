@@ -3,12 +3,20 @@
 //! The routes answer from the same reports as the CLI: `/status.json` is
 //! `status --json`, `/diff/<commit>.json` is `diff <commit> --json` (with
 //! its text), `/dashboard.json` is [`ops::dashboard`], and `/` is one
-//! self-contained page (`page.html`) that draws them. Nothing here writes
-//! state: no route reaches a transaction. `listen` accepts connections,
-//! `wire` speaks HTTP/1.1 on each within fixed bounds, `http` answers.
+//! self-contained page (`page.html`) that draws them. One route writes:
+//! `POST /answer`, the person's answer to a gate or a reminder, through
+//! the same operations as `gate resolve` and `todo done` (see
+//! [`Answering`]). `listen` accepts connections, `wire` speaks HTTP/1.1 on
+//! each within fixed bounds, `http` answers.
 //!
 //! Invariants:
-//! - only `GET` and `HEAD`; any other method is 405, any other path 404;
+//! - only `GET` and `HEAD`, and `POST /answer`; any other method is 405,
+//!   any other path 404;
+//! - `POST /answer` is refused (403, nothing written) unless the server
+//!   was started by the person (the positive check `gate resolve` makes),
+//!   on loopback, without `--read-only`; and then unless it carries the
+//!   launch's key (`X-Loopx-Key`) and comes from the server's own origin
+//!   (`Origin`), so another page in the person's browser cannot answer;
 //! - bound to loopback, a request whose `Host` is not a loopback name (or
 //!   the address it is bound to) is refused (403), so a web page elsewhere
 //!   cannot read the state through DNS rebinding;
@@ -38,6 +46,8 @@ pub use http::{content_security_policy, page};
 #[derive(Clone, Debug)]
 pub struct Options {
     pub bind: IpAddr,
+    /// Whether the page may answer gates and reminders (see [`Answering`]).
+    pub answering: Answering,
     pub port: u16,
     /// Whether `bind` was given explicitly (then `Host` is not checked,
     /// unless it is a loopback address).
@@ -45,6 +55,19 @@ pub struct Options {
     pub stale_after_seconds: i64,
     /// Threads building answers, each with its own open repository.
     pub workers: usize,
+}
+
+/// Whether a page may answer, decided once at launch: only a `serve` a
+/// person started (the same check as `gate resolve`), on loopback, not
+/// `--read-only`; and then only a request carrying the launch's key, from
+/// the server's own origin.
+#[derive(Clone, Debug)]
+pub enum Answering {
+    /// Why not, for the page and for a refused request.
+    Off(String),
+    /// The per-launch key, printed in the URL `serve` opens; the person's
+    /// git identity, who the answers are from.
+    On { key: String, person: String },
 }
 
 /// Answers that are the same for one (route, state commit, time), shared by
@@ -184,6 +207,7 @@ pub fn serve(
                 &mut |route, tag| ask(&jobs, route, tag),
                 check_host,
                 open.is_none(),
+                &options.answering,
             )
         };
         listen::run(&listener, &wire::Limits::default(), &answer, &http::refusal);
@@ -205,6 +229,19 @@ pub enum Route {
         commit: String,
     },
     Health,
+    /// `POST /answer`: the person answers a gate or a reminder. Parsed only
+    /// from a request that passed the answering checks (`http::answer`).
+    Answer(AnswerArgs),
+}
+
+/// What the page asks to do, as `gate resolve` or `todo done` would.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AnswerArgs {
+    pub goal: Option<String>,
+    pub id: String,
+    /// `approve`, `reject`, `cancel` (a gate) or `done` (a reminder).
+    pub action: String,
+    pub note: Option<String>,
 }
 
 /// What a JSON route answers.
@@ -226,6 +263,19 @@ fn respond(
     route: &Route,
     if_none_match: Option<&str>,
 ) -> Answer {
+    if let Route::Answer(args) = route {
+        let answered = clock().and_then(|now| {
+            ctx.now = now;
+            answer_as_person(ctx, args)
+        });
+        return match answered {
+            Ok(value) => Answer::Json {
+                etag: String::new(),
+                body: Arc::new(value.to_string().into_bytes()),
+            },
+            Err(e) => Answer::Failed(e),
+        };
+    }
     let found = (|| {
         ctx.now = clock()?;
         let tip = ops::dashboard::tip(ctx)?;
@@ -250,8 +300,11 @@ fn respond(
         }
         Route::Dashboard => {
             ctx.set_goal(None);
-            ops::dashboard::dashboard(ctx, options.stale_after_seconds)
-                .map(|r| crate::render::ok_json(to_value(&r), None))
+            ops::dashboard::dashboard(ctx, options.stale_after_seconds).and_then(|r| {
+                let mut value = crate::render::ok_json(to_value(&r), None);
+                value["answering"] = answering_json(ctx, &r.commit, &options.answering)?;
+                Ok(value)
+            })
         }
         Route::Diff { commit } => {
             ctx.set_goal(None);
@@ -262,7 +315,9 @@ fn respond(
                 value
             })
         }
-        Route::Page | Route::Repos => unreachable!("not a route of one repository"),
+        Route::Page | Route::Repos | Route::Answer(_) => {
+            unreachable!("not a JSON route of one repository")
+        }
     };
     match value {
         Ok(value) => {
@@ -271,6 +326,83 @@ fn respond(
             Answer::Json { etag, body }
         }
         Err(e) => Answer::Failed(e),
+    }
+}
+
+/// What the page may do: answer (`enabled`), or why not (`reason`); under
+/// a `gate_signers` policy answers must be signed, so the page offers the
+/// command instead (`signed_only`).
+fn answering_json(
+    ctx: &Context,
+    tip: &crate::store::Oid,
+    answering: &Answering,
+) -> Result<serde_json::Value> {
+    let signed_only = !ops::signers::effective(ctx, tip)?.is_empty();
+    Ok(match answering {
+        Answering::Off(reason) => serde_json::json!({ "enabled": false, "reason": reason }),
+        Answering::On { person, .. } if signed_only => serde_json::json!({
+            "enabled": false,
+            "signed_only": true,
+            "person": person,
+            "reason": "gate_signers is set: an answer counts only in a signed commit, which the command line makes",
+        }),
+        Answering::On { person, .. } => serde_json::json!({ "enabled": true, "person": person }),
+    })
+}
+
+/// Does what the page asked, through the same operation as the command
+/// line (`gate resolve`, `todo done`), as the person who started `serve`.
+fn answer_as_person(ctx: &mut Context, args: &AnswerArgs) -> Result<serde_json::Value> {
+    ctx.set_goal(args.goal.clone());
+    let (tip, _) = ctx.load()?;
+    if !ops::signers::effective(ctx, &tip)?.is_empty() {
+        return Err(crate::model::Refusal::new(
+            crate::model::Code::PersonOnly,
+            "gate_signers is set: an answer counts only in a signed commit, which the page cannot make",
+        )
+        .with_hint(format!(
+            "answer from a terminal: git loopx gate resolve {} --approve|--reject",
+            args.id
+        ))
+        .into());
+    }
+    let decision = match args.action.as_str() {
+        "approve" => Some(crate::model::Decision::Approve),
+        "reject" => Some(crate::model::Decision::Reject),
+        "cancel" => Some(crate::model::Decision::Cancel),
+        _ => None,
+    };
+    match decision {
+        Some(decision) => ops::gate::resolve(ctx, &args.id, decision, args.note.as_deref())
+            .map(|r| crate::render::ok_json(to_value(&r), None)),
+        None if args.action == "done" => {
+            let (_, state) = ctx.load()?;
+            let gs = ctx.goal(&state)?;
+            let id = ops::resolve_todo(gs, &args.id)?;
+            if gs.todos[&id].class != crate::model::TodoClass::UserAction {
+                return Err(Error::invalid_input(format!(
+                    "{id} is not a reminder: the page marks done only what waits on the person"
+                )));
+            }
+            let done = ops::done::DoneArgs {
+                todo: args.id.clone(),
+                evidence: args.note.clone().unwrap_or_default(),
+                next: None,
+                next_agent: None,
+                no_follow_up: false,
+                validate_timeout: None,
+                epoch: None,
+            };
+            let (report, failed) = ops::done::done(ctx, &done, &mut |_| {})?;
+            match failed {
+                Some(e) => Err(e),
+                None => Ok(crate::render::ok_json(to_value(&report), None)),
+            }
+        }
+        None => Err(Error::invalid_input(format!(
+            "`{}` is not an answer: approve, reject or cancel a gate; done for a reminder",
+            args.action
+        ))),
     }
 }
 

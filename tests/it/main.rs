@@ -70,6 +70,8 @@ mod scope;
 #[cfg(feature = "serve")]
 mod serve;
 #[cfg(feature = "serve")]
+mod serve_answer;
+#[cfg(feature = "serve")]
 mod serve_hostile;
 #[cfg(feature = "serve")]
 mod serve_page;

@@ -20,7 +20,11 @@ use crate::webdriver::Browser;
 /// A running `git loopx serve`, stopped when dropped.
 pub(crate) struct Serving {
     pub(crate) child: Child,
+    /// `http://127.0.0.1:<port>`, without the key.
     pub(crate) url: String,
+    /// The launch's key, when the page may answer (`?key=` in the printed
+    /// address).
+    pub(crate) key: Option<String>,
     stderr: Option<std::process::ChildStderr>,
 }
 
@@ -55,6 +59,11 @@ impl Serving {
         Serving::spawn(cmd)
     }
 
+    /// `git loopx serve` as `cmd` starts it (an environment of its own).
+    pub(crate) fn spawn_cmd(cmd: Command) -> Serving {
+        Serving::spawn(cmd)
+    }
+
     fn spawn(mut cmd: Command) -> Serving {
         let mut child = cmd
             .stdin(Stdio::null())
@@ -66,14 +75,21 @@ impl Serving {
         BufReader::new(child.stdout.take().expect("stdout"))
             .read_line(&mut line)
             .expect("serve prints its address");
-        let url = line
+        let printed = line
             .split_whitespace()
             .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .trim_end_matches('/')
-            .to_owned();
+            .unwrap_or_else(|| panic!("no address in {line:?}"));
+        let (url, key) = match printed.split_once("/?key=") {
+            Some((url, key)) => (url.to_owned(), Some(key.to_owned())),
+            None => (printed.trim_end_matches('/').to_owned(), None),
+        };
         let stderr = child.stderr.take();
-        Serving { child, url, stderr }
+        Serving {
+            child,
+            url,
+            key,
+            stderr,
+        }
     }
 
     pub(crate) fn port(&self) -> u16 {

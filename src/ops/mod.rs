@@ -313,6 +313,7 @@ mod tests {
 }
 
 pub mod agent;
+pub mod answer;
 pub mod args;
 pub mod check;
 pub mod check_state;

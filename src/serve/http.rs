@@ -6,8 +6,9 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use super::wire::{Refused, Reply, Request};
-use super::{Answer, AnswerArgs, Answering, Route};
+use super::{Answer, Answering, Route};
 use crate::model::Code;
+use crate::ops::answer::Ask;
 use crate::Error;
 
 /// The page, with `nonce` marking its own script and style: one
@@ -109,12 +110,12 @@ fn decode(text: &str) -> Option<String> {
 
 /// `POST /answer?id=…&action=…[&goal=…][&note=…]`: its arguments, or why
 /// not.
-fn answer_args(url: &str) -> Result<AnswerArgs, String> {
+fn answer_args(url: &str) -> Result<Ask, String> {
     let (path, query) = url.split_once('?').unwrap_or((url, ""));
     if path != "/answer" {
         return Err(format!("no such page to POST to: {path}"));
     }
-    let mut args = AnswerArgs {
+    let mut args = Ask {
         goal: None,
         id: String::new(),
         action: String::new(),

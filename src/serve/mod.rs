@@ -231,17 +231,7 @@ pub enum Route {
     Health,
     /// `POST /answer`: the person answers a gate or a reminder. Parsed only
     /// from a request that passed the answering checks (`http::answer`).
-    Answer(AnswerArgs),
-}
-
-/// What the page asks to do, as `gate resolve` or `todo done` would.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AnswerArgs {
-    pub goal: Option<String>,
-    pub id: String,
-    /// `approve`, `reject`, `cancel` (a gate) or `done` (a reminder).
-    pub action: String,
-    pub note: Option<String>,
+    Answer(ops::answer::Ask),
 }
 
 /// What a JSON route answers.
@@ -266,7 +256,7 @@ fn respond(
     if let Route::Answer(args) = route {
         let answered = clock().and_then(|now| {
             ctx.now = now;
-            answer_as_person(ctx, args)
+            ops::answer::answer(ctx, args).map(|r| crate::render::ok_json(to_value(&r), None))
         });
         return match answered {
             Ok(value) => Answer::Json {
@@ -302,7 +292,7 @@ fn respond(
             ctx.set_goal(None);
             ops::dashboard::dashboard(ctx, options.stale_after_seconds).and_then(|r| {
                 let mut value = crate::render::ok_json(to_value(&r), None);
-                value["answering"] = answering_json(ctx, &r.commit, &options.answering)?;
+                value["answering"] = answering_json(ctx, &options.answering)?;
                 Ok(value)
             })
         }
@@ -332,12 +322,8 @@ fn respond(
 /// What the page may do: answer (`enabled`), or why not (`reason`); under
 /// a `gate_signers` policy answers must be signed, so the page offers the
 /// command instead (`signed_only`).
-fn answering_json(
-    ctx: &Context,
-    tip: &crate::store::Oid,
-    answering: &Answering,
-) -> Result<serde_json::Value> {
-    let signed_only = !ops::signers::effective(ctx, tip)?.is_empty();
+fn answering_json(ctx: &Context, answering: &Answering) -> Result<serde_json::Value> {
+    let signed_only = ops::answer::signed_only(ctx)?;
     Ok(match answering {
         Answering::Off(reason) => serde_json::json!({ "enabled": false, "reason": reason }),
         Answering::On { person, .. } if signed_only => serde_json::json!({
@@ -348,62 +334,6 @@ fn answering_json(
         }),
         Answering::On { person, .. } => serde_json::json!({ "enabled": true, "person": person }),
     })
-}
-
-/// Does what the page asked, through the same operation as the command
-/// line (`gate resolve`, `todo done`), as the person who started `serve`.
-fn answer_as_person(ctx: &mut Context, args: &AnswerArgs) -> Result<serde_json::Value> {
-    ctx.set_goal(args.goal.clone());
-    let (tip, _) = ctx.load()?;
-    if !ops::signers::effective(ctx, &tip)?.is_empty() {
-        return Err(crate::model::Refusal::new(
-            crate::model::Code::PersonOnly,
-            "gate_signers is set: an answer counts only in a signed commit, which the page cannot make",
-        )
-        .with_hint(format!(
-            "answer from a terminal: git loopx gate resolve {} --approve|--reject",
-            args.id
-        ))
-        .into());
-    }
-    let decision = match args.action.as_str() {
-        "approve" => Some(crate::model::Decision::Approve),
-        "reject" => Some(crate::model::Decision::Reject),
-        "cancel" => Some(crate::model::Decision::Cancel),
-        _ => None,
-    };
-    match decision {
-        Some(decision) => ops::gate::resolve(ctx, &args.id, decision, args.note.as_deref())
-            .map(|r| crate::render::ok_json(to_value(&r), None)),
-        None if args.action == "done" => {
-            let (_, state) = ctx.load()?;
-            let gs = ctx.goal(&state)?;
-            let id = ops::resolve_todo(gs, &args.id)?;
-            if gs.todos[&id].class != crate::model::TodoClass::UserAction {
-                return Err(Error::invalid_input(format!(
-                    "{id} is not a reminder: the page marks done only what waits on the person"
-                )));
-            }
-            let done = ops::done::DoneArgs {
-                todo: args.id.clone(),
-                evidence: args.note.clone().unwrap_or_default(),
-                next: None,
-                next_agent: None,
-                no_follow_up: false,
-                validate_timeout: None,
-                epoch: None,
-            };
-            let (report, failed) = ops::done::done(ctx, &done, &mut |_| {})?;
-            match failed {
-                Some(e) => Err(e),
-                None => Ok(crate::render::ok_json(to_value(&report), None)),
-            }
-        }
-        None => Err(Error::invalid_input(format!(
-            "`{}` is not an answer: approve, reject or cancel a gate; done for a reminder",
-            args.action
-        ))),
-    }
 }
 
 /// Answers a route of the server of every repository. Each repository is

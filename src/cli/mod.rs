@@ -29,6 +29,7 @@ mod should_run;
 mod status;
 mod sync;
 mod todo;
+mod watch;
 mod writeback;
 
 #[cfg(test)]
@@ -136,6 +137,7 @@ pub enum Command {
     Hook(hook::Args),
     Run(run::Args),
     Serve(serve::Args),
+    Watch(watch::Args),
     Completions(completions::Args),
     InstallMan(install_man::Args),
     Mcp(mcp::Args),
@@ -281,6 +283,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         Command::Hooks(args) => hooks::run(&ctx, &cli.global, args),
         Command::Hook(_) => unreachable!("hook programs run from `main`, before a Context"),
         Command::Run(args) => run::run(&mut ctx, args),
+        Command::Watch(args) => watch::run(&ctx, &cli.global, args),
         Command::Completions(_)
         | Command::InstallMan(_)
         | Command::Serve(_)

@@ -102,6 +102,9 @@ pub fn run(global: &GlobalArgs, args: &Args) -> Result<Output> {
         true => None,
     };
     let bind = args.bind.unwrap_or(IpAddr::from([127, 0, 0, 1]));
+    if !all_repos {
+        watch(dir.clone(), global.agent.clone(), global.goal.clone());
+    }
     let answering = answering(args, open, bind);
     let key = match &answering {
         Answering::On { key, .. } => format!("?key={key}"),
@@ -141,6 +144,26 @@ pub fn run(global: &GlobalArgs, args: &Args) -> Result<Output> {
         }
     })?;
     Ok(Output::new(&serde_json::json!({}), String::new()))
+}
+
+/// How often `serve` looks for events to tell the person (`git loopx watch`).
+#[cfg(feature = "serve")]
+const WATCH_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `watch` beside the server, on a thread of its own, for as long as it
+/// runs: at once, then every [`WATCH_EVERY`].
+#[cfg(feature = "serve")]
+fn watch(dir: std::path::PathBuf, agent: Option<String>, goal: Option<String>) {
+    std::thread::spawn(move || loop {
+        let look = super::now().and_then(|now| {
+            let ctx = Context::open(&dir, now, agent.clone(), goal.clone())?;
+            crate::ops::notify::look(&ctx)
+        });
+        if let Err(e) = look {
+            tracing::warn!("serve: telling the person: {e}");
+        }
+        std::thread::sleep(WATCH_EVERY);
+    });
 }
 
 /// Whether the page may answer (see `serve::Answering`): only a `serve`

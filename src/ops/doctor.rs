@@ -189,6 +189,19 @@ pub fn doctor(ctx: &Context, fsck: bool, repair: bool) -> Result<DoctorReport> {
     if let Some(c) = leases_check(ctx) {
         checks.push(c);
     }
+    let undelivered = crate::ops::notify::undelivered(ctx);
+    if let Some((key, attempts, error)) = undelivered.first() {
+        checks.push(check(
+            "notify",
+            Level::Warn,
+            format!(
+                "{} notification(s) not delivered yet, retried with backoff; {key} after {attempts} attempt(s): {}",
+                undelivered.len(),
+                error.as_deref().unwrap_or("not tried yet")
+            ),
+            Some("check loopx.notify.command / loopx.notify.webhook; `git loopx watch --once` tries again when due".into()),
+        ));
+    }
 
     checks.push(match ctx.store.config_string("user.name") {
         Some(_) => check(

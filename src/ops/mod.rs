@@ -333,6 +333,7 @@ pub mod lease;
 pub mod local;
 pub mod missing;
 pub mod monitor;
+pub mod notify;
 pub mod pr;
 pub mod prompt;
 pub mod quota;

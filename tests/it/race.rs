@@ -108,7 +108,17 @@ fn git_update_ref_and_writers_share_the_ref_lock() {
     let (git_moves, git_lock_failures) = std::thread::scope(|s| {
         let git = s.spawn(|| {
             let (mut moved, mut locked) = (0, 0);
-            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+            // Until the writers are done, and then until git has moved the
+            // ref once (on a loaded machine every move during the writes
+            // can lose the compare-and-swap).
+            let mut after: Option<std::time::Instant> = None;
+            loop {
+                if done.load(std::sync::atomic::Ordering::Relaxed) {
+                    let since = *after.get_or_insert_with(std::time::Instant::now);
+                    if moved > 0 || since.elapsed() > std::time::Duration::from_secs(10) {
+                        break;
+                    }
+                }
                 let tip = env.tip(&repo);
                 let out = env
                     .git_cmd(&repo)

@@ -172,6 +172,15 @@ impl GixStore {
 
     /// Opens (creating it once) a lock file under `.git/loopx/`; the lock is
     /// the OS's, on the open file, and dies with its last holder.
+    /// `.git/loopx/<name>`, locked by the OS for as long as the file
+    /// returned is open; `None` when another process holds it (or it
+    /// cannot be made).
+    pub fn try_lock_local(&self, name: &str) -> Option<std::fs::File> {
+        let file = self.lock_file(name)?;
+        file.try_lock().ok()?;
+        Some(file)
+    }
+
     fn lock_file(&self, name: &str) -> Option<std::fs::File> {
         let dir = self.local_dir();
         std::fs::create_dir_all(&dir).ok()?;

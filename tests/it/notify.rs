@@ -1,0 +1,237 @@
+//! Telling the person (issue 33): a gate opened, an agent failing its
+//! turns and a throttled goal each reach the notify command and a webhook
+//! (a real HTTP receiver on 127.0.0.1, posted to by curl) exactly once,
+//! across restarts of the watcher; a receiver that is down gets its events
+//! once it is back, and `doctor` shows what waits meanwhile.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use crate::env::TestEnv;
+
+/// An HTTP receiver on 127.0.0.1:`port`, keeping each request's body.
+struct Receiver {
+    bodies: Arc<Mutex<Vec<Value>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Receiver {
+    fn start(port: u16) -> Receiver {
+        let listener = TcpListener::bind(("127.0.0.1", port)).expect("the port is free again");
+        listener.set_nonblocking(true).unwrap();
+        let bodies = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (kept, stopped) = (bodies.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            while !stopped.load(Ordering::Relaxed) {
+                let Ok((stream, _)) = listener.accept() else {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                    continue;
+                };
+                stream.set_nonblocking(false).unwrap();
+                let mut reader = BufReader::new(stream);
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    reader.read_line(&mut line).unwrap();
+                    if line.trim().is_empty() {
+                        break;
+                    }
+                    if let Some((name, value)) = line.split_once(':') {
+                        if name.eq_ignore_ascii_case("content-length") {
+                            length = value.trim().parse().unwrap();
+                        }
+                    }
+                }
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).unwrap();
+                kept.lock()
+                    .unwrap()
+                    .push(serde_json::from_slice(&body).unwrap());
+                let mut stream = reader.into_inner();
+                stream
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                    .unwrap();
+            }
+        });
+        Receiver {
+            bodies,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn kinds(&self) -> Vec<String> {
+        let mut kinds: Vec<String> = self
+            .bodies
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|b| b["kind"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        kinds.sort();
+        kinds
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+    }
+}
+
+/// The events the notify command was given, one JSON object a line.
+fn commanded(log: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut kinds: Vec<String> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    kinds.sort();
+    kinds
+}
+
+#[test]
+fn each_event_reaches_the_command_and_the_webhook_once_across_restarts_and_an_outage() {
+    let mut env = TestEnv::new();
+    let repo = env.state_repo("repo");
+    // An agent failing its turns (three in a row), on a todo of its own.
+    env.add_todo(&repo, "Task");
+    env.loopx(
+        &repo,
+        &[
+            "--agent",
+            "agent-a",
+            "run",
+            "--cmd",
+            "exit 7",
+            "--until-idle",
+        ],
+    )
+    .failure(1);
+    // A gate.
+    env.loopx(&repo, &["gate", "add", "Publish under MIT?"])
+        .success();
+    // A throttled goal: one slot, spent.
+    env.loopx(&repo, &["goal", "set", "--allowed-slots", "1"])
+        .success();
+    let todo = env.add_todo(&repo, "Nightly build");
+    let as_b = |args: &[&str]| {
+        let mut all = vec!["--agent", "agent-b"];
+        all.extend_from_slice(args);
+        env.loopx(&repo, &all).success();
+    };
+    as_b(&["todo", "claim", &todo]);
+    as_b(&[
+        "writeback",
+        "--todo",
+        &todo,
+        "--outcome",
+        "outcome_progress",
+        "--summary",
+        "green",
+    ]);
+    as_b(&["quota", "spend"]);
+
+    let log = env.path("events.jsonl");
+    let command = format!("cat >> '{}' && echo >> '{}'", log.display(), log.display());
+    env.git(&repo, &["config", "loopx.notify.command", &command]);
+    // The receiver is down: its port is free, nothing listens.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/hook");
+    env.git(&repo, &["config", "loopx.notify.webhook", &url]);
+    let want = ["agent_failing", "gate_opened", "quota_throttled"].map(String::from);
+
+    let first = env
+        .loopx(&repo, &["--json", "watch", "--once"])
+        .success()
+        .json();
+    assert_eq!(commanded(&log), want, "{first}");
+    assert_eq!(first["failed"].as_array().unwrap().len(), 3, "{first}");
+    assert_eq!(first["pending"], 3, "{first}");
+    let doctor = env.loopx(&repo, &["doctor"]).stdout;
+    assert!(
+        doctor.contains("3 notification(s) not delivered yet"),
+        "{doctor}"
+    );
+
+    // A restart before the retry is due sends nothing, to anyone.
+    let again = env
+        .loopx(&repo, &["--json", "watch", "--once"])
+        .success()
+        .json();
+    assert_eq!(again["delivered"], serde_json::json!([]), "{again}");
+    assert_eq!(commanded(&log), want, "the command got each once");
+
+    // The receiver comes back; the retry is due a minute later.
+    let receiver = Receiver::start(port);
+    env.now = "2026-12-02T10:01:00Z".into();
+    let later = env
+        .loopx(&repo, &["--json", "watch", "--once"])
+        .success()
+        .json();
+    assert_eq!(later["pending"], 0, "{later}");
+    assert_eq!(
+        receiver.kinds(),
+        want,
+        "the webhook got each once it was back"
+    );
+    let gate = receiver
+        .bodies
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|b| b["kind"] == "gate_opened")
+        .cloned()
+        .unwrap();
+    assert_eq!(gate["text"], "Publish under MIT?");
+    assert_eq!(gate["goal"], "main");
+
+    // And never again, whatever restarts.
+    for _ in 0..2 {
+        env.loopx(&repo, &["watch", "--once"]).success();
+    }
+    assert_eq!(receiver.kinds(), want);
+    assert_eq!(commanded(&log), want);
+    let doctor = env.loopx(&repo, &["doctor"]).stdout;
+    assert!(!doctor.contains("not delivered"), "{doctor}");
+
+    // A new gate is a new event, told once.
+    env.loopx(&repo, &["gate", "add", "Tag the release?"])
+        .success();
+    env.loopx(&repo, &["watch", "--once"]).success();
+    env.loopx(&repo, &["watch", "--once"]).success();
+    assert_eq!(receiver.bodies.lock().unwrap().len(), 4);
+    assert_eq!(commanded(&log).len(), 4);
+
+    // Slack's incoming-webhook form: one `text`.
+    env.git(&repo, &["config", "loopx.notify.webhookFormat", "slack"]);
+    env.loopx(&repo, &["gate", "add", "Ship it?"]).success();
+    env.loopx(&repo, &["watch", "--once"]).success();
+    let last = receiver.bodies.lock().unwrap().last().cloned().unwrap();
+    let text = last["text"].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with("git loopx: a gate waits for you in ") && text.ends_with(": Ship it?"),
+        "{last}"
+    );
+    assert_eq!(last.as_object().unwrap().len(), 1, "{last}");
+}

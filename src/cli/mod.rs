@@ -21,6 +21,7 @@ mod progress;
 mod prompt;
 mod quota;
 mod redact;
+mod report;
 mod repos;
 mod review;
 mod run;
@@ -127,6 +128,7 @@ pub enum Command {
     ShouldRun(should_run::Args),
     Quota(quota::Args),
     Review(review::Args),
+    Report(report::Args),
     Pr(pr::Args),
     Prompt(prompt::Args),
     Sync(sync::Args),
@@ -276,6 +278,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         Command::ShouldRun(args) => should_run::run(&ctx, args),
         Command::Quota(args) => quota::run(&ctx, args),
         Command::Review(args) => review::run(&ctx, args),
+        Command::Report(args) => report::run(&mut ctx, args),
         Command::Pr(args) => pr::run(&ctx, args),
         Command::Prompt(args) => prompt::run(&ctx, args),
         Command::Sync(args) => sync::run(&ctx, args),

@@ -338,6 +338,7 @@ pub mod pr;
 pub mod prompt;
 pub mod quota;
 pub mod redact;
+pub mod report;
 pub mod repos;
 pub mod retention;
 pub mod review;

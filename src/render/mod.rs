@@ -9,6 +9,7 @@ pub mod hooks;
 pub mod import;
 pub mod markdown;
 pub mod pr;
+pub mod report;
 pub mod review;
 pub mod run;
 pub mod style;

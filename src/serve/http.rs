@@ -77,6 +77,12 @@ pub fn route(url: &str) -> Option<Route> {
         }),
         "/dashboard.json" => Some(Route::Dashboard),
         "/healthz" => Some(Route::Health),
+        "/report.html" => Some(Route::Report {
+            since: param("since")
+                .and_then(|s| decode(&s))
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "24h".to_owned()),
+        }),
         _ => {
             let commit = path.strip_prefix("/diff/")?.strip_suffix(".json")?;
             let hex = (4..=64).contains(&commit.len())
@@ -318,7 +324,7 @@ pub fn answer(
         };
         return match json(&route, None) {
             Answer::Json { body, .. } => json_reply(200, body, None),
-            Answer::NotModified(_) => unreachable!("an answer is never cached"),
+            Answer::NotModified(_) | Answer::Page(_) => unreachable!("an answer is JSON"),
             Answer::Failed(err) => {
                 let body = crate::render::error_json(&err, None)
                     .to_string()
@@ -345,7 +351,9 @@ pub fn answer(
     };
     let Some(route) = found else {
         let routes = match all_repos {
-            false => "/, /status.json, /dashboard.json, /diff/<commit>.json, /healthz",
+            false => {
+                "/, /status.json, /dashboard.json, /diff/<commit>.json, /report.html, /healthz"
+            }
             true => "/, /repos.json, /healthz (this server shows every repository)",
         };
         return error_reply(
@@ -364,6 +372,13 @@ pub fn answer(
     }
     match json(&route, request.header("If-None-Match")) {
         Answer::NotModified(etag) => reply(304, Arc::default()).with_header("ETag", etag),
+        Answer::Page(body) => reply(200, body)
+            .with_header("Content-Type", "text/html; charset=utf-8")
+            .with_header("Cache-Control", "no-store")
+            .with_header(
+                "Content-Security-Policy",
+                "default-src 'none'; frame-ancestors 'none'",
+            ),
         Answer::Json { etag, body } => json_reply(200, body, Some(&etag)),
         Answer::Failed(err) => {
             let body = crate::render::error_json(&err, None)

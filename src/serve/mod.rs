@@ -232,12 +232,18 @@ pub enum Route {
     /// `POST /answer`: the person answers a gate or a reminder. Parsed only
     /// from a request that passed the answering checks (`http::answer`).
     Answer(ops::answer::Ask),
+    /// `report --since <since> --html`.
+    Report {
+        since: String,
+    },
 }
 
 /// What a JSON route answers.
 pub enum Answer {
     /// The body under this ETag is what the client already has.
     NotModified(String),
+    /// An HTML page of its own (the report), never cached.
+    Page(Arc<Vec<u8>>),
     Json {
         etag: String,
         body: Arc<Vec<u8>>,
@@ -253,6 +259,17 @@ fn respond(
     route: &Route,
     if_none_match: Option<&str>,
 ) -> Answer {
+    if let Route::Report { since } = route {
+        let page = clock().and_then(|now| {
+            ctx.now = now;
+            ctx.set_goal(None);
+            ops::report::report(ctx, since)
+        });
+        return match page {
+            Ok(r) => Answer::Page(Arc::new(crate::render::report::html(&r).into_bytes())),
+            Err(e) => Answer::Failed(e),
+        };
+    }
     if let Route::Answer(args) = route {
         let answered = clock().and_then(|now| {
             ctx.now = now;
@@ -305,7 +322,7 @@ fn respond(
                 value
             })
         }
-        Route::Page | Route::Repos | Route::Answer(_) => {
+        Route::Page | Route::Repos | Route::Answer(_) | Route::Report { .. } => {
             unreachable!("not a JSON route of one repository")
         }
     };

@@ -60,6 +60,7 @@ mod pr;
 mod proptests;
 mod quiet;
 mod race;
+mod report;
 mod repos;
 mod require;
 mod retention;

@@ -242,6 +242,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         Command::InstallMan(args) => return install_man::run(args),
         Command::Repos(args) => return repos::run(args),
         Command::Status(args) if args.all_repos => return status::all_repos(now()?),
+        Command::Watch(args) if args.all_repos => return watch::all_repos(&cli.global, args),
         #[cfg(feature = "serve")]
         Command::Serve(args) => return serve::run(&cli.global, args),
         _ => {}

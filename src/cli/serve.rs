@@ -102,9 +102,11 @@ pub fn run(global: &GlobalArgs, args: &Args) -> Result<Output> {
         true => None,
     };
     let bind = args.bind.unwrap_or(IpAddr::from([127, 0, 0, 1]));
-    if !all_repos {
-        watch(dir.clone(), global.agent.clone(), global.goal.clone());
-    }
+    watch(
+        (!all_repos).then(|| dir.clone()),
+        global.agent.clone(),
+        global.goal.clone(),
+    );
     let answering = answering(args, open, bind);
     let key = match &answering {
         Answering::On { key, .. } => format!("?key={key}"),
@@ -151,16 +153,23 @@ pub fn run(global: &GlobalArgs, args: &Args) -> Result<Output> {
 const WATCH_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// `watch` beside the server, on a thread of its own, for as long as it
-/// runs: at once, then every [`WATCH_EVERY`].
+/// runs: at once, then every [`WATCH_EVERY`]; of its repository, or (no
+/// `dir`) of every repository in the person's list.
 #[cfg(feature = "serve")]
-fn watch(dir: std::path::PathBuf, agent: Option<String>, goal: Option<String>) {
+fn watch(dir: Option<std::path::PathBuf>, agent: Option<String>, goal: Option<String>) {
     std::thread::spawn(move || loop {
-        let look = super::now().and_then(|now| {
-            let ctx = Context::open(&dir, now, agent.clone(), goal.clone())?;
-            crate::ops::notify::look(&ctx)
-        });
-        if let Err(e) = look {
-            tracing::warn!("serve: telling the person: {e}");
+        let dirs = match &dir {
+            Some(dir) => vec![dir.clone()],
+            None => crate::ops::repos::read().unwrap_or_default(),
+        };
+        for dir in dirs {
+            let look = super::now().and_then(|now| {
+                let ctx = Context::open(&dir, now, agent.clone(), goal.clone())?;
+                crate::ops::notify::look(&ctx)
+            });
+            if let Err(e) = look {
+                tracing::warn!("serve: telling the person about {}: {e}", dir.display());
+            }
         }
         std::thread::sleep(WATCH_EVERY);
     });

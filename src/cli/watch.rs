@@ -26,12 +26,46 @@ pub struct Args {
     /// How long between looks: 30s, 2m.
     #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = duration)]
     interval: i64,
+    /// Every repository in your list (`git loopx repos`), each by its own
+    /// git config. Needs no repository.
+    #[arg(long)]
+    pub all_repos: bool,
 }
 
 fn duration(text: &str) -> std::result::Result<i64, String> {
     parse_duration(text)
         .filter(|s| *s > 0)
         .ok_or_else(|| format!("`{text}` is not a duration such as 30s or 2m"))
+}
+
+/// `watch --all-repos`: each listed repository looked at in turn; one that
+/// cannot be read is said so and skipped.
+pub fn all_repos(global: &GlobalArgs, args: &Args) -> Result<Output> {
+    loop {
+        let mut looks = Vec::new();
+        let mut out = String::new();
+        for path in crate::ops::repos::read()? {
+            let look = super::now().and_then(|now| {
+                let ctx = Context::open(&path, now, global.agent.clone(), global.goal.clone())?;
+                notify::look(&ctx)
+            });
+            match &look {
+                Ok(Some(look)) => out.push_str(&text(look)),
+                Ok(None) => {}
+                Err(e) => out.push_str(&format!("{}: {e}\n", path.display())),
+            }
+            looks.push(serde_json::json!({
+                "repo": path,
+                "look": look.as_ref().ok(),
+                "error": look.as_ref().err().map(|e| e.to_string()),
+            }));
+        }
+        if args.once {
+            return Ok(Output::new(&serde_json::json!({ "repos": looks }), out));
+        }
+        print!("{out}");
+        std::thread::sleep(std::time::Duration::from_secs(args.interval as u64));
+    }
 }
 
 pub fn run(ctx: &Context, global: &GlobalArgs, args: &Args) -> Result<Output> {

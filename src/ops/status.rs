@@ -151,8 +151,14 @@ pub struct StatusReport {
 #[derive(Debug, Serialize)]
 pub struct AgentHealth {
     pub id: String,
-    /// None of the below.
+    /// None of the failures below.
     pub healthy: bool,
+    /// Its latest turn receipt (`should-run --turn`) in the goal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_turn: Option<Timestamp>,
+    /// Its latest writeback in the goal (archived ones aside).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_writeback: Option<Timestamp>,
     /// Its `git loopx run` turns in a row that failed, on this host.
     pub consecutive_failures: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -173,11 +179,17 @@ fn agents(ctx: &Context, state: &State, gs: &GoalState, todos: &[&Todo]) -> Vec<
         .keys()
         .map(|id| (id.as_str(), Vec::new()))
         .collect();
+    let mut turns: BTreeMap<&str, Timestamp> = BTreeMap::new();
     for run in gs.runs.all_facts() {
         if let Some(agent) = run.agent {
             let seen = writebacks.entry(agent).or_default();
-            if run.kind == RunKind::Writeback {
-                seen.push((run.todo, run.at));
+            match run.kind {
+                RunKind::Writeback => seen.push((run.todo, run.at)),
+                RunKind::Turn => {
+                    let last = turns.entry(agent).or_insert(run.at);
+                    *last = (*last).max(run.at);
+                }
+                _ => {}
             }
         }
     }
@@ -204,6 +216,8 @@ fn agents(ctx: &Context, state: &State, gs: &GoalState, todos: &[&Todo]) -> Vec<
             AgentHealth {
                 id: id.to_owned(),
                 healthy: failed.count == 0 && guard_releases == 0 && expired_leases.is_empty(),
+                last_turn: turns.get(id).copied(),
+                last_writeback: wrote.iter().map(|&(_, at)| at).max(),
                 consecutive_failures: failed.count,
                 last_failure: failed.last,
                 guard_releases,

@@ -291,6 +291,21 @@ pub fn status_styled(r: &StatusReport) -> (String, Vec<super::style::Span>) {
         }
         let _ = writeln!(out, "  {}: {}", a.id, what.join("; "));
     }
+    if !r.agents.is_empty() {
+        let _ = writeln!(out, "\nAgents:");
+    }
+    for a in &r.agents {
+        let at =
+            |t: Option<crate::model::Timestamp>| t.map_or("never".to_owned(), |t| t.to_string());
+        let _ = writeln!(
+            out,
+            "  {}: last turn {}, last writeback {}{}",
+            a.id,
+            at(a.last_turn),
+            at(a.last_writeback),
+            if a.healthy { "" } else { " (failing: above)" }
+        );
+    }
     if !r.answered.is_empty() {
         let _ = writeln!(out, "\nAnswered gates:");
         for g in &r.answered {

@@ -235,3 +235,32 @@ fn each_event_reaches_the_command_and_the_webhook_once_across_restarts_and_an_ou
     );
     assert_eq!(last.as_object().unwrap().len(), 1, "{last}");
 }
+
+/// `watch --all-repos` looks at every repository in the person's list, each
+/// by its own git config, from anywhere; one that is gone is said so.
+#[test]
+fn watch_all_repos_tells_each_repositorys_events_by_its_own_config() {
+    let env = TestEnv::new();
+    let mut logs = Vec::new();
+    for name in ["one", "two"] {
+        let repo = env.state_repo(name);
+        env.loopx(&repo, &["gate", "add", &format!("Ship {name}?")])
+            .success();
+        let log = env.path(&format!("{name}.jsonl"));
+        let command = format!("cat >> '{}' && echo >> '{}'", log.display(), log.display());
+        env.git(&repo, &["config", "loopx.notify.command", &command]);
+        logs.push(log);
+    }
+    let gone = env.state_repo("gone");
+    std::fs::remove_dir_all(&gone).unwrap();
+    let home = env.path("home");
+    let out = env
+        .loopx(&home, &["watch", "--all-repos", "--once"])
+        .success();
+    assert!(out.stdout.contains("gone"), "{}", out.stdout);
+    env.loopx(&home, &["watch", "--all-repos", "--once"])
+        .success();
+    for log in &logs {
+        assert_eq!(commanded(log), ["gate_opened"], "{}", log.display());
+    }
+}

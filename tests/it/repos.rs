@@ -251,3 +251,60 @@ fn status_all_repos_with_nothing_listed_says_how_to_add_one() {
         "{err}"
     );
 }
+
+/// Agents' health on `status` (and so on `status --all-repos`, the
+/// dashboard and the MCP status resource, which carry its report): each
+/// agent's last turn and last writeback beside its failures.
+#[test]
+fn status_shows_each_agents_last_turn_and_last_writeback() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("repo");
+    let todo = env.add_todo(&repo, "Task");
+    env.loopx_at(
+        &repo,
+        "2026-12-02T09:00:00Z",
+        &["--agent", "a1", "should-run", "--turn", "t-1"],
+    )
+    .success();
+    env.loopx_at(
+        &repo,
+        "2026-12-02T09:01:00Z",
+        &["--agent", "a1", "todo", "claim", &todo],
+    )
+    .success();
+    env.loopx_at(
+        &repo,
+        "2026-12-02T09:05:00Z",
+        &[
+            "--agent",
+            "a1",
+            "writeback",
+            "--todo",
+            &todo,
+            "--outcome",
+            "outcome_progress",
+            "--summary",
+            "half",
+        ],
+    )
+    .success();
+    let status = env.loopx(&repo, &["--json", "status"]).success().json();
+    let a1 = &status["agents"][0];
+    assert_eq!(a1["id"], "a1");
+    assert_eq!(a1["last_turn"], "2026-12-02T09:00:00Z", "{a1}");
+    assert_eq!(a1["last_writeback"], "2026-12-02T09:05:00Z", "{a1}");
+    let text = env.loopx(&repo, &["status"]).success().stdout;
+    assert!(
+        text.contains("a1: last turn 2026-12-02T09:00:00Z, last writeback 2026-12-02T09:05:00Z"),
+        "{text}"
+    );
+    let home = env.path("home");
+    let all = env
+        .loopx(&home, &["--json", "status", "--all-repos"])
+        .success()
+        .json();
+    assert_eq!(
+        all["repos"][0]["goals"][0]["agents"][0]["last_turn"],
+        "2026-12-02T09:00:00Z"
+    );
+}

@@ -59,10 +59,11 @@ pub struct Args {
     pub read_only: bool,
 }
 
-fn duration(text: &str) -> std::result::Result<i64, String> {
+/// A positive duration flag (`--stale-after`, `watch --interval`).
+pub(super) fn duration(text: &str) -> std::result::Result<i64, String> {
     parse_duration(text)
         .filter(|s| *s > 0)
-        .ok_or_else(|| format!("`{text}` is not a duration such as 30m, 2h or 1d"))
+        .ok_or_else(|| format!("`{text}` is not a duration such as 30s, 30m, 2h or 1d"))
 }
 
 /// How far apart the times are that answers are built for, on the system

@@ -1,7 +1,6 @@
 //! `git loopx watch`
 
 use crate::cli::{GlobalArgs, Output};
-use crate::model::parse_duration;
 use crate::ops::{notify, Context};
 use crate::Result;
 
@@ -24,18 +23,12 @@ pub struct Args {
     #[arg(long)]
     once: bool,
     /// How long between looks: 30s, 2m.
-    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = duration)]
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = super::serve::duration)]
     interval: i64,
     /// Every repository in your list (`git loopx repos`), each by its own
     /// git config. Needs no repository.
     #[arg(long)]
     pub all_repos: bool,
-}
-
-fn duration(text: &str) -> std::result::Result<i64, String> {
-    parse_duration(text)
-        .filter(|s| *s > 0)
-        .ok_or_else(|| format!("`{text}` is not a duration such as 30s or 2m"))
 }
 
 /// `watch --all-repos`: each listed repository looked at in turn; one that

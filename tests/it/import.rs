@@ -183,11 +183,24 @@ fn dry_run_writes_nothing_and_goal_filter_picks_one_goal() {
     let repo = env.state_repo("r");
     let (project, root) = fixture(&env);
     let before = env.tip(&repo);
+    // `init` listed the repository (`git loopx repos`); take it off the list
+    // to see that an import, not a dry run, lists it again.
+    let listed = || {
+        env.loopx(&repo, &["--json", "repos", "list"])
+            .success()
+            .json()["repos"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    env.loopx(&repo, &["repos", "remove", "."]).success();
+    assert_eq!(listed(), 0);
     let dry = import(&env, &repo, FIXTURE_NOW, &project, &root, &["--dry-run"])
         .success()
         .json();
     assert_eq!(dry["imported"]["todos"], 10, "{dry}");
     assert_eq!(env.tip(&repo), before, "--dry-run wrote nothing");
+    assert_eq!(listed(), 0, "a dry run lists nothing");
 
     let one = import(
         &env,
@@ -200,6 +213,7 @@ fn dry_run_writes_nothing_and_goal_filter_picks_one_goal() {
     .success()
     .json();
     assert_eq!(one["imported"]["goals"], 1, "{one}");
+    assert_eq!(listed(), 1, "an import lists the repository");
     assert_eq!(one["imported"]["todos"], 3, "{one}");
     assert_eq!(one["imported"]["spends"], 0, "{one}");
     // The existing state keeps its default goal; the imported one is added.

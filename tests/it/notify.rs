@@ -264,3 +264,30 @@ fn watch_all_repos_tells_each_repositorys_events_by_its_own_config() {
         assert_eq!(commanded(log), ["gate_opened"], "{}", log.display());
     }
 }
+
+/// `serve` tells the person too, while it runs: it looks at once when it
+/// starts, then every 30 s.
+#[cfg(feature = "serve")]
+#[test]
+fn serve_tells_the_person_while_it_runs() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("repo");
+    env.loopx(&repo, &["gate", "add", "Publish under MIT?"])
+        .success();
+    let log = env.path("events.jsonl");
+    let command = format!("cat >> '{}' && echo >> '{}'", log.display(), log.display());
+    env.git(&repo, &["config", "loopx.notify.command", &command]);
+    let _serving = crate::serve::Serving::start(&env, &repo, &[]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while commanded(&log).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(commanded(&log), ["gate_opened"]);
+    // The record is shared with `watch`: it has nothing left to send.
+    let look = env
+        .loopx(&repo, &["--json", "watch", "--once"])
+        .success()
+        .json();
+    assert_eq!(look["new"], serde_json::json!([]), "{look}");
+    assert_eq!(commanded(&log), ["gate_opened"]);
+}

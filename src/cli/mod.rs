@@ -240,7 +240,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
     match &cli.command {
         Command::Completions(args) => return completions::run(args),
         Command::InstallMan(args) => return install_man::run(args),
-        Command::Repos(args) => return repos::run(args),
+        Command::Repos(args) => return repos::run(&cli.global, args),
         Command::Status(args) if args.all_repos => return status::all_repos(now()?),
         Command::Watch(args) if args.all_repos => return watch::all_repos(&cli.global, args),
         #[cfg(feature = "serve")]

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
-use crate::cli::Output;
+use crate::cli::{GlobalArgs, Output};
 use crate::ops::repos;
 use crate::Result;
 
@@ -37,16 +37,18 @@ enum ReposCommand {
     List,
 }
 
-pub fn run(args: &Args) -> Result<Output> {
+pub fn run(global: &GlobalArgs, args: &Args) -> Result<Output> {
+    // `-C DIR` is where a relative PATH, and no PATH, start from.
     let here = || -> Result<PathBuf> {
-        std::env::current_dir().map_err(|e| {
+        let cwd = std::env::current_dir().map_err(|e| {
             crate::Error::invalid_input(format!("cannot read the current directory: {e}"))
-        })
+        })?;
+        Ok(global.dir.as_ref().map_or(cwd.clone(), |d| cwd.join(d)))
     };
     match &args.command {
         ReposCommand::Add { path } => {
             let dir = match path {
-                Some(p) => p.clone(),
+                Some(p) => here()?.join(p),
                 None => here()?,
             };
             let r = repos::add(&dir)?;
@@ -57,7 +59,7 @@ pub fn run(args: &Args) -> Result<Output> {
             Ok(Output::new(&r, text))
         }
         ReposCommand::Remove { path } => {
-            let r = repos::remove(path)?;
+            let r = repos::remove(&here()?.join(path))?;
             Ok(Output::new(&r, format!("removed {}\n", r.path.display())))
         }
         ReposCommand::List => {

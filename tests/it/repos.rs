@@ -49,10 +49,21 @@ fn init_and_hooks_install_list_the_repository_once_for_all_its_worktrees() {
     let b = env.repo("b");
     env.loopx(&b, &["hooks", "install"]).success();
     assert_eq!(listed(&env), vec![canonical(&a), canonical(&b)]);
+    // `-C DIR` is where `repos` starts, as for every command.
+    let c = env.repo("c");
+    let home = env.path("home");
+    env.loopx(&home, &["-C", c.to_str().unwrap(), "repos", "add"])
+        .success();
+    assert_eq!(
+        listed(&env),
+        vec![canonical(&a), canonical(&b), canonical(&c)]
+    );
+    env.loopx(&home, &["-C", "..", "repos", "remove", "c"])
+        .success();
+    assert_eq!(listed(&env), vec![canonical(&a), canonical(&b)]);
 
     // Removing by a path that is gone; removing what is not listed is refused.
     std::fs::remove_dir_all(&b).unwrap();
-    let home = env.path("home");
     let text = env.loopx(&home, &["repos", "list"]).success().stdout;
     assert!(text.contains("(missing)"), "{text}");
     env.loopx(&home, &["repos", "remove", b.to_str().unwrap()])

@@ -8,14 +8,8 @@ use crate::ops::report::Report;
 use crate::render::markdown;
 
 pub fn report(r: &Report, md: bool) -> String {
-    let code = |s: &str| if md { markdown::code(s) } else { s.to_owned() };
-    let t = |s: &str| {
-        if md {
-            markdown::text(s)
-        } else {
-            crate::render::oneline(s).into_owned()
-        }
-    };
+    let code = |s: &str| super::review::id_text(s, md);
+    let t = |s: &str| super::review::state_text(s, md);
     let h = |out: &mut String, level: usize, title: &str| {
         if md {
             let _ = writeln!(out, "\n{} {title}\n", "#".repeat(level + 1));
@@ -91,26 +85,10 @@ pub fn report(r: &Report, md: bool) -> String {
             let _ = writeln!(out, "{item}no todo done");
         }
         for d in &v.completed {
-            let _ = writeln!(
-                out,
-                "{item}done {} {}: {}",
-                code(&d.id),
-                t(&d.text),
-                t(d.evidence.as_deref().unwrap_or("no evidence"))
-            );
+            let _ = writeln!(out, "{item}{}", super::review::completed(d, md));
         }
         for a in &v.answered {
-            let decision = a
-                .gate
-                .decision
-                .map_or_else(|| "resolved".to_owned(), |d| crate::ops::snake(&d));
-            let _ = writeln!(
-                out,
-                "{item}answered {} {}: {decision} by {}",
-                code(&a.gate.id),
-                t(&a.gate.text),
-                t(a.gate.resolved_by.as_deref().unwrap_or("(not recorded)"))
-            );
+            let _ = writeln!(out, "{item}answered {}", super::review::answered(a, md));
         }
 
         h(&mut out, 2, "Quota");

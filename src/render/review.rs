@@ -18,15 +18,9 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
         }
     };
     let item = if md { "- " } else { "  " };
-    let code = |s: &str| if md { markdown::code(s) } else { s.to_owned() };
+    let code = |s: &str| id_text(s, md);
     // State text (agent- or person-written).
-    let t = |s: &str| {
-        if md {
-            markdown::text(s)
-        } else {
-            crate::render::oneline(s).into_owned()
-        }
-    };
+    let t = |s: &str| state_text(s, md);
     let since = r
         .since
         .as_ref()
@@ -82,24 +76,7 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
         h(&mut out, "Answered");
     }
     for a in &r.answered {
-        let g = &a.gate;
-        let decision = g
-            .decision
-            .map_or_else(|| "resolved".to_owned(), |d| crate::ops::snake(&d));
-        let _ = write!(
-            out,
-            "{item}{} {}: {decision} by {}",
-            code(&g.id),
-            t(&g.text),
-            t(g.resolved_by.as_deref().unwrap_or("(not recorded)"))
-        );
-        if let Some(at) = g.resolved_at {
-            let _ = write!(out, " at {at}");
-        }
-        if !a.counts {
-            out.push_str(" — resolution not signed by a gate signer: still open");
-        }
-        out.push('\n');
+        let _ = writeln!(out, "{item}{}", answered(a, md));
     }
 
     h(&mut out, "Delivered");
@@ -129,13 +106,7 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
         out.push('\n');
     }
     for d in &r.completed {
-        let _ = writeln!(
-            out,
-            "{item}done {} {}: {}",
-            code(&d.id),
-            t(&d.text),
-            t(d.evidence.as_deref().unwrap_or("no evidence"))
-        );
+        let _ = writeln!(out, "{item}{}", completed(d, md));
     }
 
     if !r.handoffs.is_empty() {
@@ -209,4 +180,53 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
         );
     }
     out
+}
+
+/// State text as `md` wants it: inert Markdown, or one terminal line.
+pub(super) fn state_text(s: &str, md: bool) -> String {
+    if md {
+        markdown::text(s)
+    } else {
+        crate::render::oneline(s).into_owned()
+    }
+}
+
+/// What git-loopx names (an id, a commit) as `md` wants it.
+pub(super) fn id_text(s: &str, md: bool) -> String {
+    if md {
+        markdown::code(s)
+    } else {
+        s.to_owned()
+    }
+}
+
+/// An answered gate's line (without its bullet): `review` and `report`.
+pub(super) fn answered(a: &crate::ops::review::Answered, md: bool) -> String {
+    let g = &a.gate;
+    let decision = g
+        .decision
+        .map_or_else(|| "resolved".to_owned(), |d| crate::ops::snake(&d));
+    let mut line = format!(
+        "{} {}: {decision} by {}",
+        id_text(&g.id, md),
+        state_text(&g.text, md),
+        state_text(g.resolved_by.as_deref().unwrap_or("(not recorded)"), md)
+    );
+    if let Some(at) = g.resolved_at {
+        let _ = write!(line, " at {at}");
+    }
+    if !a.counts {
+        line.push_str(" — resolution not signed by a gate signer: still open");
+    }
+    line
+}
+
+/// A completed todo's line (without its bullet): `review` and `report`.
+pub(super) fn completed(d: &crate::model::Todo, md: bool) -> String {
+    format!(
+        "done {} {}: {}",
+        id_text(&d.id, md),
+        state_text(&d.text, md),
+        state_text(d.evidence.as_deref().unwrap_or("no evidence"), md)
+    )
 }

@@ -68,7 +68,7 @@ struct Record {
 pub struct Look {
     /// Events seen for the first time.
     pub new: Vec<Event>,
-    /// Deliveries made, as `(sink, event kind, event id or goal)`.
+    /// Deliveries made: the sink and the event's key.
     pub delivered: Vec<Delivery>,
     /// Deliveries that failed this time and will be retried.
     pub failed: Vec<Delivery>,

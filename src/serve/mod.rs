@@ -1,4 +1,4 @@
-//! `serve`: the read-only dashboard over HTTP, on loopback.
+//! `serve`: the dashboard over HTTP, on loopback, and the person's answers.
 //!
 //! The routes answer from the same reports as the CLI: `/status.json` is
 //! `status --json`, `/diff/<commit>.json` is `diff <commit> --json` (with

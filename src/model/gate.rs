@@ -8,10 +8,14 @@
 //! `todo update --note`: a note is harmless on its own, but the rule is
 //! simpler to audit when nothing an agent writes lands in a gate's file.
 
+use std::collections::BTreeSet;
+
 use serde::Serialize;
 
-use crate::model::select::{scope_of, GateScope};
-use crate::model::{Code, Decision, Refusal, Timestamp, Todo};
+use crate::model::select::{gate_holds, scope_of, GateScope};
+use crate::model::{
+    Code, Decision, GoalState, Refusal, Role, Timestamp, Todo, TodoClass, TodoStatus,
+};
 
 /// A gate as every command shows it (`status`, `should-run`, `gate list`,
 /// `prompt --json`): one shape, so a reader of one knows them all.
@@ -127,6 +131,70 @@ pub fn reserved(id: &str, actor: &str, action: GateAction) -> Refusal {
     .with_hint(format!(
         "ask the person to answer {id}: say what you need decided in your reply and move on \
          to work the gate does not hold (`git loopx status` lists it under \"Needs you\")"
+    ))
+}
+
+/// The open gate that holds `todo` for `agent` (SPEC §4 rule 5, as
+/// `todo next` and `should-run` read it): a gate of the whole goal, one that
+/// blocks `agent` and names no todo, or one that `unblocks` this todo (for
+/// `agent`, when it blocks one). A gate in `reopened` counts as open
+/// (resolved, but its resolution does not count under `gate_signers`).
+/// Only agent todos are held; the first such gate in order is returned.
+pub fn holding<'a>(
+    gs: &'a GoalState,
+    todo: &str,
+    agent: &str,
+    reopened: &BTreeSet<String>,
+) -> Option<&'a Todo> {
+    if gs.todos.facts(todo).is_none_or(|t| t.role != Role::Agent) {
+        return None;
+    }
+    gs.todos
+        .all_facts()
+        .filter(|g| {
+            g.class == TodoClass::UserGate
+                && (g.status == TodoStatus::Open
+                    || (g.status == TodoStatus::Done && reopened.contains(g.id)))
+                && gate_holds(g.blocks_agent, g.unblocks, todo, Some(agent))
+        })
+        .min_by(|a, b| a.order_key().cmp(&b.order_key()))
+        .map(|g| &gs.todos[g.id])
+}
+
+/// Whether a resolved gate would hold `todo` for `agent` if it were open:
+/// only then can a resolution that does not count matter to a write.
+pub fn resolved_would_hold(gs: &GoalState, todo: &str, agent: &str) -> bool {
+    gs.todos.all_facts().any(|g| {
+        g.class == TodoClass::UserGate
+            && g.status == TodoStatus::Done
+            && gate_holds(g.blocks_agent, g.unblocks, todo, Some(agent))
+    })
+}
+
+/// The `gate_open` refusal: `agent` may not `action` `todo` while `gate`
+/// waits for the person. It names the gate and its question, and sends the
+/// agent to other work; it never says how to answer the gate.
+pub fn held(todo: &str, gate: &Todo, agent: &str, action: GateAction) -> Refusal {
+    let scope = match scope_of(gate) {
+        GateScope::Goal => "it holds all agent work in the goal".to_owned(),
+        GateScope::Agent(a) if gate.unblocks.as_deref() != Some(todo) => {
+            format!("it holds all of agent {a}'s work")
+        }
+        _ => format!("it holds {todo}"),
+    };
+    Refusal::new(
+        Code::GateOpen,
+        format!(
+            "gate {} is open (\"{}\"): agent {agent} cannot {} {todo} until the person answers it; {scope}",
+            gate.id,
+            gate.text,
+            action.verb()
+        ),
+    )
+    .with_hint(format!(
+        "ask the person to answer {}: say what you need decided in your reply, and meanwhile \
+         take work the gate does not hold (`git loopx --agent {agent} todo next`)",
+        gate.id
     ))
 }
 

@@ -116,6 +116,27 @@ pub fn scope_of(gate: &Todo) -> GateScope<'_> {
     gate_scope(gate.blocks_agent.as_deref(), gate.unblocks.as_deref())
 }
 
+/// Whether an open gate naming `blocks_agent` and `unblocks` holds `todo`
+/// for `agent`. As in LoopX 2.1.1: a gate of the whole goal holds every
+/// todo; one that blocks this agent and names no todo holds all of this
+/// agent's work; one that `unblocks` a todo holds that todo, for the agent
+/// it blocks only when it names one (`--blocks-agent a1 --unblocks T1`
+/// leaves a1 its other todos, and T1 to every other agent). The one rule
+/// selection (`select`) and every write a gate covers
+/// (`gate::holding`) read.
+pub fn gate_holds(
+    blocks_agent: Option<&str>,
+    unblocks: Option<&str>,
+    todo: &str,
+    agent: Option<&str>,
+) -> bool {
+    match gate_scope(blocks_agent, unblocks) {
+        GateScope::Goal => true,
+        GateScope::Agent(a) if unblocks.is_none() => Some(a) == agent,
+        _ => unblocks == Some(todo) && blocks_agent.is_none_or(|a| Some(a) == agent),
+    }
+}
+
 /// Whether an open gate concerns `agent`: every gate but another agent's.
 pub fn gate_visible(gate: &TodoFacts<'_>, agent: Option<&str>) -> bool {
     match gate_scope(gate.blocks_agent, gate.unblocks) {
@@ -238,23 +259,13 @@ pub fn select<'a>(
             sel.candidates.push(candidate);
         }
     }
-    // As in LoopX 2.1.1: an open gate of the whole goal holds every ready
-    // todo; one that blocks this agent and names no todo holds all of this
-    // agent's work; one that `unblocks` a todo holds that todo, for the
-    // agent it blocks only when it names one (`--blocks-agent a1 --unblocks
-    // T1` leaves a1 its other todos, and T1 to every other agent).
+    // What an open gate holds: `gate_holds`.
     if !open_gates.is_empty() {
-        let all_held = open_gates
-            .iter()
-            .any(|g| match gate_scope(g.blocks_agent, g.unblocks) {
-                GateScope::Goal => true,
-                GateScope::Agent(a) => Some(a) == agent && g.unblocks.is_none(),
-                GateScope::Todo(_) => false,
-            });
-        let holds = |g: &&TodoFacts<'_>, id: &str| {
-            g.unblocks == Some(id) && g.blocks_agent.is_none_or(|a| Some(a) == agent)
+        let held = |c: &Candidate<'_>| {
+            open_gates
+                .iter()
+                .any(|g| gate_holds(g.blocks_agent, g.unblocks, c.id, agent))
         };
-        let held = |c: &Candidate<'_>| all_held || open_gates.iter().any(|g| holds(&g, c.id));
         for list in [&mut sel.candidates, &mut sel.successors] {
             let (gated, ready): (Vec<_>, Vec<_>) = list.drain(..).partition(|c| held(c));
             *list = ready;

@@ -93,6 +93,7 @@ pub fn done(
     let id = resolve_todo(gs, &args.todo)?;
     let todo = &gs.todos[&id];
     check_completable(ctx, todo, agent.as_deref(), args.epoch)?;
+    check_gates(ctx, &state, &gs.goal.id, &id, agent.as_deref())?;
     let validation = match &todo.validate {
         Some(command) => Some(validate::run(
             command,
@@ -129,6 +130,7 @@ pub fn done(
     }
     let nonce = nonce();
     let done = mutate(ctx, |state, goal| {
+        check_gates(ctx, state, goal, &id, agent.as_deref())?;
         let gs = state.goals.get_mut(goal).expect("goal exists");
         let todo = gs
             .todos
@@ -219,6 +221,27 @@ fn has_open_work(gs: &crate::model::GoalState) -> bool {
 
 fn by(agent: Option<&str>) -> String {
     agent.map(|a| format!(" by {a}")).unwrap_or_default()
+}
+
+/// An agent does not complete a todo an open gate holds (`gate_open`).
+fn check_gates(
+    ctx: &Context,
+    state: &crate::model::State,
+    goal: &str,
+    id: &str,
+    agent: Option<&str>,
+) -> Result<()> {
+    match agent {
+        Some(a) => crate::ops::gate::check_held(
+            ctx,
+            state,
+            goal,
+            id,
+            a,
+            crate::model::gate::GateAction::Complete,
+        ),
+        None => Ok(()),
+    }
 }
 
 /// Gates are resolved, not completed; a claimed todo only by its holder.

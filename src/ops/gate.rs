@@ -229,3 +229,38 @@ pub fn list(ctx: &Context, all: bool) -> Result<GateList> {
         .collect();
     Ok(GateList { gates })
 }
+
+/// Refuses (`gate_open`) `agent`'s `action` on `todo` while an open gate
+/// holds it for `agent` (`model::gate::holding`: the one rule `todo next`
+/// and `should-run` read, so the safe-bypass work `should-run` offers stays
+/// possible). Called inside the write's compare-and-swap, on the state it
+/// commits on; a gate whose resolution does not count under `gate_signers`
+/// holds as if open, judged at the commit that state is read from
+/// ([`Context::deciding_on`]).
+pub fn check_held(
+    ctx: &Context,
+    state: &crate::model::State,
+    goal: &str,
+    todo: &str,
+    agent: &str,
+    action: GateAction,
+) -> Result<()> {
+    let Some(gs) = state.goals.get(goal) else {
+        return Ok(());
+    };
+    let none = std::collections::BTreeSet::new();
+    if let Some(g) = gate::holding(gs, todo, agent, &none) {
+        return Err(gate::held(todo, g, agent, action).into());
+    }
+    if !gate::resolved_would_hold(gs, todo, agent) {
+        return Ok(());
+    }
+    let Some(at) = ctx.deciding_on().or(ctx.store.tip()?) else {
+        return Ok(());
+    };
+    let reopened = crate::ops::signers::unsigned_resolutions_of(ctx, &at, state, goal)?;
+    match gate::holding(gs, todo, agent, &reopened) {
+        Some(g) => Err(gate::held(todo, g, agent, action).into()),
+        None => Ok(()),
+    }
+}

@@ -84,6 +84,14 @@ fn claim_decision<'a>(
             lease.overlay(todo);
         }
         gate::check_reserved(todo, Some(agent), GateAction::Claim)?;
+        crate::ops::gate::check_held(ctx, state, goal, &id, agent, GateAction::Claim)?;
+        let todo = state
+            .goals
+            .get_mut(goal)
+            .expect("goal exists")
+            .todos
+            .get_mut(&id)
+            .expect("resolved");
         let action = lease::claim(todo, agent, ctx.now, ttl)?;
         if action == ClaimAction::Held {
             return Ok(((action, todo.clone()), None));
@@ -123,6 +131,14 @@ fn next_decision<'a>(
             lease.overlay(todo);
         }
         gate::check_reserved(todo, Some(agent), GateAction::Claim)?;
+        crate::ops::gate::check_held(ctx, state, goal, &id, agent, GateAction::Claim)?;
+        let todo = state
+            .goals
+            .get_mut(goal)
+            .expect("goal exists")
+            .todos
+            .get_mut(&id)
+            .expect("resolved");
         let action = lease::claim(todo, agent, ctx.now, ttl)?;
         if action == ClaimAction::Held {
             return Ok(((action, todo.clone()), None));
@@ -315,6 +331,7 @@ fn claim_synced(
         let mut state = transaction::state_at(&ctx.store, &parent)?;
         let skeleton = codec::Skeleton::of(&state);
         let goal = ctx.goal(&state)?.goal.id.clone();
+        ctx.decide_on(Some(&parent));
         let ((action, todo), message) = decide(&mut state, &goal, &Remote::default())?;
         // Held on the synced tip: the remote holds this very claim already.
         let Some(message) = message else {
@@ -455,6 +472,7 @@ fn claim_shared(
             peers: &peers,
             me: &me,
         };
+        ctx.decide_on(Some(&parent));
         let ((action, todo), message) = match decide(&mut state, &goal, &view) {
             Err(_) if !merge_first => {
                 merge_first = true;
@@ -740,6 +758,8 @@ pub fn renew(ctx: &Context, args: &RenewArgs) -> Result<RenewReport> {
         let gs = state.goals.get_mut(goal).expect("goal exists");
         let id = resolve_todo(gs, &args.todo)?;
         let expected = local::expected_epoch(ctx, &agent, &id, args.epoch);
+        crate::ops::gate::check_held(ctx, state, goal, &id, &agent, GateAction::Renew)?;
+        let gs = state.goals.get_mut(goal).expect("goal exists");
         let todo = gs.todos.get_mut(&id).expect("resolved");
         gate::check_reserved(todo, Some(&agent), GateAction::Renew)?;
         let (e, action) = lease::renew(todo, &agent, expected, ctx.now, ttl)?;

@@ -21,6 +21,11 @@ pub struct Context {
     goal: Option<String>,
     /// The agent runtime this process runs inside, from its environment.
     inside: Option<model::runtime::Inside>,
+    /// The state commit the write in progress decides on (its compare-and-
+    /// swap's base), set by the write paths before their decision runs: a
+    /// rule that must read history (which gate resolutions count) reads it
+    /// at that commit, not at whatever the tip is by then.
+    deciding_on: std::sync::Mutex<Option<store::Oid>>,
 }
 
 impl Context {
@@ -48,7 +53,20 @@ impl Context {
             agent,
             goal: goal.filter(|g| !g.is_empty()),
             inside: model::runtime::detect(|v| std::env::var(v).ok()),
+            deciding_on: std::sync::Mutex::new(None),
         })
+    }
+
+    /// The commit the write in progress decides on, if a write path said.
+    pub fn deciding_on(&self) -> Option<store::Oid> {
+        self.deciding_on.lock().ok().and_then(|g| g.clone())
+    }
+
+    /// Says which commit the next decision is made on (see `deciding_on`).
+    pub fn decide_on(&self, base: Option<&store::Oid>) {
+        if let Ok(mut g) = self.deciding_on.lock() {
+            *g = base.cloned();
+        }
     }
 
     /// Who acts on a gate without being the person: the agent's id, or the
@@ -396,6 +414,7 @@ pub fn transact<R>(
 ) -> Result<store::Committed<R>> {
     let retention = retention::setting(ctx)?;
     let done = store::transact(&ctx.store, ctx.now, |state: &mut Option<State>, base| {
+        ctx.decide_on(base);
         let mut write = mutate(state)?;
         if write.message.is_some() {
             ctx.actor()?;

@@ -271,6 +271,10 @@ pub fn update(ctx: &Context, args: &UpdateArgs) -> Result<TodoReport> {
             .transpose()?;
         let gs = state.goals.get_mut(goal).expect("goal exists");
         let id = super::resolve_todo(gs, &args.todo)?;
+        if let Some(a) = agent.as_deref() {
+            super::gate::check_held(ctx, state, goal, &id, a, GateAction::Update)?;
+        }
+        let gs = state.goals.get_mut(goal).expect("goal exists");
         let todo = gs.todos.get_mut(&id).expect("resolved");
         let action = if args.status == Some(TodoStatus::Deferred) {
             GateAction::Defer

@@ -176,7 +176,9 @@ pub fn writeback(ctx: &Context, args: &WritebackArgs) -> Result<WritebackReport>
             .transpose()?;
         if let Some(id) = &todo_id {
             gate::check_reserved(&gs.todos[id], Some(&agent), GateAction::Writeback)?;
+            crate::ops::gate::check_held(ctx, state, goal, id, &agent, GateAction::Writeback)?;
         }
+        let gs = state.goals.get_mut(goal).expect("goal exists");
         if let Some(t) = &turn {
             if let Some(old) = gs.runs.all_facts().find(|r| {
                 r.kind == RunKind::Writeback

@@ -231,9 +231,11 @@ fn an_agent_cannot_write_back_on_a_gate() {
 #[test]
 fn an_agent_cannot_spend_on_a_writeback_on_a_gate() {
     let env = TestEnv::new();
-    let (repo, todo, gate) = with_gate(&env);
+    let repo = env.state_repo("repo");
+    let todo = env.add_todo(&repo, "Write the parser");
     // Only a hand-made commit (or an older git-loopx) puts a writeback on a
-    // gate: record one on the agent todo, then retarget it by hand.
+    // gate: record one on the agent todo (before a1's gate holds its work),
+    // then retarget it by hand.
     let run = env
         .loopx(
             &repo,
@@ -252,6 +254,23 @@ fn an_agent_cannot_spend_on_a_writeback_on_a_gate() {
         )
         .success()
         .json()["run"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let gate = env
+        .loopx(
+            &repo,
+            &[
+                "--json",
+                "--agent",
+                "a1",
+                "gate",
+                "add",
+                "May we publish under MIT?",
+            ],
+        )
+        .success()
+        .json()["gate"]["id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -368,7 +387,7 @@ fn with_policy(env: &TestEnv) -> (PathBuf, String, String) {
 
 /// Resolves `gate` by hand, as an agent in a sandbox without the person's
 /// key could: an unsigned commit that marks it approved.
-fn hand_resolve(env: &TestEnv, repo: &Path, gate: &str) {
+pub(crate) fn hand_resolve(env: &TestEnv, repo: &Path, gate: &str) {
     let path = env.state_path_of(repo, gate);
     let text = env
         .state_file(repo, &path)
@@ -499,6 +518,8 @@ fn inside_an_agent_runtime_no_command_acts_as_the_person() {
     let env = TestEnv::new();
     let repo = env.state_repo("r");
     let todo = env.add_todo(&repo, "parse headers");
+    env.loopx(&repo, &["--agent", "a1", "todo", "claim", &todo])
+        .success();
     let gate = env
         .loopx(&repo, &["--json", "gate", "add", "Ship it?"])
         .success()
@@ -506,8 +527,6 @@ fn inside_an_agent_runtime_no_command_acts_as_the_person() {
         .as_str()
         .unwrap()
         .to_owned();
-    env.loopx(&repo, &["--agent", "a1", "todo", "claim", &todo])
-        .success();
     let inside = |marker: (&str, &str), args: &[&str]| {
         let before = env.tip(&repo);
         let mut cmd = env.loopx_cmd(&repo);

@@ -21,6 +21,7 @@ mod faults;
 mod flags;
 mod fleet;
 mod fuzz;
+mod gate_holds;
 mod gates;
 mod handoff;
 mod handoff_rules;

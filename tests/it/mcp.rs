@@ -36,7 +36,7 @@ fn python() -> &'static Path {
 }
 
 /// Why the Python SDK cannot be used here, if it cannot.
-fn sdk_missing(env: &TestEnv) -> Option<String> {
+pub fn sdk_missing(env: &TestEnv) -> Option<String> {
     match env
         .command(python(), env.root.path())
         .args(["-c", "import mcp"])
@@ -77,7 +77,7 @@ fn client_script() -> PathBuf {
 
 /// Runs one scenario of the client against `repo` as `agent`; its JSON.
 #[track_caller]
-fn client(env: &TestEnv, scenario: &str, repo: &Path, agent: &str, args: &[&str]) -> Value {
+pub fn client(env: &TestEnv, scenario: &str, repo: &Path, agent: &str, args: &[&str]) -> Value {
     let out = env
         .command(python(), repo)
         .arg(client_script())

@@ -124,9 +124,6 @@ fn each_event_reaches_the_command_and_the_webhook_once_across_restarts_and_an_ou
         ],
     )
     .failure(1);
-    // A gate.
-    env.loopx(&repo, &["gate", "add", "Publish under MIT?"])
-        .success();
     // A throttled goal: one slot, spent.
     env.loopx(&repo, &["goal", "set", "--allowed-slots", "1"])
         .success();
@@ -147,6 +144,9 @@ fn each_event_reaches_the_command_and_the_webhook_once_across_restarts_and_an_ou
         "green",
     ]);
     as_b(&["quota", "spend"]);
+    // A gate (opened last: it holds the agents' writes above).
+    env.loopx(&repo, &["gate", "add", "Publish under MIT?"])
+        .success();
 
     let log = env.path("events.jsonl");
     let command = format!("cat >> '{}' && echo >> '{}'", log.display(), log.display());

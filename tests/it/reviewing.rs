@@ -127,8 +127,6 @@ fn agent_text_cannot_forge_a_line_of_human_output() {
         .success()
         .json();
     let hostile_todo = added["todo"]["id"].as_str().unwrap().to_owned();
-    env.loopx(&repo, &[a[0], a[1], "gate", "add", &hostile])
-        .success();
     env.loopx(&repo, &[a[0], a[1], "todo", "claim", &todo])
         .success();
     env.git(&repo, &["checkout", "-q", "-b", "feature"]);
@@ -153,6 +151,9 @@ fn agent_text_cannot_forge_a_line_of_human_output() {
         &[a[0], a[1], "todo", "update", &todo, "--note", &hostile],
     )
     .success();
+    // The agent's gate, last: it holds agent-a's own work.
+    env.loopx(&repo, &[a[0], a[1], "gate", "add", &hostile])
+        .success();
     let range = format!("{}..loopx-state", &base[..12]);
     let b = ["--agent", "agent-b"];
     for args in [

@@ -202,6 +202,15 @@ async def registered(repo):
         return {"should_run": await call(c, "should_run", {})}
 
 
+async def calls(repo, script):
+    """The tool calls of a JSON list of [name, arguments], in order."""
+    out = []
+    async with Client(params(repo), mode="legacy") as c:
+        for name, arguments in json.loads(script):
+            out.append(await call(c, name, arguments))
+    return {"calls": out}
+
+
 def main():
     scenario, repo, rest = sys.argv[1], sys.argv[2], sys.argv[3:]
     run = {
@@ -211,6 +220,7 @@ def main():
         "notify": notify,
         "registered": registered,
         "listen": listen,
+        "calls": calls,
     }[scenario]
     print(json.dumps(anyio.run(run, repo, *rest)))
 

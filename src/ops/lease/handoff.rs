@@ -204,6 +204,8 @@ pub fn handoff(
         let gs = state.goals.get_mut(goal).expect("goal exists");
         let id = resolve_todo(gs, &args.todo)?;
         let expected = local::expected_epoch(ctx, &agent, &id, args.epoch);
+        crate::ops::gate::check_held(ctx, state, goal, &id, &agent, GateAction::Handoff)?;
+        let gs = state.goals.get_mut(goal).expect("goal exists");
         let todo = gs.todos.get_mut(&id).expect("resolved");
         gate::check_reserved(todo, Some(&agent), GateAction::Handoff)?;
         lease::check_writer(todo, &agent, expected, ctx.now)?;

@@ -195,7 +195,20 @@ fn open(global: &GlobalArgs, runtime: Runtime, cwd: Option<&str>) -> Result<Cont
         .map_or_else(std::env::current_dir, Ok)
         .map_err(|e| format!("cannot read the current directory: {e}"))?;
     let now = crate::cli::now().map_err(|e| why(&e))?;
-    Context::open(&dir, now, global.agent.clone(), global.goal.clone()).map_err(|e| why(&e))
+    let ctx =
+        Context::open(&dir, now, global.agent.clone(), global.goal.clone()).map_err(|e| why(&e))?;
+    // The runtime that runs this hook is governed from now on: what its
+    // agent runs is not the person's, even scrubbed of its environment.
+    // Not Cursor's: its hooks run under the editor, whose terminal is the
+    // person's too.
+    if runtime != Runtime::Cursor {
+        if let Some(g) =
+            crate::ops::governed::Governed::runtime_served(ctx.store.common_dir(), runtime)
+        {
+            g.keep();
+        }
+    }
+    Ok(ctx)
 }
 
 fn stop(global: &GlobalArgs, runtime: Runtime, args: &StopArgs) -> Result<Answer, String> {

@@ -3,6 +3,7 @@
 //! same reports.
 
 pub mod doctor;
+pub mod governed;
 pub mod init;
 pub mod log;
 pub mod status;
@@ -19,8 +20,10 @@ pub struct Context {
     pub now: Timestamp,
     agent: Option<String>,
     goal: Option<String>,
-    /// The agent runtime this process runs inside, from its environment.
-    inside: Option<model::runtime::Inside>,
+    /// The agent runtime this process runs inside: from its environment,
+    /// else (looked at once, when first asked) from its ancestors'
+    /// (`governed::detect_ancestry`).
+    inside: std::sync::OnceLock<Option<model::runtime::Inside>>,
     /// The state commit the write in progress decides on (its compare-and-
     /// swap's base), set by the write paths before their decision runs: a
     /// rule that must read history (which gate resolutions count) reads it
@@ -52,9 +55,25 @@ impl Context {
             now,
             agent,
             goal: goal.filter(|g| !g.is_empty()),
-            inside: model::runtime::detect(|v| std::env::var(v).ok()),
+            inside: std::sync::OnceLock::new(),
             deciding_on: std::sync::Mutex::new(None),
         })
+    }
+
+    /// The agent runtime this command runs inside, if any: a marker in its
+    /// environment, else in an ancestor's, or an ancestor git-loopx
+    /// governs (`governed`). `None` is the person.
+    pub fn inside(&self) -> Option<&model::runtime::Inside> {
+        self.inside
+            .get_or_init(|| {
+                model::runtime::detect(|v| std::env::var(v).ok())
+                    .map(|i| model::runtime::Inside {
+                        marker: format!("{} is set", i.marker),
+                        ..i
+                    })
+                    .or_else(|| governed::detect_ancestry(self.store.common_dir()))
+            })
+            .as_ref()
     }
 
     /// The commit the write in progress decides on, if a write path said.
@@ -72,7 +91,7 @@ impl Context {
     /// Who acts on a gate without being the person: the agent's id, or the
     /// runtime the command runs inside; `None` for the person.
     pub fn gate_actor(&self) -> Option<String> {
-        match (&self.agent, &self.inside) {
+        match (&self.agent, self.inside()) {
             (Some(agent), _) => Some(agent.clone()),
             (None, Some(inside)) => Some(format!("a command inside {}", inside.runtime.display())),
             (None, None) => None,
@@ -112,7 +131,7 @@ impl Context {
         if let Some(agent) = &self.agent {
             return Ok(agent.clone());
         }
-        if let Some(inside) = &self.inside {
+        if let Some(inside) = self.inside() {
             return Err(no_identity(inside).into());
         }
         Ok(self.store.committer())
@@ -144,16 +163,21 @@ fn no_identity(inside: &model::runtime::Inside) -> Refusal {
     Refusal::new(
         model::Code::PersonOnly,
         format!(
-            "this command runs inside {} ({} is set) but names no agent, and an agent does not act in the person's name",
+            "this command runs inside {} ({}) but names no agent, and an agent does not act in the person's name",
             inside.runtime.display(),
             inside.marker
         ),
     )
-    .with_hint(format!(
-        "pass the agent's id with --agent <id>, as the turn's prompt does; \
-         `git loopx hooks install --{} --agent <id>` gives the runtime's shell its identity",
-        inside.runtime.name()
-    ))
+    .with_hint(match inside.runtime {
+        model::runtime::Runtime::Generic => {
+            "pass the agent's id with --agent <id>, as the turn's prompt does".to_owned()
+        }
+        runtime => format!(
+            "pass the agent's id with --agent <id>, as the turn's prompt does; \
+             `git loopx hooks install --{} --agent <id>` gives the runtime's shell its identity",
+            runtime.name()
+        ),
+    })
 }
 
 impl Context {

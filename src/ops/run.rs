@@ -147,6 +147,12 @@ pub fn run(
         .to_owned();
     // Refuse a missing or unreadable state before the first turn.
     ctx.load()?;
+    // Everything this loop starts is the agent's, whatever its environment
+    // says by the time it runs a command (`governed`).
+    let _governed = crate::ops::governed::Governed::this_process(
+        ctx.store.common_dir(),
+        crate::model::runtime::Runtime::Generic,
+    );
     let series = turn_series(&agent, host.now()?);
     let mut report = RunReport {
         agent: agent.clone(),
@@ -359,6 +365,13 @@ fn run_agent(
         .arg(cmd)
         .current_dir(dir)
         .env("LOOPX_AGENT", agent)
+        .env(
+            crate::model::runtime::INSTALLED_MARKER,
+            std::env::var(crate::model::runtime::INSTALLED_MARKER)
+                .ok()
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| "generic".to_owned()),
+        )
         .env("LOOPX_TURN", key)
         .env("LOOPX_GOAL", &prompt.goal.id)
         .env("LOOPX_PROMPT", &prompt.prompt)

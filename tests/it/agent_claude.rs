@@ -31,11 +31,12 @@ fn claude_code_completes_the_goal_as_its_agent_and_stops_at_the_persons_gate() {
         .env("DISABLE_AUTOUPDATER", "1")
         .args(["-p", "Work on this repository's git-loopx goal."])
         .args(["--output-format", "json"])
-        // The person lets the agent change files and commit; `git loopx`
+        // The person lets the agent change files and commit, and run
+        // `env` (the scrubbed tries of `agents::scrubbed`); `git loopx`
         // itself is allowed by what `hooks install` wrote.
         .args([
             "--allowedTools",
-            "Bash(touch:*) Bash(git add:*) Bash(git commit:*)",
+            "Bash(touch:*) Bash(git add:*) Bash(git commit:*) Bash(env:*)",
         ]);
     let run = agents::run(cmd, Duration::from_secs(300));
     assert_eq!(run.code, 0, "{run:?}\n{}", model.requests());

@@ -29,11 +29,12 @@ fn gemini_completes_the_goal_as_its_agent_and_stops_at_the_persons_gate() {
         "security": { "auth": { "selectedType": "gemini-api-key" } }
     });
     std::fs::write(home.join("settings.json"), settings.to_string()).unwrap();
-    // The person lets the agent change files and commit (their own policy);
+    // The person lets the agent change files and commit, and run `env`
+    // (the scrubbed tries of `agents::scrubbed`), by their own policy;
     // `git loopx` itself is allowed by the policy `hooks install` wrote.
     let policy = r#"[[rule]]
 toolName = "run_shell_command"
-commandPrefix = ["touch", "git add", "git commit"]
+commandPrefix = ["touch", "git add", "git commit", "env"]
 decision = "allow"
 priority = 100
 "#;

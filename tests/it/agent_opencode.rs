@@ -54,13 +54,14 @@ fn opencode_completes_the_goal_as_its_agent_and_stops_at_the_persons_gate() {
     }
     // The person wants to be asked about any other command (OpenCode allows
     // all by default; headless, asking is refusing, which ends the run), but
-    // lets the agent change files and commit. The last matching rule wins,
+    // lets the agent change files and commit, and run `env` (the scrubbed
+    // tries of `agents::scrubbed`). The last matching rule wins,
     // so the catch-all goes first.
     let installed = config["permission"]["bash"].as_object().unwrap().clone();
     let mut bash = serde_json::Map::new();
     bash.insert("*".to_owned(), json!("ask"));
     bash.extend(installed);
-    for allowed in ["touch *", "git add *", "git commit *"] {
+    for allowed in ["touch *", "git add *", "git commit *", "env *"] {
         bash.insert(allowed.to_owned(), json!("allow"));
     }
     config["permission"]["bash"] = Value::Object(bash);

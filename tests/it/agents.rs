@@ -156,6 +156,7 @@ pub fn script_with(gate: &str, commit: &str, shed_identity: bool) -> Value {
             "LOOPX_AGENT= LOOPX_RUNTIME= git loopx gate resolve {gate} --approve"
         ));
     }
+    steps.extend(scrubbed(gate));
     json!({
         "turns": [{
             "match": "# git-loopx turn (\\S+) for (\\S+).*?## This turn: (todo_[0-9a-f]{12})",
@@ -166,6 +167,25 @@ pub fn script_with(gate: &str, commit: &str, shed_identity: bool) -> Value {
     })
 }
 
+/// The agent's tries at acting as the person with its environment scrubbed
+/// (issue 45): nothing of the runtime's or the install's markers reaches
+/// these commands, only their ancestors tell. Each runtime's test lets the
+/// agent run `env` (the person's own rules otherwise allow only what the
+/// turn needs), so the tries reach git-loopx.
+pub fn scrubbed(gate: &str) -> Vec<String> {
+    let path = format!(
+        "{}:/usr/local/bin:/usr/bin:/bin",
+        crate::env::loopx_bin().parent().unwrap().display()
+    );
+    vec![
+        format!("env -i PATH={path} git loopx gate resolve {gate} --approve"),
+        format!(
+            "env -u LOOPX_AGENT -u LOOPX_RUNTIME git -c loopx.agent= loopx gate resolve {gate} --approve"
+        ),
+        format!("env -i PATH={path} git loopx goal done"),
+    ]
+}
+
 /// A goal of 3 agent todos, and a fourth held by a gate the person must
 /// answer. Returns the todos and the gate.
 pub fn goal(env: &TestEnv, repo: &Path) -> (Vec<String>, String) {
@@ -174,6 +194,9 @@ pub fn goal(env: &TestEnv, repo: &Path) -> (Vec<String>, String) {
     env.loopx(repo, &["goal", "set", "--allowed-slots", "20"])
         .success();
     env.loopx(repo, &["agent", "register", AGENT]).success();
+    // The person keeps the goal's end for themselves.
+    env.loopx(repo, &["goal", "set", "--person-only", "done"])
+        .success();
     let todos: Vec<String> = (1..=3)
         .map(|i| env.add_todo(repo, &format!("step {i}")))
         .collect();
@@ -395,6 +418,23 @@ pub fn check_governed(
             "the refusal teaches a way around: {refusal}"
         );
     }
+    // Scrubbed of its environment, the agent was still not the person:
+    // each try reached git-loopx and was refused, and the goal is open.
+    for try_ in scrubbed(gate) {
+        assert!(
+            log.contains(&try_),
+            "the agent never tried `{try_}`:\n{log}"
+        );
+    }
+    assert!(
+        !log.contains("resolved: approve"),
+        "a scrubbed try answered the gate:\n{log}"
+    );
+    let goal = env
+        .loopx(repo, &["--json", "goal", "show"])
+        .success()
+        .json();
+    assert_ne!(goal["goal"]["status"], "done", "{goal}");
     // `status` lists the gate under "Needs you".
     let status = env.loopx(repo, &["status"]).success().stdout;
     let needs = status

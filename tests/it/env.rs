@@ -212,6 +212,22 @@ impl TestEnv {
         cmd
     }
 
+    /// `git-loopx` started by a program that plays an agent runtime (util-
+    /// linux's `setsid`, which waits for it): for `git loopx mcp`, which
+    /// records the process that started it as governed (`ops::governed`).
+    /// Started straight from the test binary, it would record the test
+    /// itself, and every person's command the test runs next would be
+    /// refused as the agent's.
+    pub fn under_runtime_cmd(&self, dir: &Path) -> Command {
+        let mut cmd = Command::new("setsid");
+        self.hermetic(&mut cmd);
+        cmd.args(["--fork", "--wait"])
+            .arg(loopx_bin())
+            .current_dir(dir)
+            .env("LOOPX_NOW", &self.now);
+        cmd
+    }
+
     pub fn loopx(&self, dir: &Path, args: &[&str]) -> Run {
         self.loopx_cmd(dir)
             .args(args)

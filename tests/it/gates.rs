@@ -436,8 +436,10 @@ fn an_unsigned_resolution_does_not_count() {
     let run = should_run(&env, &repo);
     assert_eq!(run["should_run"], false, "{run}");
     // Nor in what the runtimes' hooks and the prompt decide.
+    // Run as a runtime runs it: the runtime is governed from then on, and
+    // the test goes on as the person.
     let stop = run_with_stdin(
-        env.loopx_cmd(&repo)
+        env.under_runtime_cmd(&repo)
             .args(["hook", "claude-code", "stop", "--agent", "a1"]),
         br#"{"session_id":"s1","hook_event_name":"Stop","stop_hook_active":false}"#,
     );

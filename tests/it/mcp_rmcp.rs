@@ -28,7 +28,7 @@ async fn connect(env: &TestEnv, repo: &Path, agent: &str) -> Client {
 
 /// [`connect`], with the server's clock at `now`.
 pub async fn connect_at(env: &TestEnv, repo: &Path, agent: &str, now: &str) -> Client {
-    let mut server = env.loopx_cmd(repo);
+    let mut server = env.under_runtime_cmd(repo);
     server
         .arg("mcp")
         .env("LOOPX_AGENT", agent)

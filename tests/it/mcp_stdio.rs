@@ -23,7 +23,7 @@ struct Server {
 impl Server {
     fn start(env: &TestEnv, repo: &Path) -> Server {
         let mut child = env
-            .loopx_cmd(repo)
+            .under_runtime_cmd(repo)
             .args(["mcp", "--agent", "agent-a"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

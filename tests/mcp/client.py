@@ -211,6 +211,22 @@ async def calls(repo, script):
     return {"calls": out}
 
 
+async def shell(repo, script):
+    """An agent program that has git loopx as its MCP server, and a shell
+    tool of its own: while the session is open, it runs each command of a
+    JSON list of argv lists as its shell would, from the repository, and
+    reports how each ended."""
+    import subprocess
+
+    out = []
+    async with Client(params(repo), mode="legacy") as c:
+        first = await call(c, "should_run", {})
+        for argv in json.loads(script):
+            p = subprocess.run(argv, cwd=repo, capture_output=True, text=True)
+            out.append({"argv": argv, "code": p.returncode, "stdout": p.stdout, "stderr": p.stderr})
+    return {"should_run": first, "commands": out}
+
+
 def main():
     scenario, repo, rest = sys.argv[1], sys.argv[2], sys.argv[3:]
     run = {
@@ -221,6 +237,7 @@ def main():
         "registered": registered,
         "listen": listen,
         "calls": calls,
+        "shell": shell,
     }[scenario]
     print(json.dumps(anyio.run(run, repo, *rest)))
 

@@ -224,6 +224,11 @@ fn launch_key() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Opens `url` in the person's browser without putting it on a command
+/// line: the address carries the launch's key, and every user of the host
+/// reads every process's arguments (`ps`). The opener gets a file only the
+/// person can read (mode 0600, in a directory only they can enter) that
+/// sends the browser on to the address; it is removed a minute later.
 #[cfg(feature = "serve")]
 fn open_browser(url: &str) {
     let opener = if cfg!(target_os = "macos") {
@@ -231,8 +236,18 @@ fn open_browser(url: &str) {
     } else {
         "xdg-open"
     };
+    let page = match handoff_page(url) {
+        Ok(page) => page,
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: could not write the page that opens the dashboard ({e}); open {url} yourself"
+            );
+            return;
+        }
+    };
     let spawned = std::process::Command::new(opener)
-        .arg(url)
+        .arg(&page)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -243,4 +258,50 @@ fn open_browser(url: &str) {
             "warning: could not open a browser ({opener}: {e}); open {url} yourself"
         );
     }
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(60));
+        let _ = std::fs::remove_file(&page);
+    });
+}
+
+/// The file [`open_browser`] hands the opener: a page that moves on to
+/// `url` at once, private to the person.
+#[cfg(feature = "serve")]
+fn handoff_page(url: &str) -> std::io::Result<std::path::PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
+    let dir = std::env::temp_dir().join(format!(
+        "git-loopx-open-{}",
+        rustix::process::getuid().as_raw()
+    ));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .or_else(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => Ok(()),
+            _ => Err(e),
+        })?;
+    let meta = std::fs::symlink_metadata(&dir)?;
+    use std::os::unix::fs::MetadataExt as _;
+    if !meta.is_dir()
+        || meta.uid() != rustix::process::getuid().as_raw()
+        || meta.permissions().mode() & 0o077 != 0
+    {
+        return Err(std::io::Error::other(format!(
+            "{} is not a directory only you can enter",
+            dir.display()
+        )));
+    }
+    let path = dir.join(format!("serve-{}.html", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let attr = url.replace('&', "&amp;").replace('"', "&quot;");
+    let body = format!(
+        "<!doctype html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url={attr}\"><title>git loopx serve</title><a href=\"{attr}\">Open the dashboard</a>\n"
+    );
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)?;
+    std::io::Write::write_all(&mut file, body.as_bytes())?;
+    Ok(path)
 }

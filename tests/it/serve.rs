@@ -913,3 +913,57 @@ fn no_state_a_taken_port_and_bad_flags_are_refused_before_listening() {
         assert!(run.stderr.contains(bad[0]), "{}", run.stderr);
     }
 }
+
+/// `serve --open` hands the browser opener a file only the person can
+/// read, never the address: the address carries the launch's key, and
+/// every user of the host reads every process's arguments (issue 45).
+#[test]
+fn open_puts_no_key_on_the_openers_command_line() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let env = TestEnv::new();
+    let repo = env.state_repo("repo");
+    let bin = env.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let argv = env.path("opener-argv");
+    for opener in ["xdg-open", "open"] {
+        env.write_script(
+            &bin.join(opener),
+            &format!("#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\n", argv.display()),
+        );
+    }
+    let mut cmd = env.loopx_cmd(&repo);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        crate::env::path_with_loopx().to_str().unwrap()
+    );
+    cmd.env("PATH", path)
+        .args(["serve", "--port", "0", "--open"]);
+    let serving = Serving::spawn_cmd(cmd);
+    let key = serving
+        .key
+        .clone()
+        .expect("a serve the person started answers");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !argv.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let args = std::fs::read_to_string(&argv).expect("the opener ran");
+    assert!(
+        !args.contains(&key),
+        "the key is on the command line: {args}"
+    );
+    let page = PathBuf::from(args.trim());
+    let mode = std::fs::metadata(&page).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{}", page.display());
+    let dir_mode = std::fs::metadata(page.parent().unwrap())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(dir_mode & 0o077, 0, "{}", page.display());
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains(&format!("{}/?key={key}", serving.url)),
+        "the page does not lead to the dashboard: {html}"
+    );
+}

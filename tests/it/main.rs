@@ -55,6 +55,7 @@ mod notify;
 #[cfg(not(all(feature = "serve", feature = "mcp", feature = "import-loopx")))]
 mod not_built;
 mod order;
+mod ownership;
 mod pipeline;
 mod pr;
 mod proptests;

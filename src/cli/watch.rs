@@ -32,7 +32,8 @@ pub struct Args {
 }
 
 /// `watch --all-repos`: each listed repository looked at in turn; one that
-/// cannot be read is said so and skipped.
+/// cannot be read, or is refused (another user's, see `gix_store::owner`),
+/// is said so and skipped, its notify command and webhook never run.
 pub fn all_repos(global: &GlobalArgs, args: &Args) -> Result<Output> {
     loop {
         let mut looks = Vec::new();
@@ -51,6 +52,7 @@ pub fn all_repos(global: &GlobalArgs, args: &Args) -> Result<Output> {
                 "repo": path,
                 "look": look.as_ref().ok(),
                 "error": look.as_ref().err().map(|e| e.to_string()),
+                "code": look.as_ref().err().map(|e| e.code().as_str()),
             }));
         }
         if args.once {

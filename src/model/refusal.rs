@@ -27,6 +27,7 @@ pub enum Code {
     StateMissing,
     StateInvalid,
     NotARepo,
+    DubiousOwnership,
     UnsupportedRefStorage,
     UnsupportedObjectFormat,
     StateCheckedOut,
@@ -59,6 +60,7 @@ impl Code {
             Code::StateMissing => "state_missing",
             Code::StateInvalid => "state_invalid",
             Code::NotARepo => "not_a_repo",
+            Code::DubiousOwnership => "dubious_ownership",
             Code::UnsupportedRefStorage => "unsupported_ref_storage",
             Code::UnsupportedObjectFormat => "unsupported_object_format",
             Code::StateCheckedOut => "state_checked_out",
@@ -80,6 +82,7 @@ impl Code {
             Code::StateMissing
             | Code::StateInvalid
             | Code::NotARepo
+            | Code::DubiousOwnership
             | Code::UnsupportedRefStorage
             | Code::UnsupportedObjectFormat
             | Code::StateCheckedOut

@@ -215,7 +215,9 @@ fn update(file: &Path, edit: impl FnOnce(&mut Vec<PathBuf>) -> bool) -> Result<b
 pub struct RepoStatus {
     pub path: PathBuf,
     /// `ok`, `missing` (the path is gone), `not_initialized` (no
-    /// `loopx-state`) or `broken` (its state cannot be read).
+    /// `loopx-state`), `refused` (another user's repository, refused as
+    /// git refuses it: see `gix_store::owner`) or `broken` (its state
+    /// cannot be read).
     pub condition: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<RepoError>,
@@ -236,7 +238,8 @@ pub struct RepoError {
 #[derive(Debug, Serialize)]
 pub struct Need {
     pub repo: PathBuf,
-    /// `gate`, `user_action`, `broken`, `agent_failing` or `throttled`:
+    /// `gate`, `user_action`, `broken`, `refused`, `agent_failing` or
+    /// `throttled`:
     /// the order they are listed in.
     pub kind: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -247,10 +250,11 @@ pub struct Need {
     pub text: String,
 }
 
-const KINDS: [&str; 5] = [
+const KINDS: [&str; 6] = [
     "gate",
     "user_action",
     "broken",
+    "refused",
     "agent_failing",
     "throttled",
 ];
@@ -314,6 +318,7 @@ fn repo_status(path: PathBuf, now: Timestamp) -> RepoStatus {
             path,
             condition: match e.code() {
                 Code::StateMissing => "not_initialized",
+                Code::DubiousOwnership => "refused",
                 _ => "broken",
             },
             error: Some(RepoError {
@@ -335,9 +340,9 @@ fn needs_of(repo: &RepoStatus) -> Vec<Need> {
         text,
     };
     let mut out = Vec::new();
-    if repo.condition == "broken" {
+    if let kind @ ("broken" | "refused") = repo.condition {
         let message = repo.error.as_ref().map_or("", |e| e.message.as_str());
-        out.push(need("broken", None, None, message.to_owned()));
+        out.push(need(kind, None, None, message.to_owned()));
     }
     for g in &repo.goals {
         let goal = Some(g.goal.id.as_str());

@@ -160,6 +160,9 @@ pub fn status_all_repos(r: &crate::ops::repos::ReposReport) -> String {
                     repo.condition,
                     oneline(&e.message)
                 );
+                if let Some(hint) = e.hint.as_deref().filter(|_| repo.condition == "refused") {
+                    let _ = writeln!(out, "    {}", oneline(hint));
+                }
             }
             None if repo.condition != "ok" => {
                 let _ = writeln!(out, "  {}  {}", repo.path.display(), repo.condition);

@@ -100,6 +100,21 @@ pub struct RefTrailers {
 pub enum Error {
     #[error("not a git repository (or any parent up to the filesystem root): {}", .0.display())]
     NotARepo(PathBuf),
+    /// git's ownership rule (`safe.directory`): `path`, a part of the
+    /// repository at `repo`, is not the current user's, and no protected
+    /// `safe.directory` allows the repository (see `gix_store::owner`).
+    #[error(
+        "detected dubious ownership in repository at {}: {} is owned by {}, but the current user is uid {user}",
+        .repo.display(),
+        .path.display(),
+        .owner.map_or("an owner that cannot be read".to_owned(), |uid| format!("uid {uid}"))
+    )]
+    DubiousOwnership {
+        repo: PathBuf,
+        path: PathBuf,
+        owner: Option<u32>,
+        user: u32,
+    },
     #[error("this repository stores refs in reftable, which git-loopx cannot update safely yet")]
     UnsupportedRefStorage,
     #[error(
@@ -143,6 +158,7 @@ impl Error {
         use crate::model::Code;
         match self {
             Error::NotARepo(_) => Code::NotARepo,
+            Error::DubiousOwnership { .. } => Code::DubiousOwnership,
             Error::UnsupportedRefStorage => Code::UnsupportedRefStorage,
             Error::UnsupportedObjectFormat(_) => Code::UnsupportedObjectFormat,
             Error::CheckedOut(_) => Code::StateCheckedOut,
@@ -158,6 +174,11 @@ impl Error {
     pub fn hint(&self) -> Option<String> {
         Some(match self {
             Error::NotARepo(_) => "run inside a git repository, or pass -C <path>".into(),
+            Error::DubiousOwnership { repo, .. } => format!(
+                "if you trust this repository, add an exception for it, as for git: \
+                 git config --global --add safe.directory {}",
+                shell_word(&repo.to_string_lossy())
+            ),
             Error::UnsupportedRefStorage => {
                 "use a repository with the files ref backend (`git init --ref-format=files`)".into()
             }
@@ -191,5 +212,36 @@ impl Error {
                 "leave the credential out (refer to where it is kept instead); if it was ever shared, rotate it".into()
             }
         })
+    }
+}
+
+/// `word` as a shell reads it, quoted only when it must be: git's
+/// `sq_quote_buf_pretty`, which writes the `safe.directory` line git prints.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "+,-./:=@_^".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        return word.to_owned();
+    }
+    let mut quoted = String::from("'");
+    for c in word.chars() {
+        match c {
+            '\'' => quoted.push_str("'\\''"),
+            '!' => quoted.push_str("'\\!'"),
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('\'');
+    quoted
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_path_is_quoted_for_the_shell_only_when_it_must_be() {
+        use super::shell_word;
+        assert_eq!(shell_word("/srv/repo-1.git"), "/srv/repo-1.git");
+        assert_eq!(shell_word("/srv/my repo"), "'/srv/my repo'");
+        assert_eq!(shell_word("/srv/it's!"), "'/srv/it'\\''s'\\!''");
+        assert_eq!(shell_word(""), "''");
     }
 }

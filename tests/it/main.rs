@@ -56,6 +56,7 @@ mod notify;
 #[cfg(not(all(feature = "serve", feature = "mcp", feature = "import-loopx")))]
 mod not_built;
 mod order;
+mod ownership;
 mod person;
 mod pipeline;
 mod pr;

@@ -12,8 +12,9 @@
 //! `LOOPX_REQUIRE_IMMUTABLE_DIR` (a directory that refuses even root,
 //! `faults.rs`), `LOOPX_REQUIRE_SCRIPT` (util-linux `script`, for a
 //! terminal, `help.rs`), `LOOPX_REQUIRE_TRANSLATED_GIT` (a git that
-//! speaks German, `sync.rs`) and `LOOPX_REQUIRE_TRANSPORTS` (lighttpd and
-//! sshd serving a remote, `transports.rs`).
+//! speaks German, `sync.rs`), `LOOPX_REQUIRE_TRANSPORTS` (lighttpd and
+//! sshd serving a remote, `transports.rs`) and `LOOPX_REQUIRE_ROOT` (root,
+//! to hand a repository to another uid, `ownership.rs`).
 
 /// Whether `switch` asks for the thing (set, and neither empty nor `0`).
 pub fn required(switch: &str) -> bool {

@@ -16,6 +16,7 @@
 mod ancestry;
 mod maintenance;
 mod objects;
+mod owner;
 mod refs;
 
 use std::cell::{Cell, RefCell};
@@ -102,6 +103,7 @@ impl GixStore {
             Err(_) if reftable_above(dir) => return Err(Error::UnsupportedRefStorage),
             Err(e) => return Err(unopenable(dir, &e)),
         };
+        owner::check(&repo, dir)?;
         if repo.common_dir().join("reftable").is_dir() || uses_reftable(&repo) {
             return Err(Error::UnsupportedRefStorage);
         }

@@ -93,7 +93,7 @@ pub fn done(
     let id = resolve_todo(gs, &args.todo)?;
     let todo = &gs.todos[&id];
     check_completable(ctx, todo, agent.as_deref(), args.epoch)?;
-    check_gates(ctx, &state, &gs.goal.id, &id, agent.as_deref())?;
+    ctx.told(check_gates(ctx, &state, &gs.goal.id, &id, agent.as_deref()))?;
     let validation = match &todo.validate {
         Some(command) => Some(validate::run(
             command,

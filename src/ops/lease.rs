@@ -288,7 +288,7 @@ pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ClaimReport> {
     let decide = claim_decision(ctx, &agent, &args.todo, ttl);
     if args.sync {
         let remote = args.remote.as_deref();
-        claim_synced(ctx, &agent, remote, Some(&args.todo), decide)
+        ctx.told(claim_synced(ctx, &agent, remote, Some(&args.todo), decide))
     } else {
         claim_locally(ctx, &agent, decide)
     }

@@ -103,7 +103,7 @@ impl Context {
     /// named or the command runs inside an agent runtime. The refusal
     /// sends the agent to the person and names no way around it.
     pub fn require_person(&self, what: &str) -> Result<String> {
-        match self.gate_actor() {
+        self.told(match self.gate_actor() {
             None => Ok(self.store.committer()),
             Some(actor) => {
                 let who = if self.agent.is_some() {
@@ -121,7 +121,17 @@ impl Context {
                 )
                 .into())
             }
+        })
+    }
+
+    /// Passes `result` on; a refusal that guards the person's authority is
+    /// recorded for them first (`refused`).
+    pub fn told<T>(&self, result: Result<T>) -> Result<T> {
+        if let Err(e) = &result {
+            let by = self.gate_actor().unwrap_or_else(|| "someone".to_owned());
+            refused::record(self.store.common_dir(), self.now, &by, e);
         }
+        result
     }
 
     /// Who acts on a write that is not the person's alone: the agent, else
@@ -380,6 +390,7 @@ pub mod pr;
 pub mod prompt;
 pub mod quota;
 pub mod redact;
+pub mod refused;
 pub mod report;
 pub mod repos;
 pub mod retention;
@@ -437,17 +448,21 @@ pub fn transact<R>(
     mut mutate: impl FnMut(&mut Option<State>) -> Result<store::Write<R>>,
 ) -> Result<store::Committed<R>> {
     let retention = retention::setting(ctx)?;
-    let done = store::transact(&ctx.store, ctx.now, |state: &mut Option<State>, base| {
-        ctx.decide_on(base);
-        let mut write = mutate(state)?;
-        if write.message.is_some() {
-            ctx.actor()?;
-            if let (Some(state), Some(base)) = (state.as_mut(), base) {
-                retention::archive_due(ctx, retention, state, base, &mut write);
+    let done = ctx.told(store::transact(
+        &ctx.store,
+        ctx.now,
+        |state: &mut Option<State>, base| {
+            ctx.decide_on(base);
+            let mut write = mutate(state)?;
+            if write.message.is_some() {
+                ctx.actor()?;
+                if let (Some(state), Some(base)) = (state.as_mut(), base) {
+                    retention::archive_due(ctx, retention, state, base, &mut write);
+                }
             }
-        }
-        Ok::<_, crate::Error>(write)
-    })?;
+            Ok::<_, crate::Error>(write)
+        },
+    ))?;
     if let Some(commit) = &done.commit {
         upkeep(ctx, commit);
     }

@@ -145,6 +145,10 @@ pub struct StatusReport {
     pub recent_runs: Vec<Run>,
     /// Each agent registered or named by the goal's runs or claims, by id.
     pub agents: Vec<AgentHealth>,
+    /// The latest attempts on the person's authority refused on this host
+    /// in the last week (`ops::refused`), newest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<crate::ops::refused::Refused>,
 }
 
 /// What says an agent is failing in a goal.
@@ -369,5 +373,13 @@ fn of_goal(ctx: &Context, tip: Oid, state: &State, goal_id: &str) -> Result<Stat
         quota: quota::usage(gs, now),
         recent_runs: runs.into_iter().take(RECENT_RUNS).cloned().collect(),
         agents: agents(ctx, state, gs, &todos),
+        refused: crate::ops::refused::latest(
+            ctx.store.common_dir(),
+            now.plus_seconds(-7 * 24 * 3600),
+            REFUSED_SHOWN,
+        ),
     })
 }
+
+/// How many refused attempts on the person's authority `status` shows.
+const REFUSED_SHOWN: usize = 5;

@@ -234,6 +234,17 @@ pub fn status_styled(r: &StatusReport) -> (String, Vec<super::style::Span>) {
         let _ = writeln!(out, "This goal is done: no agent will run for it.");
     }
 
+    if !r.refused.is_empty() {
+        attention(
+            &mut out,
+            &mut spans,
+            "Refused on this host (an agent tried what is yours):",
+        );
+        for t in &r.refused {
+            let first = t.message.lines().next().unwrap_or_default();
+            let _ = writeln!(out, "  ! {}  {}: {}", t.at, oneline(&t.by), oneline(first));
+        }
+    }
     if r.gates.is_empty() && r.user_actions.is_empty() {
         let _ = writeln!(out, "\nNeeds you: nothing");
     } else {

@@ -103,6 +103,18 @@ fn holds_until_answered(shape: Shape) {
     for args in covered(&s.held) {
         refused(&env, &s.repo, "a1", &s.gate, &args);
     }
+    // The person is told what was tried, newest first.
+    let status = env.loopx(&s.repo, &["--json", "status"]).success().json();
+    let told = status["refused"].as_array().expect("status lists refusals");
+    assert_eq!(told.len(), 5, "{status}");
+    assert_eq!(told[0]["code"], "gate_open", "{status}");
+    assert_eq!(told[0]["by"], "a1", "{status}");
+    assert!(
+        told[0]["message"].as_str().unwrap().contains("complete"),
+        "{status}"
+    );
+    let text = env.loopx(&s.repo, &["status"]).success().stdout;
+    assert!(text.contains("Refused on this host"), "{text}");
     // What should-run offers beside a scoped gate stays possible.
     let claim_other = ["--json", "todo", "claim", s.other.as_str()];
     match shape {

@@ -108,6 +108,16 @@ fn an_agent_under_run_cannot_act_as_the_person_even_scrubbed() {
         "{text}"
     );
     still_open(&env, &repo, &gate);
+    // Each try is recorded for the person.
+    let status = env.loopx(&repo, &["--json", "status"]).success().json();
+    let told = status["refused"].as_array().expect("status lists refusals");
+    let at_the_gate = told.iter().filter(|t| t["code"] == "gate_reserved").count();
+    assert_eq!(at_the_gate, 4, "each try at the gate is recorded: {status}");
+    assert!(
+        told.iter()
+            .any(|t| t["by"].as_str().unwrap().contains("inside")),
+        "{status}"
+    );
     // The person, from their own shell, answers.
     env.loopx(&repo, &["gate", "resolve", &gate, "--approve"])
         .success();

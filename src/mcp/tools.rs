@@ -82,8 +82,8 @@ impl Server {
     }
 
     /// Complete a todo (`git loopx todo done`): its `validate` command runs
-    /// first, without a shell, and a failure refuses completion (recorded,
-    /// with the output's last lines in `validation`).
+    /// first for this agent, without a shell, and a failure refuses
+    /// completion (recorded, with the output's last lines in `validation`).
     #[tool]
     async fn complete_todo(&self, Parameters(a): Parameters<done::DoneArgs>) -> Answer {
         self.answer(move |ctx| done::done(ctx, &a, &mut |_| {}))

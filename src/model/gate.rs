@@ -41,6 +41,10 @@ pub struct GateView {
     /// is not signed by a gate signer: still open in effect (`status`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub resolution_not_signed: bool,
+    /// The `validate` command written into the gate, exactly: shown to the
+    /// person, never run for them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validate: Option<String>,
     /// The scope in words for a person (`global`, `blocks A`, `holds T`).
     #[serde(skip)]
     pub scope_label: String,
@@ -64,6 +68,7 @@ impl GateView {
             resolved_at: gate.resolved_at,
             decision: gate.decision,
             resolution_not_signed: false,
+            validate: gate.validate.clone(),
             scope_label: scope.label(gate.unblocks.as_deref()),
         }
     }

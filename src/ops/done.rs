@@ -1,4 +1,10 @@
 //! `todo done`: validate, complete, optionally create the successor — one commit.
+//!
+//! Invariant: a `validate` command is text written into state, by whoever
+//! added the todo; it runs only for an agent (`ctx.agent()` names one),
+//! in the agent's own environment. For the person it is never run: their
+//! `todo done` (from a terminal or the dashboard) completes the todo and
+//! says the command was not run ([`NotRun`]), showing it.
 
 use std::time::Duration;
 
@@ -48,7 +54,9 @@ pub struct DoneArgs {
 
 /// What `todo done` did. When validation failed, `todo` is the todo as it
 /// stays (open), `validation` says why with the output's last lines, and
-/// `commit` is the one that recorded the failed validation.
+/// `commit` is the one that recorded the failed validation. When the
+/// person completed a todo that carries a `validate`, `validation` is
+/// absent and `validation_not_run` says so.
 #[derive(Debug, Serialize)]
 pub struct DoneReport {
     pub todo: Todo,
@@ -57,18 +65,54 @@ pub struct DoneReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub validation: Option<ValidationRun>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub validation_not_run: Option<Box<NotRun>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub commit: Option<Oid>,
     /// `--no-follow-up` on the last open agent todo ended the goal.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub goal_done: bool,
 }
 
+/// A todo's `validate` that was not run, because no agent completed it.
+#[derive(Clone, Debug, Serialize)]
+pub struct NotRun {
+    /// The command, exactly as the todo holds it.
+    pub command: String,
+    /// Why it was not run: [`NOT_RUN_REASON`].
+    pub reason: &'static str,
+    /// What the person may do instead.
+    pub hint: String,
+}
+
+/// Why the person's `todo done` does not run the todo's `validate`.
+pub const NOT_RUN_REASON: &str = "completed by the person";
+
+impl NotRun {
+    fn of(command: &str) -> Self {
+        NotRun {
+            command: command.to_owned(),
+            reason: NOT_RUN_REASON,
+            hint: "a command written into state runs only for an agent, never as you; \
+                   read it, and run it yourself if you want the check"
+                .to_owned(),
+        }
+    }
+}
+
+/// Whether a command written into state (a todo's `validate`) may run for
+/// this caller: only when it acts as an agent.
+pub fn runs_stored_commands(ctx: &Context) -> bool {
+    ctx.agent().is_some()
+}
+
 /// How long `validate` may run before it is killed and counted as failed.
 pub const DEFAULT_VALIDATE_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// Completes the todo `args.todo` names, running its `validate` first (`tick`
-/// hears how long it has run). A failed validation is recorded and handed
-/// back as the report with its refusal, so the output's tails reach the user.
+/// Completes the todo `args.todo` names, running its `validate` first when
+/// an agent completes it (`tick` hears how long it has run); for the person
+/// it is not run, and the report says so. A failed validation is recorded
+/// and handed back as the report with its refusal, so the output's tails
+/// reach the user.
 pub fn done(
     ctx: &Context,
     args: &DoneArgs,
@@ -94,7 +138,12 @@ pub fn done(
     let todo = &gs.todos[&id];
     check_completable(ctx, todo, agent.as_deref(), args.epoch)?;
     ctx.told(check_gates(ctx, &state, &gs.goal.id, &id, agent.as_deref()))?;
+    let not_run = match &todo.validate {
+        Some(command) if !runs_stored_commands(ctx) => Some(Box::new(NotRun::of(command))),
+        _ => None,
+    };
     let validation = match &todo.validate {
+        Some(_) if not_run.is_some() => None,
         Some(command) => Some(validate::run(
             command,
             ctx.repo_dir(),
@@ -123,6 +172,7 @@ pub fn done(
             todo: todo.clone(),
             successor: None,
             validation,
+            validation_not_run: None,
             commit,
             goal_done: false,
         };
@@ -148,6 +198,16 @@ pub fn done(
         )
         .line(format!("evidence: {}", headline(&evidence, 200)))
         .trailer("Loopx-Todo", id.clone());
+        if let Some(n) = &not_run {
+            // The todo keeps the command; the note and the message say it
+            // was not run. A note the todo has no room for is left out.
+            let _ = crate::ops::add_note(todo, ctx.now, None, &not_run_note());
+            message = message.line(format!(
+                "validate not run ({}): {}",
+                n.reason,
+                headline(&n.command, 200)
+            ));
+        }
         let successor = match &next {
             Some(text) => {
                 let succ_id = new_todo_id(goal, text, agent.as_deref(), ctx.now, &nonce);
@@ -201,10 +261,16 @@ pub fn done(
         todo,
         successor,
         validation,
+        validation_not_run: not_run,
         commit: done.commit,
         goal_done,
     };
     Ok((report, None))
+}
+
+/// The note a todo the person completed gets when it carries a `validate`.
+fn not_run_note() -> String {
+    format!("validate not run: {NOT_RUN_REASON}")
 }
 
 /// Whether the goal still has work: an agent todo open, blocked, or deferred

@@ -51,6 +51,10 @@ pub struct TodoLine {
     pub priority: Priority,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub claimed_by: Option<String>,
+    /// The todo's `validate` command, exactly as written into state. It
+    /// runs only when an agent completes the todo, never for the person.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validate: Option<String>,
 }
 
 /// An open gate, in the shape every command shows a gate in.
@@ -240,6 +244,7 @@ fn line(todo: &Todo, now: Timestamp) -> TodoLine {
         status: todo.status,
         priority: todo.priority,
         claimed_by: todo.live_claim(now).map(|c| c.agent.clone()),
+        validate: todo.validate.clone(),
     }
 }
 

@@ -37,7 +37,9 @@ pub struct AddArgs {
     /// Not ready until this holds: todo_done:<todo-id>.
     #[arg(long, value_name = "COND")]
     pub resume_when: Option<String>,
-    /// A command (run without a shell) that must exit 0 before `done` is accepted.
+    /// A command (run without a shell) that must exit 0 before an agent's
+    /// `done` is accepted. It runs only for an agent, never for the person:
+    /// their `done` shows it and leaves it to them.
     #[arg(long, value_name = "CMD")]
     pub validate: Option<String>,
     /// How often the monitor is due, at least 1m (e.g. 15m, 2h, 1d).

@@ -199,6 +199,17 @@ fn attention(out: &mut String, spans: &mut Vec<super::style::Span>, heading: &st
     let _ = writeln!(out, "\n{heading}");
 }
 
+/// The line under a person's todo that carries a `validate`: the command
+/// exactly, and that it is not run for them.
+fn stored_check(out: &mut String, validate: Option<&str>) {
+    if let Some(command) = validate {
+        let _ = writeln!(
+            out,
+            "      check written into state, not run for you: `{command}`"
+        );
+    }
+}
+
 /// [`status`], with the `Needs you:` and `Agents failing:` headings marked
 /// when something does.
 pub fn status_styled(r: &StatusReport) -> (String, Vec<super::style::Span>) {
@@ -268,9 +279,11 @@ pub fn status_styled(r: &StatusReport) -> (String, Vec<super::style::Span>) {
                 "      answer: git loopx{goal_flag} gate resolve {} --approve|--reject [--note …]",
                 g.id
             );
+            stored_check(&mut out, g.validate.as_deref());
         }
         for a in &r.user_actions {
             let _ = writeln!(out, "  - {}  {}", a.id, oneline(&a.text));
+            stored_check(&mut out, a.validate.as_deref());
         }
     }
     let failing: Vec<_> = r.agents.iter().filter(|a| !a.healthy).collect();
@@ -563,6 +576,13 @@ pub fn done(r: &crate::ops::done::DoneReport) -> String {
     let mut out = format!("done {}: {}\n", r.todo.id, oneline(&r.todo.text));
     if let Some(v) = &r.validation {
         let _ = writeln!(out, "validated: `{}` exited {}", v.command, v.exit_code);
+    }
+    if let Some(n) = &r.validation_not_run {
+        let _ = writeln!(
+            out,
+            "validate not run ({}): `{}`\n  a command written into state runs only for an agent, never as you: read it, and run it yourself if you want the check",
+            n.reason, n.command
+        );
     }
     if let Some(s) = &r.successor {
         let _ = writeln!(out, "next {}: {}", s.id, oneline(&s.text));

@@ -17,8 +17,17 @@ fn todo_id(run: &Run) -> String {
     run.json()["todo"]["id"].as_str().unwrap().to_owned()
 }
 
+/// An agent's `todo done`: a `validate` runs only for an agent.
 fn done(env: &TestEnv, repo: &Path, id: &str, extra: &[&str]) -> Run {
-    let mut args = vec!["todo", "done", id, "--evidence", "checked"];
+    let mut args = vec![
+        "--agent",
+        "agent-a",
+        "todo",
+        "done",
+        id,
+        "--evidence",
+        "checked",
+    ];
     args.extend_from_slice(extra);
     env.loopx(repo, &args)
 }

@@ -84,6 +84,7 @@ mod serve_page;
 mod serve_repos;
 mod should_run_rules;
 mod state_diff;
+mod stored_commands;
 mod sync;
 mod transports;
 mod turn;

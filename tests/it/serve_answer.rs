@@ -271,3 +271,83 @@ fn the_person_answers_a_gate_from_the_page_as_gate_resolve_would() {
         .wait_for(&gone, Duration::from_secs(20))
         .expect("the answered gate leaves the page");
 }
+
+/// Issue 45, point 4: the page's Done on an agent's reminder that carries a
+/// check does not run the check as the person; the page shows the check,
+/// as text, and says it is not run.
+#[test]
+fn done_from_the_page_does_not_run_the_check_an_agent_wrote() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("repo");
+    let marker = env.path("marker");
+    // Markup in the command is text on the page, never markup.
+    let command = format!(
+        "sh -c 'touch {} # <img src=x onerror=alert(1)>'",
+        marker.display()
+    );
+    let reminder = env
+        .loopx(
+            &repo,
+            &[
+                "--json",
+                "--agent",
+                "a1",
+                "todo",
+                "add",
+                "Rotate the deploy key",
+                "--role",
+                "user",
+                "--class",
+                "user_action",
+                "--validate",
+                &command,
+            ],
+        )
+        .success()
+        .json()["todo"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let serving = Serving::start(&env, &repo, &[]);
+    let key = serving.key.clone().expect("a key");
+    let (_, board) = serving.get("/dashboard.json");
+    assert_eq!(
+        board["needs_you"][0]["validate"],
+        command.as_str(),
+        "{board}"
+    );
+
+    if let Some(browser) = browser() {
+        browser.goto(&format!("{}/?key={key}", serving.url));
+        let drawn = format!("document.body.dataset.drawn === {}", json!(env.tip(&repo)));
+        browser
+            .wait_for(&drawn, Duration::from_secs(20))
+            .expect("the page draws");
+        let item = format!("#needs .item[data-id={reminder}]");
+        let shown = crate::serve::text_of(&browser, &format!("{item} [data-test=validate]"));
+        assert!(shown.contains(&command), "{shown}");
+        assert!(shown.contains("it is not run for you"), "{shown}");
+        let markup = crate::serve::eval(&browser, "document.querySelectorAll('#needs img').length");
+        assert_eq!(markup, json!(0), "the command was drawn as markup");
+    }
+
+    let own = serving.url.clone();
+    let (status, body) = post(
+        &serving.url,
+        &format!("/answer?id={reminder}&action=done&note=rotated"),
+        &[("Origin", own.as_str()), ("X-Loopx-Key", key.as_str())],
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(!marker.exists(), "the agent's check ran as the person");
+    assert_eq!(body["todo"]["status"], "done", "{body}");
+    assert!(body.get("validation").is_none(), "{body}");
+    assert_eq!(
+        body["validation_not_run"]["command"],
+        command.as_str(),
+        "{body}"
+    );
+    assert_eq!(
+        body["validation_not_run"]["reason"],
+        "completed by the person"
+    );
+}

@@ -65,6 +65,10 @@ pub struct NeedsYou {
     /// A resolution exists but does not count (`gate_signers`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub resolution_not_signed: bool,
+    /// The `validate` command written into the todo, exactly: the page
+    /// shows it, and answering never runs it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validate: Option<String>,
 }
 
 /// One goal: its `status` report and its board.
@@ -224,6 +228,7 @@ fn needs(status: &StatusReport, state: &State) -> Vec<NeedsYou> {
             .map(|d| format!("git loopx {flag}gate resolve {} {d} --note \"…\"", g.id))
             .collect(),
         resolution_not_signed: g.resolution_not_signed,
+        validate: g.validate.clone(),
     });
     let reminders = status.user_actions.iter().map(|a| NeedsYou {
         goal: goal.clone(),
@@ -238,6 +243,7 @@ fn needs(status: &StatusReport, state: &State) -> Vec<NeedsYou> {
             a.id
         )],
         resolution_not_signed: false,
+        validate: a.validate.clone(),
     });
     gates.chain(reminders).collect()
 }

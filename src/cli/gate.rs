@@ -68,6 +68,23 @@ enum SignersCommand {
     },
     /// The keys in effect (and loopx.yaml's list, when a change did not take effect).
     List,
+    /// Set up signed answers in one step: pick your ssh key, set git to
+    /// sign with it here, and make it a gate signer.
+    ///
+    /// The key is --key, else git's user.signingkey (gpg.format ssh), else
+    /// the first of ~/.ssh/id_ed25519_sk.pub, id_ecdsa_sk.pub,
+    /// id_ed25519.pub, id_ecdsa.pub. A key whose private file opens with no
+    /// passphrase is refused: an agent running as you could sign with it.
+    /// Run it again on each machine you answer from (it adds the key once).
+    Setup {
+        /// The public key file (or the private key beside it).
+        #[arg(long, value_name = "FILE")]
+        key: Option<String>,
+        /// Accept a key with no passphrase (it then stops only agents whose
+        /// sandbox cannot read it).
+        #[arg(long)]
+        allow_unprotected: bool,
+    },
 }
 
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
@@ -108,12 +125,23 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             }
             Ok(Output::new(&r, text))
         }
+        GateCommand::Signers {
+            command:
+                SignersCommand::Setup {
+                    key,
+                    allow_unprotected,
+                },
+        } => {
+            let r = crate::ops::signers::setup(ctx, key.as_deref(), *allow_unprotected)?;
+            Ok(Output::new(&r, setup_text(&r)))
+        }
         GateCommand::Signers { command } => {
             use crate::ops::signers;
             let r = match command {
                 SignersCommand::Add { key } => signers::change(ctx, true, key)?,
                 SignersCommand::Remove { key } => signers::change(ctx, false, key)?,
                 SignersCommand::List => signers::list(ctx)?,
+                SignersCommand::Setup { .. } => unreachable!("matched above"),
             };
             let mut text = String::new();
             if r.effective.is_empty() {
@@ -134,7 +162,13 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             let mut text = String::new();
             for g in &r.gates {
                 text.push_str(&format!("{}  [{}] {}", g.id, g.scope_label, g.question));
-                if let Some(d) = g.decision {
+                let ignored = r.ignored_answers.iter().find(|a| a.gate == g.id);
+                if let Some(a) = ignored {
+                    text.push_str(&format!(
+                        "\n    {}\n    it does not count: the gate waits for your signed answer",
+                        a.sentence()
+                    ));
+                } else if let Some(d) = g.decision {
                     text.push_str(&format!(
                         "  ({} by {}{})",
                         crate::ops::snake(&d),
@@ -152,4 +186,38 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             Ok(Output::new(&r, text))
         }
     }
+}
+
+fn setup_text(r: &crate::ops::signers::SetupReport) -> String {
+    use crate::ops::signers::Protection;
+    let mut text = format!("signing key: {} ({})\n", r.key_file.display(), r.key);
+    text.push_str(match r.protection {
+        Protection::Touch => "protected by: a touch of the FIDO device for every signature\n",
+        Protection::Passphrase => "protected by: its passphrase\n",
+        Protection::None => "protected by: nothing (no passphrase)\n",
+        Protection::AgentOnly => "held by: your ssh-agent only\n",
+    });
+    if r.configured.is_empty() {
+        text.push_str("git config: already signs with it here\n");
+    } else {
+        text.push_str(&format!("git config set: {}\n", r.configured.join(", ")));
+    }
+    match (&r.commit, r.added) {
+        (Some(c), true) => text.push_str(&format!(
+            "gate signers: {} key(s); added in {}, signed by this key\n",
+            r.effective.len(),
+            c.short()
+        )),
+        _ => text.push_str(&format!(
+            "gate signers: {} key(s); this key already is one\n",
+            r.effective.len()
+        )),
+    }
+    for w in &r.warnings {
+        text.push_str(&format!("warning: {w}\n"));
+    }
+    text.push_str(
+        "an answer to a gate now counts only in a commit a gate signer signed; others are shown as ignored\n",
+    );
+    text
 }

@@ -87,6 +87,66 @@ pub fn signed_by(dir: &Path, commit: &str, allowed: &Path) -> Result<bool, Strin
     Ok(out.stdout.trim() == "G")
 }
 
+/// What stands between a signing key and a process running as its owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Protection {
+    /// A FIDO key (`sk-…`): every signature needs a touch of the device.
+    Touch,
+    /// The private key file is encrypted: using it needs the passphrase
+    /// (or an ssh-agent that holds it).
+    Passphrase,
+    /// The private key file opens with no passphrase: anyone who can read
+    /// it can sign.
+    None,
+    /// No private key file beside the public one: only an ssh-agent can
+    /// sign with it.
+    AgentOnly,
+}
+
+/// How the key `public` (a `.pub` file) is protected, asked of
+/// `ssh-keygen`: a private key that `ssh-keygen -y -P ''` opens has no
+/// passphrase. `Err` when ssh-keygen cannot be run.
+pub fn protection(public: &Path, key: &str) -> Result<Protection, String> {
+    if key.starts_with("sk-") {
+        return Ok(Protection::Touch);
+    }
+    let private = public.with_extension("");
+    if private == public || !private.is_file() {
+        return Ok(Protection::AgentOnly);
+    }
+    let out = std::process::Command::new("ssh-keygen")
+        .args(["-y", "-P", "", "-f"])
+        .arg(&private)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("running ssh-keygen: {e}"))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.success() {
+        Ok(Protection::None)
+    } else if stderr.contains("passphrase") {
+        Ok(Protection::Passphrase)
+    } else {
+        Err(format!("{}: {}", private.display(), stderr.trim()))
+    }
+}
+
+/// Whether the ssh-agent of `SSH_AUTH_SOCK` holds `key` (type and body).
+pub fn in_ssh_agent(key: &str) -> bool {
+    if std::env::var_os("SSH_AUTH_SOCK").is_none() {
+        return false;
+    }
+    std::process::Command::new("ssh-add")
+        .arg("-L")
+        .stdin(Stdio::null())
+        .output()
+        .is_ok_and(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|l| l.starts_with(key))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -51,6 +51,30 @@ pub fn check_rev(ctx: &Context, rev: &str) -> Result<StateCheck> {
             }
         }
     }
+    // An answer to a gate that does not count under `gate_signers`.
+    if let Ok(state) = crate::store::transaction::state_at(&ctx.store, &commit) {
+        for a in crate::ops::signers::ignored_answers_all(ctx, &commit, &state)? {
+            let path = state
+                .goals
+                .values()
+                .find_map(|g| g.todos.get(&a.gate))
+                .map(crate::codec::todo_path)
+                .unwrap_or_default();
+            let mut p = Problem::warning(
+                &path,
+                Some("decision"),
+                format!("{} {:?}: {}", a.gate, a.question, a.sentence()),
+            );
+            if let Some((line, column)) = snapshot
+                .files
+                .get(&path)
+                .and_then(|b| codec::inspect::locate(b, "decision"))
+            {
+                (p.line, p.column) = (Some(line), Some(column));
+            }
+            problems.push(p);
+        }
+    }
     problems.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
     let errors = problems
         .iter()

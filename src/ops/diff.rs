@@ -51,6 +51,10 @@ pub struct DiffReport {
     /// With `--patch`: every changed file as a unified diff.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub patches: Option<Vec<FilePatch>>,
+    /// Answers to gates this range makes that do not count under
+    /// `gate_signers` (judged at `to`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ignored_answers: Vec<crate::ops::signers::IgnoredAnswer>,
 }
 
 /// One changed file of the state tree.
@@ -133,12 +137,28 @@ pub fn diff(ctx: &Context, spec: Option<&str>, patch: bool) -> Result<DiffReport
     } else {
         None
     };
+    // An answer the range makes that does not count: its gate changed.
+    let ignored_answers = crate::ops::signers::ignored_answers_all(ctx, &to, &new)?
+        .into_iter()
+        .filter(|a| match goal.as_deref() {
+            Some(g) => new
+                .goals
+                .get(g)
+                .is_some_and(|gs| gs.todos.contains_key(&a.gate)),
+            None => true,
+        })
+        .filter(|a| {
+            let find = |s: &State| s.goals.values().find_map(|g| g.todos.get(&a.gate)).cloned();
+            old.as_ref().and_then(find) != find(&new)
+        })
+        .collect();
     Ok(DiffReport {
         from,
         to,
         goal,
         facts,
         patches,
+        ignored_answers,
     })
 }
 

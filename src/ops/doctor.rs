@@ -185,6 +185,9 @@ pub fn doctor(ctx: &Context, fsck: bool, repair: bool) -> Result<DoctorReport> {
         Err(e) => check("state", Level::Error, e.to_string(), e.hint()),
     });
 
+    if let Some(c) = answers_check(ctx) {
+        checks.push(c);
+    }
     checks.push(objects_check(ctx));
     if let Some(c) = leases_check(ctx) {
         checks.push(c);
@@ -238,6 +241,41 @@ pub fn doctor(ctx: &Context, fsck: bool, repair: bool) -> Result<DoctorReport> {
         repaired,
         lost_writes,
     })
+}
+
+/// Under `gate_signers`: every answer counts, or the ones that do not
+/// (`an answer not made by you was ignored: …`). Nothing without a policy.
+fn answers_check(ctx: &Context) -> Option<Check> {
+    let (tip, state) = ctx.load().ok()?;
+    let keys = crate::ops::signers::effective(ctx, &tip).ok()?;
+    if keys.is_empty() {
+        return None;
+    }
+    let ignored = crate::ops::signers::ignored_answers_all(ctx, &tip, &state).ok()?;
+    if ignored.is_empty() {
+        return Some(check(
+            "gate answers",
+            Level::Ok,
+            format!(
+                "gate_signers: {} key(s); every answer to a gate is signed by one",
+                keys.len()
+            ),
+            None,
+        ));
+    }
+    let lines: Vec<String> = ignored
+        .iter()
+        .map(|a| format!("{} {:?}: {}", a.gate, a.question, a.sentence()))
+        .collect();
+    Some(check(
+        "gate answers",
+        Level::Warn,
+        lines.join("; "),
+        Some(format!(
+            "the gate waits for you: `git loopx gate resolve {} --approve|--reject`, signed; `git loopx log` shows who wrote the commit",
+            ignored[0].gate
+        )),
+    ))
 }
 
 /// The tip's objects, read from git rather than the parsed-state cache:
@@ -358,6 +396,13 @@ fn repair_state(
         return Ok(());
     };
     let good = reflog[at].new.clone();
+    if let Err(e) = ctx.person_moves(crate::ops::PersonRef::Rollback) {
+        repaired.push(format!(
+            "left {STATE_REF} at {} (objects missing): {e}; the person runs `git loopx doctor --repair`",
+            tip.short()
+        ));
+        return Ok(());
+    }
     let lost: Vec<String> = reflog[at + 1..]
         .iter()
         .map(|m| {

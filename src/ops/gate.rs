@@ -212,10 +212,19 @@ pub fn resolve(
 #[derive(Debug, Serialize)]
 pub struct GateList {
     pub gates: Vec<crate::model::gate::GateView>,
+    /// Answers that do not count under `gate_signers`: their gates are
+    /// listed as open, with `resolution_not_signed`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ignored_answers: Vec<crate::ops::signers::IgnoredAnswer>,
 }
 
 pub fn list(ctx: &Context, all: bool) -> Result<GateList> {
-    let (_, state) = ctx.load()?;
+    let (tip, mut state) = ctx.load()?;
+    let goal = ctx.goal(&state)?.goal.id.clone();
+    let ignored_answers = crate::ops::signers::ignored_answers_of(ctx, &tip, &state, &goal)?;
+    let ignored: std::collections::BTreeSet<String> =
+        ignored_answers.iter().map(|a| a.gate.clone()).collect();
+    crate::ops::signers::reopen(&mut state, &goal, &ignored);
     let gs = ctx.goal(&state)?;
     let mut gates: Vec<&Todo> = gs
         .todos
@@ -225,9 +234,15 @@ pub fn list(ctx: &Context, all: bool) -> Result<GateList> {
     gates.sort_by(|a, b| a.order_key().cmp(&b.order_key()));
     let gates = gates
         .into_iter()
-        .map(crate::model::gate::GateView::of)
+        .map(|t| crate::model::gate::GateView {
+            resolution_not_signed: ignored.contains(&t.id),
+            ..crate::model::gate::GateView::of(t)
+        })
         .collect();
-    Ok(GateList { gates })
+    Ok(GateList {
+        gates,
+        ignored_answers,
+    })
 }
 
 /// Refuses (`gate_open`) `agent`'s `action` on `todo` while an open gate

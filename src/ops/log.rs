@@ -43,6 +43,10 @@ pub struct LogEntry {
     /// The run records it wrote (`Loopx-Run`: a writeback, a failed validation).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<String>,
+    /// The answers to gates it made that do not count under
+    /// `gate_signers` (as the tip judges them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ignored_answers: Vec<crate::ops::signers::IgnoredAnswer>,
 }
 
 /// A code commit (on the repository's branches, not on loopx-state) whose
@@ -81,6 +85,10 @@ pub fn log(ctx: &Context, args: &LogArgs) -> Result<LogReport> {
     };
     let filtering = args.todo.is_some() || args.agent.is_some();
     let scan = if filtering { SCAN_LIMIT } else { args.limit };
+    let ignored = match ctx.load() {
+        Ok((tip, state)) => crate::ops::signers::ignored_answers_all(ctx, &tip, &state)?,
+        Err(_) => Vec::new(),
+    };
     let mut entries = Vec::new();
     for info in ctx.store.first_parent_log(&tip, scan)? {
         let todos: Vec<String> = trailer(&info.message, "Loopx-Todo")
@@ -97,6 +105,11 @@ pub fn log(ctx: &Context, args: &LogArgs) -> Result<LogReport> {
         if args.agent.is_some() && agent != args.agent {
             continue;
         }
+        let ignored_answers = ignored
+            .iter()
+            .filter(|a| a.commit == info.id)
+            .cloned()
+            .collect();
         entries.push(LogEntry {
             commit: info.id,
             parents: info.parents,
@@ -108,6 +121,7 @@ pub fn log(ctx: &Context, args: &LogArgs) -> Result<LogReport> {
             runs: trailer(&info.message, "Loopx-Run")
                 .map(str::to_owned)
                 .collect(),
+            ignored_answers,
         });
         if entries.len() >= args.limit {
             break;

@@ -124,6 +124,13 @@ impl Context {
         })
     }
 
+    /// The one check of who writes before a ref the person owns moves
+    /// ([`PersonRef`]): the person's git identity, or a `person_only`
+    /// refusal, recorded for them.
+    pub fn person_moves(&self, what: PersonRef) -> Result<String> {
+        self.require_person(what.describe())
+    }
+
     /// Passes `result` on; a refusal that guards the person's authority is
     /// recorded for them first (`refused`).
     pub fn told<T>(&self, result: Result<T>) -> Result<T> {
@@ -142,7 +149,7 @@ impl Context {
             return Ok(agent.clone());
         }
         if let Some(inside) = self.inside() {
-            return Err(no_identity(inside).into());
+            return self.told(Err(no_identity(inside).into()));
         }
         Ok(self.store.committer())
     }
@@ -165,6 +172,35 @@ impl Context {
                 .with_hint("pass --agent <id>, set LOOPX_AGENT, or `git config loopx.agent <id>`")
                 .into()
         })
+    }
+}
+
+/// A ref move only the person makes (docs/gates.md, "Refs the person
+/// owns"). Each goes through [`Context::person_moves`] and nothing else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PersonRef {
+    /// `review --ack` moves `refs/loopx/reviewed`: what the person saw.
+    Reviewed,
+    /// `redact` rewrites loopx-state's history (beyond a flagged credential).
+    History,
+    /// `doctor --repair` moves loopx-state back to an older tree.
+    Rollback,
+    /// `gate signers add|remove|setup` changes who answers gates.
+    Signers,
+}
+
+impl PersonRef {
+    fn describe(self) -> &'static str {
+        match self {
+            PersonRef::Reviewed => {
+                "mark the state reviewed (`review --ack` moves refs/loopx/reviewed)"
+            }
+            PersonRef::History => {
+                "rewrite loopx-state's history to redact text that is not a credential"
+            }
+            PersonRef::Rollback => "move loopx-state back to an older commit (`doctor --repair`)",
+            PersonRef::Signers => "change gate_signers (who answers gates)",
+        }
     }
 }
 

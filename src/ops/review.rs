@@ -37,6 +37,10 @@ pub struct ReviewReport {
     pub changes: Vec<Change>,
     /// `--ack` moved `refs/loopx/reviewed` to `tip`.
     pub acked: bool,
+    /// Every answer that does not count under `gate_signers` (its gate is
+    /// among `decisions`), however long ago it was made.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ignored_answers: Vec<crate::ops::signers::IgnoredAnswer>,
 }
 
 /// A gate answered since the last review.
@@ -47,6 +51,9 @@ pub struct Answered {
     /// False when `gate_signers` is set and the resolving commit is not
     /// signed by a gate signer: the gate is then still open in effect.
     pub counts: bool,
+    /// When it does not count: who it claims, when, and its commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ignored: Option<crate::ops::signers::IgnoredAnswer>,
 }
 
 /// A handoff made since the last review.
@@ -68,9 +75,15 @@ impl ReviewReport {
 }
 
 pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewReport> {
+    if ack {
+        ctx.person_moves(crate::ops::PersonRef::Reviewed)?;
+    }
     let (tip, mut state) = ctx.load()?;
     let goal_id = ctx.goal(&state)?.goal.id.clone();
-    let unsigned = crate::ops::signers::unsigned_resolutions(ctx, &tip, &state)?;
+    let ignored_answers =
+        crate::ops::signers::ignored_answers_of(ctx, &tip, &state, &ctx.goal(&state)?.goal.id)?;
+    let unsigned: std::collections::BTreeSet<String> =
+        ignored_answers.iter().map(|a| a.gate.clone()).collect();
     let reviewed = ctx.store.try_find_ref(REVIEWED_REF)?;
     let since = match since {
         Some(rev) => Some(crate::ops::revision::state_commit(ctx, rev)?),
@@ -136,6 +149,7 @@ pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewRep
                 answered.push(Answered {
                     gate: gs.todos[id].clone(),
                     counts: !unsigned.contains(id),
+                    ignored: ignored_answers.iter().find(|a| a.gate == *id).cloned(),
                 });
                 rest.push(change);
             }
@@ -210,5 +224,6 @@ pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewRep
         handoffs,
         changes: rest,
         acked,
+        ignored_answers,
     })
 }

@@ -192,6 +192,91 @@ pub fn unsigned_resolutions_of(
     state: &State,
     goal: &str,
 ) -> Result<BTreeSet<String>> {
+    Ok(judge(ctx, tip, state, goal)?
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect())
+}
+
+/// An answer to a gate that does not count (the person is shown it as
+/// ignored): what it said, in whose name, when, and the commit that made it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct IgnoredAnswer {
+    pub gate: String,
+    pub question: String,
+    pub decision: Option<crate::model::Decision>,
+    /// The name the answer claims (`resolved_by`): not proof of anything.
+    pub resolved_by: Option<String>,
+    pub resolved_at: Option<crate::model::Timestamp>,
+    /// The state commit that wrote it.
+    pub commit: Oid,
+    pub reason: &'static str,
+}
+
+impl IgnoredAnswer {
+    /// `an answer not made by you was ignored: approve by X at T, commit C
+    /// (not signed by a gate signer)`: the one wording of every surface.
+    pub fn sentence(&self) -> String {
+        let mut out = String::from("an answer not made by you was ignored: ");
+        out.push_str(
+            &self
+                .decision
+                .map_or_else(|| "resolved".to_owned(), |d| crate::ops::snake(&d)),
+        );
+        out.push_str(" by ");
+        out.push_str(self.resolved_by.as_deref().unwrap_or("(not recorded)"));
+        if let Some(at) = self.resolved_at {
+            out.push_str(&format!(" at {at}"));
+        }
+        out.push_str(&format!(
+            ", commit {} ({})",
+            self.commit.short(),
+            self.reason
+        ));
+        out
+    }
+}
+
+/// Why an answer is ignored, as every surface says it.
+pub const IGNORED_REASON: &str = "not signed by a gate signer";
+
+/// [`IgnoredAnswer`]s of the goal `goal` at `tip`: empty without a policy.
+pub fn ignored_answers_of(
+    ctx: &Context,
+    tip: &Oid,
+    state: &State,
+    goal: &str,
+) -> Result<Vec<IgnoredAnswer>> {
+    let gs = &state.goals[goal];
+    Ok(judge(ctx, tip, state, goal)?
+        .into_iter()
+        .map(|(id, commit)| {
+            let gate = &gs.todos[&id];
+            IgnoredAnswer {
+                question: gate.text.clone(),
+                decision: gate.decision,
+                resolved_by: gate.resolved_by.clone(),
+                resolved_at: gate.resolved_at,
+                commit,
+                reason: IGNORED_REASON,
+                gate: id,
+            }
+        })
+        .collect())
+}
+
+/// [`ignored_answers_of`] every goal at `tip`.
+pub fn ignored_answers_all(ctx: &Context, tip: &Oid, state: &State) -> Result<Vec<IgnoredAnswer>> {
+    let mut out = Vec::new();
+    for goal in state.goals.keys() {
+        out.extend(ignored_answers_of(ctx, tip, state, goal)?);
+    }
+    Ok(out)
+}
+
+/// The resolved gates of `goal` whose resolution does not count, each with
+/// the commit that made it.
+fn judge(ctx: &Context, tip: &Oid, state: &State, goal: &str) -> Result<Vec<(String, Oid)>> {
     let gs = &state.goals[goal];
     let resolved: Vec<&str> = gs
         .todos
@@ -199,12 +284,13 @@ pub fn unsigned_resolutions_of(
         .filter(|t| t.class == TodoClass::UserGate && t.status == TodoStatus::Done)
         .map(|t| t.id)
         .collect();
-    let mut out = BTreeSet::new();
+    let mut out = Vec::new();
     if resolved.is_empty() || effective(ctx, tip)?.is_empty() {
         return Ok(out);
     }
     // Verdicts by the gate's content (its canonical encoding): the same
-    // resolution is judged once, whatever commit it is read at.
+    // resolution is judged once, whatever commit it is read at. A line is
+    // `<key> 1`, or `<key> 0 <commit>` for one that does not count.
     let file = dir(ctx).join("resolutions");
     let known = std::fs::read_to_string(&file).unwrap_or_default();
     let mut added = String::new();
@@ -213,24 +299,32 @@ pub fn unsigned_resolutions_of(
         let key = sha1_smol::Sha1::from(crate::codec::encode(gate))
             .digest()
             .to_string();
-        let cached = known
-            .lines()
-            .find_map(|l| l.strip_prefix(key.as_str()))
-            .map(|v| v.trim() == "1");
-        let counts = match cached {
-            Some(c) => c,
+        let cached = known.lines().find_map(|l| {
+            let mut words = l.strip_prefix(key.as_str())?.split_whitespace();
+            match (words.next()?, words.next()) {
+                ("1", _) => Some(None),
+                ("0", Some(commit)) => Some(Some(Oid(commit.to_owned()))),
+                _ => None,
+            }
+        });
+        let verdict = match cached {
+            Some(v) => v,
             None => {
                 let path = crate::codec::todo_path(gate);
                 let Some(bytes) = ctx.store.read_file(tip, &path)? else {
                     continue;
                 };
-                let counts = resolution_counts(ctx, tip, &path, &bytes)?;
-                added.push_str(&format!("{key} {}\n", u8::from(counts)));
-                counts
+                let (counts, commit) = resolution_counts(ctx, tip, &path, &bytes)?;
+                let verdict = (!counts).then_some(commit);
+                match &verdict {
+                    None => added.push_str(&format!("{key} 1\n")),
+                    Some(c) => added.push_str(&format!("{key} 0 {c}\n")),
+                }
+                verdict
             }
         };
-        if !counts {
-            out.insert(id.to_owned());
+        if let Some(commit) = verdict {
+            out.push((id.to_owned(), commit));
         }
     }
     if !added.is_empty() {
@@ -249,8 +343,8 @@ pub fn unsigned_resolutions_of(
 
 /// Whether the commit that wrote `bytes` at `path` (walking back from `tip`
 /// while a parent still holds them) was made before any policy, or signed
-/// by a key of the policy in effect at its parent.
-fn resolution_counts(ctx: &Context, tip: &Oid, path: &str, bytes: &[u8]) -> Result<bool> {
+/// by a key of the policy in effect at its parent; and that commit.
+fn resolution_counts(ctx: &Context, tip: &Oid, path: &str, bytes: &[u8]) -> Result<(bool, Oid)> {
     let mut cur = tip.clone();
     let parent = loop {
         let info = ctx.store.first_parent_log(&cur, 1)?.remove(0);
@@ -267,10 +361,11 @@ fn resolution_counts(ctx: &Context, tip: &Oid, path: &str, bytes: &[u8]) -> Resu
         }
     };
     let Some(parent) = parent else {
-        return Ok(true);
+        return Ok((true, cur));
     };
     let keys = effective(ctx, &parent)?;
-    Ok(keys.is_empty() || signed_by_any(ctx, &cur, &keys)?)
+    let counts = keys.is_empty() || signed_by_any(ctx, &cur, &keys)?;
+    Ok((counts, cur))
 }
 
 /// Puts the gates of `ids` back to open in `state` (a read-only view), and
@@ -348,7 +443,7 @@ fn read_key(arg: &str) -> Result<String> {
 /// `gate signers add KEY` / `remove KEY`: a new policy, built on the one in
 /// effect and committed signed by the person's key.
 pub fn change(ctx: &Context, add: bool, key: &str) -> Result<SignersReport> {
-    ctx.require_person("change gate_signers (who answers gates)")?;
+    ctx.person_moves(crate::ops::PersonRef::Signers)?;
     let (tip, _) = ctx.load()?;
     let mut keys = effective(ctx, &tip)?;
     let word = if add { "add" } else { "remove" };
@@ -381,5 +476,203 @@ pub fn change(ctx: &Context, add: bool, key: &str) -> Result<SignersReport> {
         effective: keys,
         in_file: Vec::new(),
         commit: done.commit,
+    })
+}
+
+pub use crate::git_cmd::signing::Protection;
+
+/// What `gate signers setup` did.
+#[derive(Debug, serde::Serialize)]
+pub struct SetupReport {
+    /// The public key, as gate_signers lists it.
+    pub key: String,
+    pub key_file: PathBuf,
+    pub protection: crate::git_cmd::signing::Protection,
+    /// An ssh-agent (`SSH_AUTH_SOCK`) holds the key.
+    pub in_ssh_agent: bool,
+    /// The git config this run set (`key=value`), in the repository.
+    pub configured: Vec<String>,
+    /// The key became a gate signer now (false: it already was one).
+    pub added: bool,
+    /// The policy in effect afterwards.
+    pub effective: Vec<String>,
+    /// The signed commit that added it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<Oid>,
+    /// What still lets a process running as you sign with it.
+    pub warnings: Vec<String>,
+}
+
+/// The keys `setup` looks for under `~/.ssh`, best first: FIDO keys (a
+/// touch for every signature), then the usual ones.
+const DEFAULT_KEYS: [&str; 4] = [
+    "id_ed25519_sk.pub",
+    "id_ecdsa_sk.pub",
+    "id_ed25519.pub",
+    "id_ecdsa.pub",
+];
+
+fn expand_home(path: &str) -> PathBuf {
+    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(path),
+    }
+}
+
+/// The public key file `setup` uses: `--key` (a `.pub` file, or the
+/// private one beside it), else git's `user.signingkey` under `gpg.format
+/// ssh`, else the first of [`DEFAULT_KEYS`] in `~/.ssh`.
+fn find_key(ctx: &Context, given: Option<&str>) -> Result<PathBuf> {
+    let make = "make one an agent running as you cannot use: `ssh-keygen -t ed25519-sk` \
+                (a FIDO key: every signature needs your touch), or `ssh-keygen -t ed25519 \
+                -f ~/.ssh/loopx_gates` with a passphrase; then \
+                `git loopx gate signers setup --key ~/.ssh/loopx_gates.pub`";
+    if let Some(given) = given {
+        let path = expand_home(given);
+        let public = if path.extension().is_some_and(|e| e == "pub") {
+            path.clone()
+        } else {
+            let mut p = path.clone().into_os_string();
+            p.push(".pub");
+            PathBuf::from(p)
+        };
+        if !public.is_file() {
+            return Err(Refusal::invalid_input(format!(
+                "--key {given}: no public key file {}",
+                public.display()
+            ))
+            .with_hint(make)
+            .into());
+        }
+        return Ok(std::path::absolute(&public).unwrap_or(public));
+    }
+    let ssh = ctx.store.config_string("gpg.format").as_deref() == Some("ssh");
+    if let Some(key) = ctx.store.config_string("user.signingkey").filter(|_| ssh) {
+        let path = expand_home(key.trim());
+        if path.is_file() {
+            return Ok(path);
+        }
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    for name in DEFAULT_KEYS {
+        if let Some(p) = home.as_ref().map(|h| h.join(".ssh").join(name)) {
+            if p.is_file() {
+                return Ok(p);
+            }
+        }
+    }
+    Err(Refusal::invalid_input(
+        "no ssh key to sign with: no --key, no user.signingkey (gpg.format ssh), none in ~/.ssh",
+    )
+    .with_hint(make)
+    .into())
+}
+
+/// `gate signers setup`: one command that makes the person's answers
+/// tamper-evident. It picks the signing key, refuses one that opens with
+/// no passphrase (unless `allow_unprotected`), sets git to sign with it in
+/// this repository, and adds it to gate_signers in a commit it signs.
+pub fn setup(ctx: &Context, key: Option<&str>, allow_unprotected: bool) -> Result<SetupReport> {
+    use crate::git_cmd::signing;
+    ctx.person_moves(crate::ops::PersonRef::Signers)?;
+    let (tip, _) = ctx.load()?;
+    let file = find_key(ctx, key)?;
+    let text = read_key(&file.to_string_lossy())?;
+    let body = key_body(&text);
+    let protection = signing::protection(&file, &text)
+        .map_err(|e| Refusal::new(Code::GitFailed, format!("reading {}: {e}", file.display())))?;
+    let in_agent = signing::in_ssh_agent(&body);
+    let mut warnings = Vec::new();
+    match protection {
+        Protection::None if !allow_unprotected => {
+            return Err(Refusal::invalid_input(format!(
+                "{} opens with no passphrase: a process running as you (an agent's shell) \
+                 can sign with it, so its signature proves nothing",
+                file.with_extension("").display()
+            ))
+            .with_hint(
+                "give it a passphrase (`ssh-keygen -p -f <key>`), or use a FIDO key \
+                 (`ssh-keygen -t ed25519-sk`); --allow-unprotected sets it up anyway, for \
+                 agents whose sandbox cannot read the key",
+            )
+            .into());
+        }
+        Protection::None => warnings.push(format!(
+            "{} has no passphrase: only an agent that cannot read it is stopped",
+            file.with_extension("").display()
+        )),
+        Protection::AgentOnly if !in_agent => {
+            return Err(Refusal::invalid_input(format!(
+                "{}: no private key beside it, and no ssh-agent holds it: git cannot sign with it",
+                file.display()
+            ))
+            .with_hint("add it to your ssh-agent (`ssh-add -c <key>`), or pass --key <file.pub>")
+            .into());
+        }
+        _ => {}
+    }
+    if in_agent && protection != Protection::Touch {
+        warnings.push(
+            "your ssh-agent holds this key: a process that reaches SSH_AUTH_SOCK signs with it \
+             without the passphrase, unless you added it with `ssh-add -c` (each use asks you)"
+                .to_owned(),
+        );
+    }
+    let mut configured = Vec::new();
+    let signing_key = file.to_string_lossy().into_owned();
+    for (name, value) in [
+        ("gpg.format", "ssh"),
+        ("user.signingkey", signing_key.as_str()),
+    ] {
+        if ctx.store.config_string(name).as_deref() == Some(value) {
+            continue;
+        }
+        let out = crate::git_cmd::run(ctx.repo_dir(), &["config", "--local", name, value])
+            .map_err(|e| Refusal::new(Code::GitFailed, format!("git config {name}: {e}")))?;
+        if !out.success {
+            return Err(Refusal::new(
+                Code::GitFailed,
+                format!("git config {name}: {}", out.stderr.trim()),
+            )
+            .into());
+        }
+        configured.push(format!("{name}={value}"));
+    }
+    let current = effective(ctx, &tip)?;
+    if current.iter().any(|k| key_body(k) == body) {
+        return Ok(SetupReport {
+            key: text,
+            key_file: file,
+            protection,
+            in_ssh_agent: in_agent,
+            configured,
+            added: false,
+            effective: current,
+            commit: None,
+            warnings,
+        });
+    }
+    let changed = change(ctx, true, &signing_key)?;
+    // The commit that added it must verify as signed by it.
+    if let Some(commit) = &changed.commit {
+        if !signed_by_any(ctx, commit, std::slice::from_ref(&text))? {
+            return Err(Refusal::new(
+                Code::GitFailed,
+                format!("{commit} was not signed by {}", file.display()),
+            )
+            .with_hint("check `git config user.signingkey` and `gpg.format`")
+            .into());
+        }
+    }
+    Ok(SetupReport {
+        key: text,
+        key_file: file,
+        protection,
+        in_ssh_agent: in_agent,
+        configured,
+        added: true,
+        effective: changed.effective,
+        commit: changed.commit,
+        warnings,
     })
 }

@@ -153,6 +153,10 @@ pub struct StatusReport {
     /// in the last week (`ops::refused`), newest first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<crate::ops::refused::Refused>,
+    /// Answers to gates that do not count under `gate_signers`: each one's
+    /// claimed author, time and commit (the gate is listed as open).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ignored_answers: Vec<crate::ops::signers::IgnoredAnswer>,
 }
 
 /// What says an agent is failing in a goal.
@@ -274,7 +278,9 @@ pub fn status_all(ctx: &Context) -> Result<AllReport> {
 }
 
 fn of_goal(ctx: &Context, tip: Oid, state: &State, goal_id: &str) -> Result<StatusReport> {
-    let unsigned = crate::ops::signers::unsigned_resolutions_of(ctx, &tip, state, goal_id)?;
+    let ignored_answers = crate::ops::signers::ignored_answers_of(ctx, &tip, state, goal_id)?;
+    let unsigned: std::collections::BTreeSet<String> =
+        ignored_answers.iter().map(|a| a.gate.clone()).collect();
     let reopened;
     let state = if unsigned.is_empty() {
         state
@@ -383,6 +389,7 @@ fn of_goal(ctx: &Context, tip: Oid, state: &State, goal_id: &str) -> Result<Stat
             now.plus_seconds(-7 * 24 * 3600),
             REFUSED_SHOWN,
         ),
+        ignored_answers,
     })
 }
 

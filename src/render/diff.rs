@@ -75,6 +75,15 @@ fn body(r: &DiffReport, s: &Style, out: &mut String) {
             let _ = writeln!(out, "{item}{}", sentence(f, s));
         }
     }
+    for a in &r.ignored_answers {
+        let _ = writeln!(
+            out,
+            "{item}{} {}: {}",
+            s.code(&a.gate),
+            s.text(&a.question),
+            s.text(&a.sentence())
+        );
+    }
 }
 
 /// Terminal text.

@@ -62,6 +62,9 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
                 g.id
             ))
         );
+        for a in r.ignored_answers.iter().filter(|a| a.gate == g.id) {
+            let _ = writeln!(out, "  {}", t(&a.sentence()));
+        }
     }
     for a in &r.user_actions {
         let _ = writeln!(out, "{item}{} {} (reminder)", code(&a.id), t(&a.text));
@@ -215,8 +218,17 @@ pub(super) fn answered(a: &crate::ops::review::Answered, md: bool) -> String {
     if let Some(at) = g.resolved_at {
         let _ = write!(line, " at {at}");
     }
-    if !a.counts {
-        line.push_str(" — resolution not signed by a gate signer: still open");
+    match &a.ignored {
+        Some(i) => {
+            let _ = write!(
+                line,
+                " — not made by you (commit {}, {}): ignored, still open",
+                id_text(i.commit.short(), md),
+                i.reason
+            );
+        }
+        None if !a.counts => line.push_str(" — not signed by a gate signer: ignored, still open"),
+        None => {}
     }
     line
 }

@@ -52,7 +52,7 @@ fn answer(g: &crate::ops::status::AnsweredLine) -> String {
     }
     let _ = write!(out, ": {}", oneline(&g.question));
     if !g.counts {
-        out.push_str("  [resolution not signed by a gate signer: still open]");
+        out.push_str("  [not made by you (not signed by a gate signer): ignored, still open]");
     }
     out
 }
@@ -268,10 +268,11 @@ pub fn status_styled(r: &StatusReport) -> (String, Vec<super::style::Span>) {
                 oneline(&g.question),
                 g.scope_label
             );
-            if g.resolution_not_signed {
+            for a in r.ignored_answers.iter().filter(|a| a.gate == g.id) {
+                let _ = writeln!(out, "      {}", a.sentence());
                 let _ = writeln!(
                     out,
-                    "      resolution not signed by a gate signer: answer it again with your signing key"
+                    "      it does not count: the gate waits for your signed answer"
                 );
             }
             let _ = writeln!(
@@ -407,6 +408,15 @@ pub fn log(r: &LogReport) -> String {
     let mut out = String::new();
     for e in &r.entries {
         let _ = writeln!(out, "{} {} {}", e.commit.short(), e.time, e.subject);
+        for a in &e.ignored_answers {
+            let _ = writeln!(
+                out,
+                "    ! {} {}: an answer not made by you ({}): ignored",
+                a.gate,
+                oneline(&a.question),
+                a.reason
+            );
+        }
     }
     if r.entries.is_empty() {
         out.push_str("no matching state commits\n");

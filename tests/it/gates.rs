@@ -430,8 +430,14 @@ fn an_unsigned_resolution_does_not_count() {
     assert_eq!(status["answered"][0]["counts"], false);
     let text = env.loopx(&repo, &["status"]).success().stdout;
     assert!(
-        text.contains("resolution not signed by a gate signer"),
+        text.contains("an answer not made by you was ignored")
+            && text.contains("(not signed by a gate signer)"),
         "{text}"
+    );
+    assert_eq!(
+        status["ignored_answers"][0]["gate"],
+        gate.as_str(),
+        "{status}"
     );
     let run = should_run(&env, &repo);
     assert_eq!(run["should_run"], false, "{run}");

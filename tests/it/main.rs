@@ -58,6 +58,7 @@ mod not_built;
 mod order;
 mod ownership;
 mod person;
+mod person_refs;
 mod pipeline;
 mod pr;
 mod proptests;
@@ -83,6 +84,7 @@ mod serve_page;
 #[cfg(feature = "serve")]
 mod serve_repos;
 mod should_run_rules;
+mod signed_answers;
 mod state_diff;
 mod stored_commands;
 mod sync;

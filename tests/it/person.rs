@@ -114,6 +114,10 @@ fn an_agent_under_run_cannot_act_as_the_person_even_scrubbed() {
     let at_the_gate = told.iter().filter(|t| t["code"] == "gate_reserved").count();
     assert_eq!(at_the_gate, 4, "each try at the gate is recorded: {status}");
     assert!(
+        told.iter().any(|t| t["code"] == "person_only"),
+        "goal done, reserved, is recorded too: {status}"
+    );
+    assert!(
         told.iter()
             .any(|t| t["by"].as_str().unwrap().contains("inside")),
         "{status}"

@@ -42,6 +42,9 @@ pub struct DashboardReport {
     pub activity: Activity,
     /// The latest writebacks of every goal, newest first.
     pub recent: Vec<RecentWriteback>,
+    /// The latest attempts on the person's authority refused on this host
+    /// in the last week, newest first (as `status` lists them).
+    pub refused: Vec<crate::ops::refused::Refused>,
 }
 
 /// Something only the person can do, and the command that does it.
@@ -65,6 +68,9 @@ pub struct NeedsYou {
     /// A resolution exists but does not count (`gate_signers`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub resolution_not_signed: bool,
+    /// That answer, with who it claims, when and its commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ignored_answer: Option<crate::ops::signers::IgnoredAnswer>,
     /// The `validate` command written into the todo, exactly: the page
     /// shows it, and answering never runs it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -142,6 +148,10 @@ pub fn dashboard(ctx: &mut Context, stale_after_seconds: i64) -> Result<Dashboar
     ctx.set_goal(saved);
     let (goals, mut recent) = result?;
 
+    let refused = goals
+        .first()
+        .map(|g| g.status.refused.clone())
+        .unwrap_or_default();
     let mut needs_you = Vec::new();
     for panel in &goals {
         needs_you.extend(needs(&panel.status, &state));
@@ -162,6 +172,7 @@ pub fn dashboard(ctx: &mut Context, stale_after_seconds: i64) -> Result<Dashboar
         activity: activity::activity(&state, ctx.now),
         goals,
         recent,
+        refused,
     })
 }
 
@@ -228,6 +239,11 @@ fn needs(status: &StatusReport, state: &State) -> Vec<NeedsYou> {
             .map(|d| format!("git loopx {flag}gate resolve {} {d} --note \"…\"", g.id))
             .collect(),
         resolution_not_signed: g.resolution_not_signed,
+        ignored_answer: status
+            .ignored_answers
+            .iter()
+            .find(|a| a.gate == g.id)
+            .cloned(),
         validate: g.validate.clone(),
     });
     let reminders = status.user_actions.iter().map(|a| NeedsYou {
@@ -243,6 +259,7 @@ fn needs(status: &StatusReport, state: &State) -> Vec<NeedsYou> {
             a.id
         )],
         resolution_not_signed: false,
+        ignored_answer: None,
         validate: a.validate.clone(),
     });
     gates.chain(reminders).collect()

@@ -123,6 +123,20 @@ pub fn doctor(ctx: &Context, fsck: bool, repair: bool) -> Result<DoctorReport> {
         }
     }
 
+    for u in crate::ops::hooks::governance_lost(ctx) {
+        checks.push(check(
+            "governance",
+            Level::Warn,
+            format!(
+                "{} is not governed any more: {}: {}",
+                u.runtime,
+                u.path.display(),
+                u.problem
+            ),
+            Some(u.fix),
+        ));
+    }
+
     let locks = ctx.store.ref_locks();
     if locks.is_empty() {
         checks.push(check("lock", Level::Ok, "no ref lock files left", None));

@@ -157,6 +157,11 @@ pub struct StatusReport {
     /// claimed author, time and commit (the gate is listed as open).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ignored_answers: Vec<crate::ops::signers::IgnoredAnswer>,
+    /// Runtimes installed from this clone that their files no longer
+    /// govern (a hook file changed or gone): the next session would run
+    /// ungoverned.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub governance_lost: Vec<crate::ops::hooks::Ungoverned>,
 }
 
 /// What says an agent is failing in a goal.
@@ -390,6 +395,7 @@ fn of_goal(ctx: &Context, tip: Oid, state: &State, goal_id: &str) -> Result<Stat
             REFUSED_SHOWN,
         ),
         ignored_answers,
+        governance_lost: crate::ops::hooks::governance_lost(ctx),
     })
 }
 

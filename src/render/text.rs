@@ -256,6 +256,23 @@ pub fn status_styled(r: &StatusReport) -> (String, Vec<super::style::Span>) {
             let _ = writeln!(out, "  ! {}  {}: {}", t.at, oneline(&t.by), oneline(first));
         }
     }
+    if !r.governance_lost.is_empty() {
+        attention(
+            &mut out,
+            &mut spans,
+            "Not governed any more (the next session runs without git-loopx):",
+        );
+        for u in &r.governance_lost {
+            let _ = writeln!(
+                out,
+                "  ! {}: {}: {}",
+                u.runtime,
+                u.path.display(),
+                u.problem
+            );
+            let _ = writeln!(out, "      fix: {}", u.fix);
+        }
+    }
     if r.gates.is_empty() && r.user_actions.is_empty() {
         let _ = writeln!(out, "\nNeeds you: nothing");
     } else {

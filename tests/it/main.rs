@@ -23,6 +23,7 @@ mod fleet;
 mod fuzz;
 mod gate_holds;
 mod gates;
+mod governance;
 mod handoff;
 mod handoff_rules;
 mod help;

@@ -373,8 +373,7 @@ fn dashboard_says(env: &TestEnv, person: &Path, gate: &str, forged_commit: &str,
     let serving = crate::serve::Serving::start(env, person, &[]);
     let (_, board) = serving.get("/dashboard.json");
     assert_eq!(
-        board["needs_you"][0]["ignored_answer"]["commit"],
-        forged_commit,
+        board["needs_you"][0]["ignored_answer"]["commit"], forged_commit,
         "{board}"
     );
     if let Some(browser) = crate::serve::browser() {

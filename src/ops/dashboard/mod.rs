@@ -45,6 +45,8 @@ pub struct DashboardReport {
     /// The latest attempts on the person's authority refused on this host
     /// in the last week, newest first (as `status` lists them).
     pub refused: Vec<crate::ops::refused::Refused>,
+    /// Runtimes installed here that their files no longer govern.
+    pub governance_lost: Vec<crate::ops::hooks::Ungoverned>,
 }
 
 /// Something only the person can do, and the command that does it.
@@ -152,6 +154,10 @@ pub fn dashboard(ctx: &mut Context, stale_after_seconds: i64) -> Result<Dashboar
         .first()
         .map(|g| g.status.refused.clone())
         .unwrap_or_default();
+    let governance_lost = goals
+        .first()
+        .map(|g| g.status.governance_lost.clone())
+        .unwrap_or_default();
     let mut needs_you = Vec::new();
     for panel in &goals {
         needs_you.extend(needs(&panel.status, &state));
@@ -173,6 +179,7 @@ pub fn dashboard(ctx: &mut Context, stale_after_seconds: i64) -> Result<Dashboar
         goals,
         recent,
         refused,
+        governance_lost,
     })
 }
 

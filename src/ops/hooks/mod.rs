@@ -21,7 +21,7 @@ pub mod shim;
 mod status;
 pub mod toml_conf;
 
-pub use status::{status, Installed, StatusLine, StatusReport};
+pub use status::{governance_lost, status, Installed, StatusLine, StatusReport, Ungoverned};
 
 use std::path::{Path, PathBuf};
 

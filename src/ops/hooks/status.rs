@@ -36,6 +36,10 @@ pub struct StatusLine {
     pub changed_by_hand: Option<bool>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Installed from this clone, but the runtime would no longer be
+    /// governed by it: what happened to the file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub governance_lost: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -207,6 +211,26 @@ pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
                 }
             }
         };
+        // A file `hooks install` wrote from this clone that no longer
+        // holds its entries (or, for a file wholly ours, changed at all).
+        let whole = matches!(
+            target.kind,
+            Kind::Owned { .. } | Kind::Shim { .. } | Kind::EnvFile { .. }
+        );
+        let governance_lost = match (changed_by_hand, &current, installed) {
+            (None, _, _) => None,
+            (Some(_), None, _) => Some("the file is gone".to_owned()),
+            (Some(_), Some(_), Installed::No) => {
+                Some("git-loopx's entries are gone from it".to_owned())
+            }
+            (Some(_), Some(_), Installed::Partly) => {
+                Some("some of git-loopx's entries are gone from it".to_owned())
+            }
+            (Some(true), Some(_), Installed::Yes) if whole => {
+                Some("changed since git-loopx wrote it".to_owned())
+            }
+            _ => None,
+        };
         files.push(StatusLine {
             integration: target.integration,
             path: target.path,
@@ -214,6 +238,7 @@ pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
             commands,
             changed_by_hand,
             notes,
+            governance_lost,
         });
     }
     identity_notes(ctx, &mut files);
@@ -225,4 +250,45 @@ pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
         files,
         pre_push_sync,
     })
+}
+
+/// A runtime installed from this clone that its files would no longer
+/// govern (docs/gates.md): the person is told in `status`, `doctor` and on
+/// the dashboard.
+#[derive(Clone, Debug, Serialize)]
+pub struct Ungoverned {
+    pub runtime: &'static str,
+    pub path: PathBuf,
+    pub problem: String,
+    /// The command that governs it again.
+    pub fix: String,
+}
+
+/// [`Ungoverned`] runtimes of this worktree: none in a bare repository or
+/// when nothing was installed from here.
+pub fn governance_lost(ctx: &Context) -> Vec<Ungoverned> {
+    if ctx.store.workdir().is_none() {
+        return Vec::new();
+    }
+    let all: Vec<Integration> = crate::model::runtime::Runtime::HOSTS
+        .into_iter()
+        .map(Integration::Runtime)
+        .collect();
+    let Ok(report) = status(ctx, &all) else {
+        return Vec::new();
+    };
+    report
+        .files
+        .into_iter()
+        .filter_map(|line| {
+            let problem = line.governance_lost?;
+            let name = line.integration.name();
+            Some(Ungoverned {
+                runtime: name,
+                path: line.path,
+                problem,
+                fix: format!("git loopx hooks install --{name} --agent <id>"),
+            })
+        })
+        .collect()
 }

@@ -35,7 +35,10 @@ use crate::Result;
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Event {
     /// `gate_opened`, `reminder_opened`, `goal_done`, `goal_stopped`,
-    /// `quota_throttled` or `agent_failing`.
+    /// `quota_throttled`, `agent_failing`, `answer_ignored` (an answer to a
+    /// gate that does not count under gate_signers), `refused` (an attempt
+    /// on the person's authority refused on this host) or
+    /// `governance_lost` (a runtime's hook files no longer govern it).
     pub kind: String,
     pub repo: String,
     pub goal: String,
@@ -85,6 +88,9 @@ pub struct Delivery {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
+
+/// How many of the last week's refused attempts a look tells.
+const REFUSED_TOLD: usize = 50;
 
 const FIRST_RETRY: i64 = 10;
 const LAST_RETRY: i64 = 600;
@@ -177,6 +183,45 @@ pub fn conditions(ctx: &Context) -> Result<BTreeMap<String, Event>> {
             }
             let key = format!("agent_failing/{goal}/{}", a.id);
             add(key, "agent_failing", goal, Some(&a.id), why.join("; "));
+        }
+        for a in &g.ignored_answers {
+            let key = format!("answer_ignored/{goal}/{}/{}", a.gate, a.commit);
+            add(key, "answer_ignored", goal, Some(&a.gate), a.sentence());
+        }
+    }
+    // What is told of this host, not of a goal: under the default goal.
+    let goal = all
+        .goals
+        .first()
+        .map(|g| g.goal.id.clone())
+        .unwrap_or_default();
+    let week_ago = ctx.now.plus_seconds(-7 * 24 * 3600);
+    for r in crate::ops::refused::latest(ctx.store.common_dir(), week_ago, REFUSED_TOLD) {
+        let what = format!("{} {} {} {}", r.at, r.code, r.by, r.message);
+        let key = format!(
+            "refused/{}/{}",
+            r.at.unix(),
+            &sha1_smol::Sha1::from(&what).digest().to_string()[..12]
+        );
+        let first = r.message.lines().next().unwrap_or_default();
+        add(key, "refused", &goal, None, format!("{}: {first}", r.by));
+    }
+    if let Some(g) = all.goals.first() {
+        for u in &g.governance_lost {
+            let key = format!("governance_lost/{}/{}", u.runtime, u.path.display());
+            add(
+                key,
+                "governance_lost",
+                &goal,
+                None,
+                format!(
+                    "{} is not governed any more: {}: {}; {}",
+                    u.runtime,
+                    u.path.display(),
+                    u.problem,
+                    u.fix
+                ),
+            );
         }
     }
     Ok(out)

@@ -291,3 +291,59 @@ fn serve_tells_the_person_while_it_runs() {
     assert_eq!(look["new"], serde_json::json!([]), "{look}");
     assert_eq!(commanded(&log), ["gate_opened"]);
 }
+
+/// Issue 45: what guards the person is told too — an attempt on their
+/// authority refused on this host, an answer to a gate that does not count
+/// under gate_signers, and a runtime whose hook files no longer govern it.
+#[test]
+fn watch_tells_refused_attempts_ignored_answers_and_governance_lost() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("repo");
+    let gate = env
+        .loopx(&repo, &["--json", "gate", "add", "Publish under MIT?"])
+        .success()
+        .json()["gate"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    crate::signed_answers::ssh_key(&env, "id_ed25519", "");
+    env.loopx(&repo, &["gate", "signers", "setup", "--allow-unprotected"])
+        .success();
+    env.loopx(
+        &repo,
+        &["--agent", "a1", "gate", "resolve", &gate, "--approve"],
+    )
+    .failure(1);
+    crate::gates::hand_resolve(&env, &repo, &gate);
+    env.loopx(
+        &repo,
+        &["hooks", "install", "--claude-code", "--agent", "a1"],
+    )
+    .success();
+    std::fs::write(repo.join(".claude/settings.json"), "{}\n").unwrap();
+
+    let log = env.path("events.jsonl");
+    let command = format!("cat >> '{}' && echo >> '{}'", log.display(), log.display());
+    env.git(&repo, &["config", "loopx.notify.command", &command]);
+    env.loopx(&repo, &["watch", "--once"]).success();
+    let kinds = commanded(&log);
+    for kind in [
+        "answer_ignored",
+        "gate_opened",
+        "governance_lost",
+        "refused",
+    ] {
+        assert!(
+            kinds.iter().any(|k| k == kind),
+            "no {kind} event: {kinds:?}"
+        );
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("an answer not made by you was ignored"),
+        "{text}"
+    );
+    // Told once: the next look sends nothing new.
+    env.loopx(&repo, &["watch", "--once"]).success();
+    assert_eq!(commanded(&log), kinds);
+}

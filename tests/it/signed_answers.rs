@@ -17,7 +17,7 @@ const PERSON: &str = "Test Committer <committer@example.com>";
 
 /// An ssh key at `~/.ssh/<name>` in the test's HOME, with `passphrase`
 /// (empty: none); returns the public key file.
-fn ssh_key(env: &TestEnv, name: &str, passphrase: &str) -> PathBuf {
+pub(crate) fn ssh_key(env: &TestEnv, name: &str, passphrase: &str) -> PathBuf {
     let dir = env.path("home/.ssh");
     std::fs::create_dir_all(&dir).unwrap();
     let key = dir.join(name);

@@ -55,6 +55,14 @@ pub fn record(common_dir: &Path, at: Timestamp, by: &str, error: &crate::Error) 
     line.push('\n');
     let file = path(common_dir);
     let _ = std::fs::create_dir_all(common_dir.join("loopx"));
+    // One writer at a time (the OS's lock, gone with its holder): a trim
+    // that reads and renames over the file loses no line appended meanwhile.
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(common_dir.join("loopx").join("refused.lock"));
+    let _held = lock.as_ref().ok().filter(|f| f.lock().is_ok());
     if std::fs::metadata(&file).is_ok_and(|m| m.len() > MAX_BYTES) {
         let kept = std::fs::read_to_string(&file).unwrap_or_default();
         let half: Vec<&str> = kept.lines().collect();

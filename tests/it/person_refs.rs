@@ -127,3 +127,37 @@ fn only_the_person_moves_the_state_back() {
     assert_eq!(fixed["healthy"], true, "{fixed}");
     assert_ne!(env.tip(&repo), broken);
 }
+
+/// Refusals recorded at once while the record is trimmed all survive: the
+/// trim (read, cut, rename over) holds the record's lock.
+#[test]
+fn refusals_racing_a_trim_are_all_kept() {
+    const RACERS: usize = 24;
+    let env = TestEnv::new();
+    let repo = env.state_repo("repo");
+    let record = repo.join(".git/loopx/refused.jsonl");
+    let old = "{\"at\":\"2026-12-01T00:00:00Z\",\"code\":\"person_only\",\"by\":\"old\",\"message\":\"x\"}\n";
+    // Large, so that each trim takes a while: every racer finds it too big.
+    std::fs::write(&record, old.repeat(40_000_000 / old.len())).unwrap();
+    let children: Vec<_> = (0..RACERS)
+        .map(|i| {
+            env.loopx_cmd(&repo)
+                .args(["--agent", &format!("racer{i}"), "review", "--ack"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert_eq!(c.wait().unwrap().code(), Some(1));
+    }
+    let text = std::fs::read_to_string(&record).unwrap();
+    for i in 0..RACERS {
+        assert!(
+            text.contains(&format!("\"by\":\"racer{i}\"")),
+            "racer{i}'s refusal was lost"
+        );
+    }
+    assert!(text.len() < 40_000_000, "the record was never trimmed");
+}

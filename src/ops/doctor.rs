@@ -128,7 +128,7 @@ pub fn doctor(ctx: &Context, fsck: bool, repair: bool) -> Result<DoctorReport> {
             "governance",
             Level::Warn,
             format!(
-                "{} is not governed any more: {}: {}",
+                "{} is not governed: {}: {}",
                 u.runtime,
                 u.path.display(),
                 u.problem

@@ -215,7 +215,7 @@ pub fn conditions(ctx: &Context) -> Result<BTreeMap<String, Event>> {
                 &goal,
                 None,
                 format!(
-                    "{} is not governed any more: {}: {}; {}",
+                    "{} is not governed: {}: {}; {}",
                     u.runtime,
                     u.path.display(),
                     u.problem,

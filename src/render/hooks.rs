@@ -55,6 +55,18 @@ pub fn status(r: &StatusReport) -> String {
         for note in &f.notes {
             let _ = writeln!(out, "  note: {note}");
         }
+        if let Some(lost) = &f.governance_lost {
+            let _ = writeln!(out, "  not governed: {lost}");
+        }
+        for h in f.codex_hooks.iter().filter(|h| h.trust != "trusted") {
+            let _ = writeln!(
+                out,
+                "  codex {} {}: trust it in codex's /hooks view (it records trusted_hash = \"{}\")",
+                h.event,
+                h.trust.replace('_', " "),
+                h.hash
+            );
+        }
     }
     let _ = writeln!(
         out,

@@ -260,7 +260,7 @@ pub fn status_styled(r: &StatusReport) -> (String, Vec<super::style::Span>) {
         attention(
             &mut out,
             &mut spans,
-            "Not governed any more (the next session runs without git-loopx):",
+            "Not governed (the next session runs without git-loopx):",
         );
         for u in &r.governance_lost {
             let _ = writeln!(

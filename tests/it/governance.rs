@@ -86,7 +86,7 @@ fn a_runtime_whose_hook_files_changed_or_went_is_named_until_installed_again() {
     );
 
     let text = env.loopx(&repo, &["status"]).success().stdout;
-    assert!(text.contains("Not governed any more"), "{text}");
+    assert!(text.contains("Not governed"), "{text}");
     assert!(text.contains("the file is gone"), "{text}");
     let doctor = env.loopx(&repo, &["--json", "doctor"]).success().json();
     let warned: Vec<&Value> = doctor["checks"]
@@ -129,6 +129,6 @@ fn dashboard_says(env: &TestEnv, repo: &Path) {
             .wait_for(&drawn, std::time::Duration::from_secs(20))
             .expect("the page draws");
         let shown = crate::serve::text_of(&browser, "#needs [data-test=governance-lost]");
-        assert!(shown.contains("is not governed any more"), "{shown}");
+        assert!(shown.contains("is not governed"), "{shown}");
     }
 }

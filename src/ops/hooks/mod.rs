@@ -11,6 +11,7 @@
 //! the user's bytes exactly while the file holds what we wrote (see
 //! [`record`]), and otherwise takes out only our entries.
 
+pub mod codex_trust;
 pub mod json_edit;
 pub mod mcp_json;
 pub mod owned;

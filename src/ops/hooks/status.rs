@@ -40,6 +40,10 @@ pub struct StatusLine {
     /// governed by it: what happened to the file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub governance_lost: Option<String>,
+    /// Codex's hooks file: each hook's trust in Codex, and the
+    /// `trusted_hash` that would trust it as it is.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub codex_hooks: Vec<super::codex_trust::CodexHook>,
 }
 
 #[derive(Debug, Serialize)]
@@ -211,6 +215,10 @@ pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
                 }
             }
         };
+        let trust = match installed {
+            Installed::Yes => codex_trust(ctx, &target),
+            _ => None,
+        };
         // A file `hooks install` wrote from this clone that no longer
         // holds its entries (or, for a file wholly ours, changed at all).
         let whole = matches!(
@@ -229,7 +237,11 @@ pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
             (Some(true), Some(_), Installed::Yes) if whole => {
                 Some("changed since git-loopx wrote it".to_owned())
             }
-            _ => None,
+            (Some(_), Some(_), Installed::Yes) => {
+                trust.as_ref().and_then(|(project, hooks, home)| {
+                    super::codex_trust::skipped(*project, hooks, home)
+                })
+            }
         };
         files.push(StatusLine {
             integration: target.integration,
@@ -239,6 +251,7 @@ pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
             changed_by_hand,
             notes,
             governance_lost,
+            codex_hooks: trust.map(|(_, hooks, _)| hooks).unwrap_or_default(),
         });
     }
     identity_notes(ctx, &mut files);
@@ -250,6 +263,25 @@ pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
         files,
         pre_push_sync,
     })
+}
+
+/// For Codex's hooks file: Codex's trust of each hook (`codex_trust`), by
+/// the real paths Codex keys it by.
+fn codex_trust(
+    ctx: &Context,
+    target: &super::Target,
+) -> Option<(bool, Vec<super::codex_trust::CodexHook>, PathBuf)> {
+    use crate::model::runtime::Runtime;
+    if target.integration != Integration::Runtime(Runtime::Codex)
+        || !target.path.ends_with(".codex/hooks.json")
+    {
+        return None;
+    }
+    let real = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+    let root = real(ctx.store.workdir()?);
+    let home = super::codex_trust::codex_home()?;
+    let (project, hooks) = super::codex_trust::trust(&root, &real(&target.path), &home)?;
+    Some((project, hooks, home))
 }
 
 /// A runtime installed from this clone that its files would no longer

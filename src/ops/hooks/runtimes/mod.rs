@@ -11,7 +11,7 @@
 //! working inside its sandbox.
 
 mod claude_code;
-mod codex;
+pub(crate) mod codex;
 mod cursor;
 mod gemini;
 mod opencode;

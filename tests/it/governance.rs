@@ -98,6 +98,9 @@ fn a_runtime_whose_hook_files_changed_or_went_is_named_until_installed_again() {
     assert_eq!(warned.len(), 3, "{doctor}");
     assert!(warned.iter().all(|c| c["level"] == "warn"), "{doctor}");
 
+    // An agent's try at the person's authority, for the page to show too.
+    env.loopx(&repo, &["--agent", "a1", "review", "--ack"])
+        .failure(1);
     #[cfg(feature = "serve")]
     dashboard_says(&env, &repo);
 
@@ -130,5 +133,11 @@ fn dashboard_says(env: &TestEnv, repo: &Path) {
             .expect("the page draws");
         let shown = crate::serve::text_of(&browser, "#needs [data-test=governance-lost]");
         assert!(shown.contains("is not governed"), "{shown}");
+        let refused = crate::serve::text_of(&browser, "#needs [data-test=refused]");
+        assert!(
+            refused.contains("a1") && refused.contains("person_only"),
+            "{refused}"
+        );
     }
+    assert_eq!(board["refused"][0]["by"], "a1", "{board}");
 }

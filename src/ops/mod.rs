@@ -43,7 +43,9 @@ impl Context {
         let store = GixStore::discover(dir)?;
         let agent = agent
             .filter(|a| !a.is_empty())
-            .or_else(|| store.config_string("loopx.agent"));
+            .or_else(|| store.config_string("loopx.agent"))
+            // An empty value names no agent, as an empty LOOPX_AGENT.
+            .filter(|a| !a.is_empty());
         if let Some(agent) = &agent {
             ids::check_name("agent", agent)?;
         }

@@ -23,6 +23,7 @@ mod fleet;
 mod fuzz;
 mod gate_holds;
 mod gates;
+mod git_config;
 mod governance;
 mod handoff;
 mod handoff_rules;

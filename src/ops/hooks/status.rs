@@ -58,7 +58,10 @@ pub struct StatusReport {
 /// no `loopx.agent`. Its commands would then name no agent, and be refused
 /// rather than act in the person's name.
 fn identity_notes(ctx: &Context, files: &mut [StatusLine]) {
-    let configured = ctx.store.config_string("loopx.agent").is_some();
+    let configured = ctx
+        .store
+        .config_string("loopx.agent")
+        .is_some_and(|a| !a.is_empty());
     let mut seen: Vec<Integration> = Vec::new();
     for i in 0..files.len() {
         let Integration::Runtime(runtime) = files[i].integration else {

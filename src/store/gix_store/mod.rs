@@ -95,8 +95,13 @@ impl GixStore {
     /// Finds the repository containing `dir` (a worktree, a linked worktree,
     /// a subdirectory or a bare repository) and refuses what it cannot serve.
     pub fn discover(dir: &Path) -> Result<Self, Error> {
+        // `git -c` reaches a git subcommand only as GIT_CONFIG_PARAMETERS,
+        // which gix does not read: given as overrides, above every file.
+        let overrides = owner::command_line_overrides();
         let slots = |options: gix::open::Options, _| {
-            options.object_store_slots(gix::odb::store::init::Slots::Given(INDEX_SLOTS))
+            options
+                .object_store_slots(gix::odb::store::init::Slots::Given(INDEX_SLOTS))
+                .config_overrides(overrides.clone())
         };
         let repo = match gix::ThreadSafeRepository::discover_opts(dir, Default::default(), slots) {
             Ok(repo) => gix::Repository::from(repo),

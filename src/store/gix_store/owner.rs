@@ -135,6 +135,22 @@ fn protected_safe_directories(repo: &gix::Repository) -> Vec<String> {
     values
 }
 
+/// `git -c`'s pairs (`GIT_CONFIG_PARAMETERS`) as gix config overrides
+/// (`key=value`, or `key` alone for git's implicit true); none when git
+/// would refuse them (it would not have run us).
+pub(super) fn command_line_overrides() -> Vec<String> {
+    std::env::var("GIT_CONFIG_PARAMETERS")
+        .ok()
+        .and_then(|p| parameters(&p))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(key, value)| match value {
+            Some(v) => format!("{key}={v}"),
+            None => key,
+        })
+        .collect()
+}
+
 /// `GIT_CONFIG_COUNT` and its `GIT_CONFIG_KEY_<n>` / `GIT_CONFIG_VALUE_<n>`;
 /// `None` where git would refuse them.
 fn counted_pairs(env: impl Fn(&str) -> Option<String>) -> Option<Vec<(String, Option<String>)>> {

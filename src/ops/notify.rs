@@ -15,9 +15,9 @@
 //! lock on `.git/loopx/notify.lock`).
 //!
 //! Sinks, from git config: `loopx.notify.command` (run by `sh -c`, the
-//! event as JSON on its standard input; exit 0 is delivered),
+//! event as one JSON line on its standard input; exit 0 is delivered),
 //! `loopx.notify.webhook` (a JSON POST by `curl`; with
-//! `loopx.notify.webhookFormat=slack`, `{"text": …}` as a Slack-compatible
+//! `loopx.notify.webhookFormat=slack`, `{"text": …}` (with `&`, `<`, `>` escaped as Slack asks) as a Slack-compatible
 //! incoming webhook takes), `loopx.notify.desktop=true` (`notify-send`).
 
 use std::collections::BTreeMap;
@@ -402,15 +402,25 @@ pub fn line(event: &Event) -> String {
     )
 }
 
+/// Text as Slack's message format takes it: `&`, `<` and `>` escaped, so
+/// agent text cannot ping (`<!channel>`) or hide a link (`<url|label>`).
+fn slack_escaped(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
 fn deliver(sink: &Sink, event: &Event) -> std::result::Result<(), String> {
     match sink.name {
-        "command" => run(
-            Command::new("sh").args(["-c", &sink.target]),
-            &serde_json::to_vec(event).expect("an event serializes"),
-        ),
+        "command" => {
+            // One JSON line: appended to a file, events stay a line each.
+            let mut line = serde_json::to_vec(event).expect("an event serializes");
+            line.push(b'\n');
+            run(Command::new("sh").args(["-c", &sink.target]), &line)
+        }
         "webhook" => {
             let body = match sink.slack {
-                true => serde_json::json!({ "text": line(event) }),
+                true => serde_json::json!({ "text": slack_escaped(&line(event)) }),
                 false => serde_json::to_value(event).expect("an event serializes"),
             };
             // curl, as git's own transports use it: any scheme it speaks

@@ -234,6 +234,48 @@ fn each_event_reaches_the_command_and_the_webhook_once_across_restarts_and_an_ou
         "{last}"
     );
     assert_eq!(last.as_object().unwrap().len(), 1, "{last}");
+
+    // Agent text is escaped as Slack asks (`&`, `<`, `>`): no channel
+    // ping, no hidden link (issue 46, item 10).
+    env.loopx(
+        &repo,
+        &["gate", "add", "Ping <!channel> & see <http://x|the docs>?"],
+    )
+    .success();
+    env.loopx(&repo, &["watch", "--once"]).success();
+    let last = receiver.bodies.lock().unwrap().last().cloned().unwrap();
+    let text = last["text"].as_str().unwrap_or_default();
+    assert!(
+        text.ends_with(": Ping &lt;!channel&gt; &amp; see &lt;http://x|the docs&gt;?"),
+        "{last}"
+    );
+}
+
+/// The notify command's input is one JSON line: a sink that appends it
+/// to a file keeps one event a line (issue 46, item 11).
+#[test]
+fn the_notify_command_gets_one_json_line_an_event() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("repo");
+    env.loopx(&repo, &["gate", "add", "Publish?"]).success();
+    env.loopx(&repo, &["gate", "add", "Tag?"]).success();
+    let log = env.path("events.jsonl");
+    env.git(
+        &repo,
+        &[
+            "config",
+            "loopx.notify.command",
+            &format!("cat >> '{}'", log.display()),
+        ],
+    );
+    env.loopx(&repo, &["watch", "--once"]).success();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.ends_with('\n'), "{text:?}");
+    let events: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(events.len(), 2, "{text}");
 }
 
 /// `watch --all-repos` looks at every repository in the person's list, each

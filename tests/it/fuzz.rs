@@ -771,6 +771,16 @@ where
         return;
     };
     let encoded = codec::encode(&value);
+    // A canonical encoding can be longer than the input (defaults spelt
+    // out): past the reader's limit, the writer refuses it before any
+    // commit (`Checked`'s readable check), so nothing unreadable is written.
+    if encoded.len() > codec::MAX_FILE_BYTES {
+        assert!(
+            codec::check_file(path, &encoded).is_err(),
+            "an encoding past the limit is not refused for writing"
+        );
+        return;
+    }
     let back: T = codec::decode(path, &encoded).unwrap_or_else(|e| {
         panic!(
             "the writer's bytes do not read back: {e}\nvalue: {value:?}\nwritten: {}",

@@ -115,7 +115,7 @@ pub fn run(global: &GlobalArgs, args: &Args) -> Result<Output> {
     };
     let mode = match &answering {
         Answering::On { person, .. } => format!("answers as {person}"),
-        Answering::Off(_) => "read-only".to_owned(),
+        Answering::Off(why) => format!("read-only: {why}"),
     };
     let options = Options {
         answering,
@@ -201,7 +201,10 @@ fn answering(
             key: launch_key(),
             person,
         },
-        Err(e) => Answering::Off(e.to_string()),
+        Err(e) => Answering::Off(match e.hint() {
+            Some(hint) => format!("{e} ({hint})"),
+            None => e.to_string(),
+        }),
     }
 }
 

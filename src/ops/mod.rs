@@ -135,12 +135,44 @@ impl Context {
 
     /// Passes `result` on; a refusal that guards the person's authority is
     /// recorded for them first (`refused`).
-    pub fn told<T>(&self, result: Result<T>) -> Result<T> {
-        if let Err(e) = &result {
+    pub fn told<T>(&self, mut result: Result<T>) -> Result<T> {
+        if let Err(e) = &mut result {
             let by = self.gate_actor().unwrap_or_else(|| "someone".to_owned());
             refused::record(self.store.common_dir(), self.now, &by, e);
+            if let (crate::Error::Refused(r), Some(advice)) = (e, self.person_advice()) {
+                if refused::guards_the_person(r.code) {
+                    r.hint = Some(match r.hint.take() {
+                        Some(h) => format!("{h}\n{advice}"),
+                        None => advice,
+                    });
+                }
+            }
         }
         result
+    }
+
+    /// For a person taken for an agent by a setting of their own (outside
+    /// any runtime): which setting named the agent, and how to act as
+    /// themselves. `None` inside a runtime, or for `--agent` on the line.
+    fn person_advice(&self) -> Option<String> {
+        let agent = self.agent.as_deref()?;
+        if self.inside().is_some() {
+            return None;
+        }
+        if std::env::var("LOOPX_AGENT").ok().as_deref() == Some(agent) {
+            return Some(format!(
+                "if you are the person, not agent {agent}: LOOPX_AGENT={agent} is set in this \
+                 shell; `unset LOOPX_AGENT` (or `env -u LOOPX_AGENT git loopx …`) acts as you"
+            ));
+        }
+        if self.store.config_string("loopx.agent").as_deref() == Some(agent) {
+            return Some(format!(
+                "if you are the person, not agent {agent}: git config has loopx.agent={agent} \
+                 here; `git config --unset loopx.agent` (in a linked worktree also \
+                 `git config --worktree --unset loopx.agent`) acts as you"
+            ));
+        }
+        None
     }
 
     /// Who acts on a write that is not the person's alone: the agent, else

@@ -60,6 +60,7 @@ mod not_built;
 mod order;
 mod ownership;
 mod person;
+mod person_hints;
 mod person_refs;
 mod pipeline;
 mod pr;

@@ -177,6 +177,37 @@ pub struct Archived {
     pub last_seq: u64,
     /// The commit that still holds them: the parent of the archiving commit.
     pub commit: String,
+    /// Each agent's latest turn and writeback among the runs archived so
+    /// far (by this archive and the ones before it), so that a reader of
+    /// the tip knows when an agent was last seen without reading history.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub agents: BTreeMap<String, LastSeen>,
+}
+
+/// An agent's latest turn receipt and writeback in a goal's archived runs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct LastSeen {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writeback: Option<Timestamp>,
+    /// The writeback's run and todo.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub todo: Option<String>,
+}
+
+impl LastSeen {
+    /// The later of each of `self`'s and `other`'s.
+    pub fn merge(&mut self, other: &LastSeen) {
+        self.turn = self.turn.max(other.turn);
+        if other.writeback > self.writeback {
+            self.writeback = other.writeback;
+            self.run = other.run.clone();
+            self.todo = other.todo.clone();
+        }
+    }
 }
 
 impl Goal {

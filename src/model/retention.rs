@@ -16,7 +16,9 @@
 //! goal's archives never go back to an earlier time than its latest one, so
 //! every archive along a chain holds runs up to its own `through`.
 
-use crate::model::{Archived, GoalState, Run, Timestamp};
+use std::collections::BTreeMap;
+
+use crate::model::{Archived, GoalState, LastSeen, Run, RunKind, Timestamp};
 
 /// How far past the horizon the oldest run gets before a batch leaves, as
 /// a fraction of the horizon.
@@ -68,11 +70,26 @@ pub fn archive(gs: &mut GoalState, now: Timestamp, horizon: i64, base: &str) -> 
         .chain(gs.goal.archive.iter().map(|a| a.last_seq))
         .max()
         .unwrap_or(0);
+    let mut agents = last_seen(&gs.goal.archive);
+    for run in &removed {
+        let Some(agent) = &run.agent else { continue };
+        let seen = agents.entry(agent.clone()).or_default();
+        match run.kind {
+            RunKind::Turn => seen.turn = seen.turn.max(Some(run.at)),
+            RunKind::Writeback if Some(run.at) > seen.writeback => {
+                seen.writeback = Some(run.at);
+                seen.run = Some(run.id.clone());
+                seen.todo = run.todo.clone();
+            }
+            _ => {}
+        }
+    }
     let entry = Archived {
         through,
         runs: removed.len() as u64,
         last_seq,
         commit: base.to_owned(),
+        agents,
     };
     gs.goal.archive = vec![entry.clone()];
     gs.goal.rev = gs.goal.rev.saturating_add(1);
@@ -85,4 +102,16 @@ pub fn archive(gs: &mut GoalState, now: Timestamp, horizon: i64, base: &str) -> 
 /// archive before it.
 pub fn covers(entry: &Archived, since: &str) -> bool {
     entry.through.day().as_str() >= since
+}
+
+/// Each agent's latest turn and writeback in the runs `archives` (a goal's
+/// latest; two after clones archived at once) took out of the tip.
+pub fn last_seen(archives: &[Archived]) -> BTreeMap<String, LastSeen> {
+    let mut out: BTreeMap<String, LastSeen> = BTreeMap::new();
+    for a in archives {
+        for (agent, seen) in &a.agents {
+            out.entry(agent.clone()).or_default().merge(seen);
+        }
+    }
+    out
 }

@@ -134,27 +134,56 @@ fn parse_canonical(b: &[u8]) -> Option<i64> {
     Some(days * 86_400 + h * 3600 + mi * 60 + s)
 }
 
-/// Parses a duration such as `45m`, `2h`, `90s`, `1d` or a bare number of seconds.
+/// Parses a duration such as `45m`, `2h`, `90s`, `1d`, `1w`, parts such as
+/// `1h30m`, or a bare number of seconds.
 pub fn parse_duration(text: &str) -> Option<i64> {
     let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (digits, unit) = text.split_at(split);
-    let n: i64 = digits.parse().ok()?;
-    let factor = match unit {
-        "" | "s" => 1,
-        "m" | "min" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        _ => return None,
-    };
-    n.checked_mul(factor)
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return text.parse().ok();
+    }
+    // Parts such as `1h30m` or `1d12h`: each a number and its unit.
+    let mut rest = text;
+    let mut total: i64 = 0;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let split = rest.find(|c: char| !c.is_ascii_digit())?;
+        let (digits, tail) = rest.split_at(split);
+        let n: i64 = digits.parse().ok()?;
+        let end = tail
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(tail.len());
+        let (unit, next) = tail.split_at(end);
+        let factor = match unit {
+            "s" => 1,
+            "m" | "min" => 60,
+            "h" => 3600,
+            "d" => 86_400,
+            "w" => 7 * 86_400,
+            _ => return None,
+        };
+        total = total.checked_add(n.checked_mul(factor)?)?;
+        rest = next;
+    }
+    Some(total)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_have_parts() {
+        assert_eq!(parse_duration("90"), Some(90));
+        assert_eq!(parse_duration("1h30m"), Some(5400));
+        assert_eq!(parse_duration("1d12h"), Some(129_600));
+        assert_eq!(parse_duration("1w"), Some(604_800));
+        assert_eq!(parse_duration("2min"), Some(120));
+        for bad in ["", "h", "1x", "1h30", "-1h", "1.5h", "1h 30m"] {
+            assert_eq!(parse_duration(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn parses_and_prints_utc_seconds() {
@@ -187,6 +216,7 @@ mod tests {
         assert_eq!(parse_duration("30"), Some(30));
         assert_eq!(parse_duration("1d"), Some(86_400));
         assert_eq!(parse_duration("m"), None);
-        assert_eq!(parse_duration("5w"), None);
+        assert_eq!(parse_duration("5w"), Some(3_024_000));
+        assert_eq!(parse_duration("5y"), None);
     }
 }

@@ -161,3 +161,28 @@ pub fn archived_since(
     runs.sort_by(|a, b| (a.at, &a.id).cmp(&(b.at, &b.id)));
     Ok(runs)
 }
+
+/// Every run of `gs` (a goal as the tip holds it) dated after `since`
+/// (`None`: every run there ever was): the tip's, and the archived ones of
+/// those days read along the chain of archives, each once, oldest first. A
+/// reader asking about a stretch pays for the days it asks about.
+pub fn runs_since(
+    ctx: &Context,
+    gs: &crate::model::GoalState,
+    since: Option<crate::model::Timestamp>,
+) -> Result<Vec<Run>> {
+    let day = since.map_or_else(|| "0000-00-00".to_owned(), |t| t.day());
+    let mut by: BTreeMap<String, Run> = archived_runs(ctx, &gs.goal, &day, None)?
+        .into_iter()
+        .map(|r| (r.id.clone(), r))
+        .collect();
+    for (id, run) in gs.runs.iter() {
+        by.insert(id.to_owned(), run.clone());
+    }
+    let mut runs: Vec<Run> = by
+        .into_values()
+        .filter(|r| since.is_none_or(|s| r.at > s))
+        .collect();
+    runs.sort_by(|a, b| (a.at, &a.id).cmp(&(b.at, &b.id)));
+    Ok(runs)
+}

@@ -166,12 +166,18 @@ pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewRep
             _ => rest.push(change),
         }
     }
-    if commits > 0 && old_goal.is_some() {
+    if commits > 0 {
         // Runs written in the range and archived in it too: the two ends'
-        // states do not hold them, the archives made since do. (A first
-        // review, from the goal's start, lists what the tip holds.)
+        // states do not hold them, the archives made since do. A first
+        // review (or one from before the goal) takes every archive.
         let live: std::collections::BTreeSet<&str> = gs.runs.keys().collect();
-        let archived = crate::ops::retention::archived_since(ctx, &gs.goal, &live, old_goal)?;
+        let archived = match old_goal {
+            Some(old) => crate::ops::retention::archived_since(ctx, &gs.goal, &live, Some(old))?,
+            None => crate::ops::retention::archived_runs(ctx, &gs.goal, "0000-00-00", None)?
+                .into_iter()
+                .filter(|r| !live.contains(r.id.as_str()))
+                .collect(),
+        };
         let mut all: Vec<Run> = archived
             .into_iter()
             .filter(|r| r.kind == RunKind::Writeback)
@@ -179,6 +185,7 @@ pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewRep
         all.append(&mut delivered);
         delivered = all;
     }
+    delivered.sort_by(|a, b| (a.at, &a.id).cmp(&(b.at, &b.id)));
     let _ = gs;
     crate::ops::signers::reopen(&mut state, &goal_id, &unsigned);
     let gs = ctx.goal(&state)?;

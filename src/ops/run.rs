@@ -419,8 +419,47 @@ pub fn failures(ctx: &Context, goal: &str, agent: &str) -> Failures {
         .unwrap_or_default()
 }
 
-/// Counts a failed turn into [`Failures`]; a turn that did not fail clears them.
+/// A failed `run` turn as this host remembers it after the agent recovered
+/// (`report` lists the ones of its range).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FailedTurn {
+    pub at: Timestamp,
+    pub agent: String,
+    #[serde(flatten)]
+    pub turn: Turn,
+}
+
+/// How many failed turns a goal's log on this host keeps, newest last.
+const FAILED_KEPT: usize = 200;
+
+fn failed_key(goal: &str) -> String {
+    format!("run-failed\0{goal}")
+}
+
+/// The failed `run` turns of `goal` on this host, oldest first (at most
+/// the latest 200; none when unreadable).
+pub fn failed_turns(ctx: &Context, goal: &str) -> Vec<FailedTurn> {
+    ctx.store
+        .host_record(&failed_key(goal))
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+/// Counts a failed turn into [`Failures`] and the goal's log of failed
+/// turns; a turn that did not fail clears the count (the log stays).
 fn record(ctx: &Context, goal: &str, agent: &str, turn: &Turn) {
+    if turn.failed() {
+        let mut log = failed_turns(ctx, goal);
+        log.push(FailedTurn {
+            at: ctx.now,
+            agent: agent.to_owned(),
+            turn: turn.clone(),
+        });
+        let extra = log.len().saturating_sub(FAILED_KEPT);
+        log.drain(..extra);
+        let bytes = serde_json::to_vec(&log).expect("turns serialize");
+        ctx.store.set_host_record(&failed_key(goal), &bytes);
+    }
     let count = failures(ctx, goal, agent).count;
     let value = match turn.failed() {
         true => serde_json::to_vec(&Failures {

@@ -170,10 +170,11 @@ pub struct AgentHealth {
     pub id: String,
     /// None of the failures below.
     pub healthy: bool,
-    /// Its latest turn receipt (`should-run --turn`) in the goal.
+    /// Its latest turn receipt (`should-run --turn`) in the goal (archived
+    /// ones too).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_turn: Option<Timestamp>,
-    /// Its latest writeback in the goal (archived ones aside).
+    /// Its latest writeback in the goal (archived ones too).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_writeback: Option<Timestamp>,
     /// Its `git loopx run` turns in a row that failed, on this host.
@@ -223,9 +224,15 @@ fn agents(ctx: &Context, state: &State, gs: &GoalState, todos: &[&Todo]) -> Vec<
         writebacks.entry(&c.agent).or_default();
     }
     let goal = &gs.goal.id;
+    // What the archived runs said of each: a day away reads the same.
+    let archived = crate::model::retention::last_seen(&gs.goal.archive);
+    for id in archived.keys() {
+        writebacks.entry(id).or_default();
+    }
     writebacks
         .into_iter()
         .map(|(id, wrote)| {
+            let before = archived.get(id);
             let failed = crate::ops::run::failures(ctx, goal, id);
             let guard_releases =
                 crate::ops::hook::session::guard_releases(ctx, id, wrote.len() as u64);
@@ -233,8 +240,12 @@ fn agents(ctx: &Context, state: &State, gs: &GoalState, todos: &[&Todo]) -> Vec<
             AgentHealth {
                 id: id.to_owned(),
                 healthy: failed.count == 0 && guard_releases == 0 && expired_leases.is_empty(),
-                last_turn: turns.get(id).copied(),
-                last_writeback: wrote.iter().map(|&(_, at)| at).max(),
+                last_turn: turns.get(id).copied().max(before.and_then(|b| b.turn)),
+                last_writeback: wrote
+                    .iter()
+                    .map(|&(_, at)| at)
+                    .max()
+                    .max(before.and_then(|b| b.writeback)),
                 consecutive_failures: failed.count,
                 last_failure: failed.last,
                 guard_releases,

@@ -21,6 +21,9 @@ pub fn page(nonce: &str, all_repos: bool) -> String {
     page.replace("{{NONCE}}", nonce)
 }
 
+/// Where a page of its own (the report) takes its style's nonce.
+pub const NONCE_MARK: &str = "{{NONCE}}";
+
 /// What the page may load and run: its nonce-marked script and style, and
 /// requests to this server. Nothing else, so even a mistake in escaping
 /// could not run a script or load an image.
@@ -372,13 +375,19 @@ pub fn answer(
     }
     match json(&route, request.header("If-None-Match")) {
         Answer::NotModified(etag) => reply(304, Arc::default()).with_header("ETag", etag),
-        Answer::Page(body) => reply(200, body)
-            .with_header("Content-Type", "text/html; charset=utf-8")
-            .with_header("Cache-Control", "no-store")
-            .with_header(
-                "Content-Security-Policy",
-                "default-src 'none'; frame-ancestors 'none'",
-            ),
+        Answer::Page(body) => {
+            let nonce = nonce();
+            let page = String::from_utf8_lossy(&body).replacen(NONCE_MARK, &nonce, 1);
+            reply(200, Arc::new(page.into_bytes()))
+                .with_header("Content-Type", "text/html; charset=utf-8")
+                .with_header("Cache-Control", "no-store")
+                .with_header(
+                    "Content-Security-Policy",
+                    format!(
+                        "default-src 'none'; style-src 'nonce-{nonce}'; frame-ancestors 'none'"
+                    ),
+                )
+        }
         Answer::Json { etag, body } => json_reply(200, body, Some(&etag)),
         Answer::Failed(err) => {
             let body = crate::render::error_json(&err, None)

@@ -266,7 +266,11 @@ fn respond(
             ops::report::report(ctx, since)
         });
         return match page {
-            Ok(r) => Answer::Page(Arc::new(crate::render::report::html(&r).into_bytes())),
+            // The style's nonce is set per answer (`http::answer`): the
+            // head comes before any state text, so the first mark is it.
+            Ok(r) => Answer::Page(Arc::new(
+                crate::render::report::html(&r, 20, Some(http::NONCE_MARK)).into_bytes(),
+            )),
             Err(e) => Answer::Failed(e),
         };
     }

@@ -95,6 +95,7 @@ mod transports;
 mod turn;
 mod validate_rules;
 mod vocab;
+mod week;
 mod workflows;
 
 #[path = "../../examples/support/served.rs"]

@@ -412,15 +412,255 @@ fn the_dashboard_links_the_report_as_a_page() {
         answer.header("Content-Type"),
         Some("text/html; charset=utf-8")
     );
-    assert_eq!(
-        answer.header("Content-Security-Policy"),
-        Some("default-src 'none'; frame-ancestors 'none'")
-    );
+    // No script, and only the page's own style, marked with a nonce of
+    // this answer.
+    let policy = answer.header("Content-Security-Policy").unwrap().to_owned();
+    let nonce = policy
+        .strip_prefix("default-src 'none'; style-src 'nonce-")
+        .and_then(|rest| rest.strip_suffix("'; frame-ancestors 'none'"))
+        .unwrap_or_else(|| panic!("{policy}"))
+        .to_owned();
+    assert!(nonce.len() >= 16, "{policy}");
     let html = answer.into_string().unwrap();
+    assert_eq!(
+        html.matches(&format!(" nonce=\"{nonce}\"")).count(),
+        1,
+        "{html}"
+    );
     let cli = env
         .loopx(&repo, &["report", "--since", "2d", "--html"])
         .success()
         .stdout;
-    assert_eq!(html, cli, "the page is the command's");
+    assert_eq!(
+        html.replace(&format!("<style nonce=\"{nonce}\">"), "<style>"),
+        cli,
+        "the page is the command's"
+    );
     assert!(!html.contains("<script>alert"), "{html}");
+}
+
+/// "Done when" 3 of issue 46: the report's page in a phone's Chromium, 400
+/// pixels wide, scrolls down only, with its style applied under the
+/// server's policy.
+#[cfg(feature = "serve")]
+#[test]
+fn the_reports_page_fits_a_phone_400_pixels_wide() {
+    let Some(browser) = crate::serve::phone(400, 900) else {
+        return;
+    };
+    let env = TestEnv::new();
+    let (repo, _) = stretch(&env);
+    // A word longer than the screen, from an agent.
+    let long = "x".repeat(300);
+    let todo = env.add_todo(&repo, &format!("A todo named {long}"));
+    env.loopx_at(
+        &repo,
+        &at(2, 600),
+        &["--agent", "agent-z", "todo", "claim", &todo],
+    )
+    .success();
+    let mut cmd = env.loopx_cmd(&repo);
+    cmd.env("LOOPX_NOW", at(3, 0))
+        .args(["serve", "--port", "0"]);
+    let serving = crate::serve::Serving::spawn_cmd(cmd);
+    browser.goto(&format!("{}/report.html?since=2d", serving.url));
+    let eval = |expr: &str| crate::serve::eval(&browser, expr);
+    assert_eq!(
+        eval("document.querySelector('meta[name=viewport]').content"),
+        "width=device-width, initial-scale=1"
+    );
+    assert_eq!(
+        eval("getComputedStyle(document.body).maxWidth"),
+        "768px",
+        "the page's style applies under the server's policy"
+    );
+    assert!(
+        eval("document.querySelectorAll('h3').length").as_u64() >= Some(8),
+        "the report's sections are headings"
+    );
+    let width = eval("[document.documentElement.scrollWidth, window.innerWidth]");
+    let sticking_out = eval(
+        "[...document.querySelectorAll('body *')]
+           .filter(e => e.getBoundingClientRect().right > 420)
+           .map(e => `${e.tagName.toLowerCase()} to ${Math.round(e.getBoundingClientRect().right)} px`)
+           .slice(0, 10)",
+    );
+    let shot = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report-400.png");
+    browser.screenshot(&shot);
+    let w = width.as_array().unwrap();
+    assert!(
+        w.iter().all(|v| v.as_f64().unwrap() <= 420.0),
+        "[page width, viewport width] on a 400 px screen: {width}; wider: {sticking_out}"
+    );
+    assert_eq!(
+        sticking_out,
+        serde_json::json!([]),
+        "nothing is wider than the screen"
+    );
+}
+
+/// Issue 46, item 4: the report names what went wrong even when the agent
+/// recovered since — failed `run` turns, a window spent to its allowance,
+/// a lease that expired unused — the handoffs of the range, and what comes
+/// next with the command for the person's part; each list stops at
+/// `--limit` items and says how many more there are.
+#[test]
+fn the_report_names_what_went_wrong_and_what_comes_next() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("repo");
+    let t0 = "2026-12-02T10:00:00Z";
+    // Commits dated by the clock, so that `--since 1d` finds them.
+    let l = |args: &[&str]| crate::week::at_time(&env, &repo, t0, args).success();
+    for i in 1..=12 {
+        l(&["todo", "add", &format!("Task {i}")]);
+    }
+    l(&["goal", "set", "--allowed-slots", "1"]);
+    // Two failed turns, then one that works.
+    crate::week::at_time(
+        &env,
+        &repo,
+        t0,
+        &[
+            "--agent",
+            "agent-a",
+            "run",
+            "--cmd",
+            "exit 7",
+            "--until-idle",
+            "--max-failures",
+            "2",
+        ],
+    )
+    .failure(1);
+    let agent = env.path("fake-agent");
+    env.write_script(&agent, crate::run::FAKE_AGENT);
+    crate::week::at_time(
+        &env,
+        &repo,
+        t0,
+        &[
+            "--agent",
+            "agent-a",
+            "run",
+            "--cmd",
+            agent.to_str().unwrap(),
+            "--max-turns",
+            "1",
+        ],
+    )
+    .success();
+    let status = l(&["--json", "status"]).json();
+    assert_eq!(
+        status["agents"][0]["consecutive_failures"], 0,
+        "it recovered"
+    );
+    // Its turn's spend used the window's one slot.
+    // A lease that runs out, and a handoff.
+    let next = l(&["--json", "todo", "list"]).json();
+    let open: Vec<String> = next["todos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["status"] == "open")
+        .map(|t| t["id"].as_str().unwrap().to_owned())
+        .collect();
+    l(&[
+        "--agent", "agent-b", "todo", "claim", &open[0], "--ttl", "5m",
+    ]);
+    l(&["--agent", "agent-c", "todo", "claim", &open[1]]);
+    l(&[
+        "--agent",
+        "agent-c",
+        "todo",
+        "handoff",
+        &open[1],
+        "--to",
+        "agent-d",
+        "--note",
+        "the parser is half done",
+    ]);
+    let last = open.last().unwrap();
+    let gate = l(&["--json", "gate", "add", "Ship it?", "--unblocks", last]).json()["gate"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let now = "2026-12-02T12:00:00Z";
+    let r = env
+        .loopx_at(&repo, now, &["--json", "report", "--since", "1d"])
+        .success()
+        .json();
+    let g = &r["goals"][0];
+    let turns = g["failed_turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 2, "{turns:?}");
+    assert!(turns
+        .iter()
+        .all(|t| t["agent"] == "agent-a" && t["exit_code"] == 7));
+    let kinds: Vec<&str> = g["risks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    for kind in ["failing_agent", "throttled", "expired_lease"] {
+        assert!(kinds.contains(&kind), "{kind} in {}", g["risks"]);
+    }
+    let handoffs = g["review"]["handoffs"].as_array().unwrap();
+    assert_eq!(handoffs.len(), 1, "{handoffs:?}");
+    let first = &g["next_actions"][0];
+    assert_eq!(first["by"], "you");
+    assert_eq!(
+        first["command"],
+        format!("git loopx gate resolve {gate} --approve|--reject")
+    );
+    assert!(
+        g["next_actions"].as_array().unwrap().len() >= 6,
+        "the gate and the todos agents take next: {}",
+        g["next_actions"]
+    );
+
+    let text = env
+        .loopx_at(&repo, now, &["report", "--since", "1d", "--limit", "3"])
+        .success()
+        .stdout;
+    for wanted in [
+        "Next actions:",
+        "Risks:",
+        "agent-a failed 2 turn(s) in the range, and recovered",
+        "the quota ran out in 1 window(s)",
+        "lease on ",
+        "Handoffs:",
+        "the parser is half done",
+        "and 3 more (git loopx report --since 1d --limit 0)",
+    ] {
+        assert!(text.contains(wanted), "{wanted:?} in {text}");
+    }
+    let all = env
+        .loopx_at(&repo, now, &["report", "--since", "1d", "--limit", "0"])
+        .success()
+        .stdout;
+    assert!(!all.contains(" more (git loopx report"), "{all}");
+}
+
+/// Issue 46, item 12: `--since 1w` and durations in parts are durations;
+/// what is neither a duration nor a commit is refused saying both.
+#[test]
+fn a_range_is_a_duration_with_parts_or_a_revision() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("repo");
+    for since in ["1w", "1h30m", "1d12h"] {
+        let r = env
+            .loopx(&repo, &["--json", "report", "--since", since])
+            .success()
+            .json();
+        assert!(r["from_time"].is_string(), "{since}: {r}");
+    }
+    let out = env.loopx(&repo, &["report", "--since", "1y"]).failure(2);
+    assert!(
+        out.stderr
+            .contains("`1y` is neither a duration nor a commit git knows"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("1h30m"), "{}", out.stderr);
 }

@@ -69,6 +69,7 @@ fn runs_never_leave_out_of_order() {
         runs: 1,
         last_seq: 0,
         commit: "c0ffee".into(),
+        agents: Default::default(),
     }];
     // A horizon that grew (a week now) would archive through 01-02 only.
     assert!(archive(&mut gs, at("2026-01-10T00:00:00Z"), 7 * DAY, "beef").is_none());

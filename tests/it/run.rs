@@ -11,7 +11,7 @@ use crate::env::{Run, TestEnv};
 /// The fake agent. It checks that the prompt on stdin is `$LOOPX_PROMPT`
 /// and names `$LOOPX_TURN`, then runs the prompt's numbered commands in
 /// order. `$FAKE_BEFORE` runs first (a hook for the tests).
-const FAKE_AGENT: &str = r#"#!/bin/sh
+pub(crate) const FAKE_AGENT: &str = r#"#!/bin/sh
 set -eu
 prompt=$(cat)
 [ "$prompt" = "$(printf '%s' "$LOOPX_PROMPT")" ] || { echo "fake agent: stdin is not LOOPX_PROMPT" >&2; exit 9; }

@@ -94,6 +94,22 @@ pub fn agents(
         line.runtime = agent.runtime.clone();
     }
     for (goal, gs) in &state.goals {
+        // What the goal's archives say, then the tip's own runs.
+        for (agent, seen) in crate::model::retention::last_seen(&gs.goal.archive) {
+            let line = lines.entry(agent.clone()).or_insert_with(|| blank(&agent));
+            line.last_turn = line.last_turn.max(seen.turn);
+            if let (Some(at), Some(run)) = (seen.writeback, &seen.run) {
+                if line.last_writeback.as_ref().is_none_or(|w| w.at < at) {
+                    line.last_writeback = Some(LastWriteback {
+                        goal: goal.clone(),
+                        run: run.clone(),
+                        at,
+                        todo: seen.todo.clone(),
+                    });
+                }
+            }
+            line.last_seen = line.last_seen.max(seen.turn).max(seen.writeback);
+        }
         for run in gs.runs.all_facts() {
             let Some(agent) = run.agent else { continue };
             let line = lines

@@ -18,7 +18,8 @@
 //! event as one JSON line on its standard input; exit 0 is delivered),
 //! `loopx.notify.webhook` (a JSON POST by `curl`; with
 //! `loopx.notify.webhookFormat=slack`, `{"text": …}` (with `&`, `<`, `>` escaped as Slack asks) as a Slack-compatible
-//! incoming webhook takes), `loopx.notify.desktop=true` (`notify-send`).
+//! incoming webhook takes), `loopx.notify.desktop=true` (`notify-send`, or
+//! `osascript` on macOS).
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -442,11 +443,35 @@ fn deliver(sink: &Sink, event: &Event) -> std::result::Result<(), String> {
                 body.to_string().as_bytes(),
             )
         }
-        _ => run(
-            Command::new("notify-send").args(["git loopx", &line(event)]),
-            b"",
-        ),
+        _ => run(&mut desktop(&line(event)), b""),
     }
+}
+
+/// The desktop's own notifier: `notify-send` (freedesktop), else macOS's
+/// `osascript`, the text given as an argument of the script's run
+/// handler, never as script source, so no text can become AppleScript.
+fn desktop(text: &str) -> Command {
+    let on_path = |program: &str| {
+        std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+    };
+    if !on_path("notify-send") && on_path("osascript") {
+        let mut cmd = Command::new("osascript");
+        cmd.args([
+            "-e",
+            "on run argv",
+            "-e",
+            "display notification (item 1 of argv) with title \"git loopx\"",
+            "-e",
+            "end run",
+            "--",
+            text,
+        ]);
+        return cmd;
+    }
+    let mut cmd = Command::new("notify-send");
+    cmd.args(["git loopx", text]);
+    cmd
 }
 
 /// Runs a sink's process with `input` on its standard input, within

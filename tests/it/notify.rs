@@ -278,6 +278,63 @@ fn the_notify_command_gets_one_json_line_an_event() {
     assert_eq!(events.len(), 2, "{text}");
 }
 
+/// Issue 46, item 11: where there is no `notify-send` but macOS's
+/// `osascript` (here a stand-in that records its arguments: this machine
+/// has no macOS), the desktop notification goes through it, the event's
+/// text an argument of the script, never its source.
+#[test]
+fn a_desktop_without_notify_send_is_told_through_osascript() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("repo");
+    env.loopx(&repo, &["gate", "add", "Publish \" & do shell script \"x"])
+        .success();
+    env.git(&repo, &["config", "loopx.notify.desktop", "true"]);
+    let bin = env.path("mac-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let args = env.path("osascript-args");
+    env.write_script(
+        &bin.join("osascript"),
+        &format!(
+            "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > '{}'\n",
+            args.display()
+        ),
+    );
+    // git, sh and the rest from the system; no notify-send anywhere on it.
+    let system: Vec<std::path::PathBuf> = ["/usr/local/bin", "/usr/bin", "/bin"]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .filter(|d| !d.join("notify-send").exists())
+        .collect();
+    let path = std::env::join_paths(std::iter::once(bin.clone()).chain(system)).unwrap();
+    let out = env
+        .loopx_cmd(&repo)
+        .env("PATH", path)
+        .args(["watch", "--once"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = std::fs::read_to_string(&args).unwrap();
+    let lines: Vec<&str> = said.lines().collect();
+    assert_eq!(
+        lines[..6],
+        [
+            "-e",
+            "on run argv",
+            "-e",
+            "display notification (item 1 of argv) with title \"git loopx\"",
+            "-e",
+            "end run"
+        ],
+        "{said}"
+    );
+    assert_eq!(lines[6], "--");
+    assert!(lines[7].contains("Publish \" & do shell script"), "{said}");
+}
+
 /// `watch --all-repos` looks at every repository in the person's list, each
 /// by its own git config, from anywhere; one that is gone is said so.
 #[test]
@@ -388,4 +445,82 @@ fn watch_tells_refused_attempts_ignored_answers_and_governance_lost() {
     // Told once: the next look sends nothing new.
     env.loopx(&repo, &["watch", "--once"]).success();
     assert_eq!(commanded(&log), kinds);
+}
+
+/// Issue 46, item 9: the shipped systemd user unit, with its specifiers
+/// expanded as systemd documents them (`%f`: `/` and the unescaped
+/// instance; `%I`: the unescaped instance; `%h`: the home directory; the
+/// instance name made by `systemd-escape --path`, as the unit's comment
+/// says), run with only the environment a user unit gets — systemd's PATH
+/// for user units unless the unit sets one — and `git-loopx` where `cargo
+/// install` puts it. It must watch the repository, not fail.
+#[test]
+fn the_shipped_systemd_unit_runs_watch_in_the_repository() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("project");
+    let unit = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/systemd/git-loopx-watch.service"),
+    )
+    .unwrap();
+    let escape = |args: &[&str]| -> Option<String> {
+        let out = std::process::Command::new("systemd-escape")
+            .args(args)
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8(out.stdout).unwrap().trim().to_owned())
+    };
+    let Some(instance) = escape(&["--path", repo.to_str().unwrap()]) else {
+        crate::require::skip(
+            "LOOPX_REQUIRE_SYSTEMD",
+            "no systemd-escape to name the unit's instance",
+        );
+        return;
+    };
+    let unescaped = escape(&["--unescape", &instance]).unwrap();
+    let home = env.path("home");
+    let bin = home.join(".cargo/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy(crate::env::loopx_bin(), bin.join("git-loopx")).unwrap();
+    let expand = |s: &str| {
+        s.replace("%f", &format!("/{unescaped}"))
+            .replace("%I", &unescaped)
+            .replace("%h", home.to_str().unwrap())
+    };
+    let value = |key: &str| -> Vec<String> {
+        unit.lines()
+            .filter_map(|l| l.strip_prefix(&format!("{key}=")))
+            .map(expand)
+            .collect()
+    };
+    let exec = value("ExecStart");
+    assert_eq!(exec.len(), 1, "{unit}");
+    // systemd's PATH for a user unit's processes, unless the unit sets one.
+    let mut path = "/usr/local/bin:/usr/bin:/bin".to_owned();
+    for e in value("Environment") {
+        if let Some(p) = e.trim_matches('"').strip_prefix("PATH=") {
+            path = p.to_owned();
+        }
+    }
+    // Once, rather than every 30 s: the same command, made to end.
+    let words: Vec<&str> = exec[0].split_whitespace().chain(["--once"]).collect();
+    let out = std::process::Command::new(words[0])
+        .args(&words[1..])
+        .env_clear()
+        .env("PATH", &path)
+        .env("HOME", &home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("LOOPX_NOW", "2026-12-02T10:00:00Z")
+        .current_dir("/")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{exec:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{exec:?} with PATH={path}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -13,8 +13,10 @@
 //! `faults.rs`), `LOOPX_REQUIRE_SCRIPT` (util-linux `script`, for a
 //! terminal, `help.rs`), `LOOPX_REQUIRE_TRANSLATED_GIT` (a git that
 //! speaks German, `sync.rs`), `LOOPX_REQUIRE_TRANSPORTS` (lighttpd and
-//! sshd serving a remote, `transports.rs`) and `LOOPX_REQUIRE_ROOT` (root,
-//! to hand a repository to another uid, `ownership.rs`).
+//! sshd serving a remote, `transports.rs`), `LOOPX_REQUIRE_SYSTEMD`
+//! (`systemd-escape`, for the shipped user unit's instance, `notify.rs`)
+//! and `LOOPX_REQUIRE_ROOT` (root, to hand a repository to another uid,
+//! `ownership.rs`).
 
 /// Whether `switch` asks for the thing (set, and neither empty nor `0`).
 pub fn required(switch: &str) -> bool {

@@ -38,8 +38,9 @@ pub struct Event {
     /// `gate_opened`, `reminder_opened`, `goal_done`, `goal_stopped`,
     /// `quota_throttled`, `agent_failing`, `answer_ignored` (an answer to a
     /// gate that does not count under gate_signers), `refused` (an attempt
-    /// on the person's authority refused on this host) or
-    /// `governance_lost` (a runtime's hook files no longer govern it).
+    /// on the person's authority refused on this host),
+    /// `governance_lost` (a runtime's hook files no longer govern it) or
+    /// `state_broken` (the state cannot be read: `id` is the tip).
     pub kind: String,
     pub repo: String,
     pub goal: String,
@@ -304,12 +305,19 @@ pub fn look(ctx: &Context) -> Result<Option<Look>> {
         return Ok(None);
     };
     let now = ctx.now.unix();
-    let current = conditions(ctx)?;
+    let (current, broken) = match conditions(ctx) {
+        Ok(current) => (current, false),
+        Err(e) if e.code() == crate::model::Code::StateInvalid => (state_broken(ctx, &e), true),
+        Err(e) => return Err(e),
+    };
     let mut record = read_record(ctx);
     // Sent events whose condition is gone are forgotten: it may come back.
-    record
-        .events
-        .retain(|key, e| !e.pending.is_empty() || current.contains_key(key));
+    // While the state cannot be read, nothing is known to be gone.
+    record.events.retain(|key, e| {
+        !e.pending.is_empty()
+            || current.contains_key(key)
+            || (broken && !key.starts_with("state_broken/"))
+    });
     for (key, event) in current {
         if record.events.contains_key(&key) {
             continue;
@@ -371,6 +379,30 @@ pub fn look(ctx: &Context) -> Result<Option<Look>> {
     Ok(Some(look))
 }
 
+/// The one event of a state that cannot be read: the tip it was read at,
+/// what is wrong, and what to run.
+fn state_broken(ctx: &Context, e: &crate::Error) -> BTreeMap<String, Event> {
+    let repo = crate::ops::repos::repository_path(ctx.repo_dir())
+        .unwrap_or_else(|_| ctx.repo_dir().to_owned())
+        .to_string_lossy()
+        .into_owned();
+    let tip = ctx.store.tip().ok().flatten();
+    let short = tip.as_ref().map(|t| t.short().to_owned());
+    let key = format!(
+        "state_broken/{}",
+        tip.as_ref().map_or("none", |t| t.0.as_str())
+    );
+    let event = Event {
+        kind: "state_broken".to_owned(),
+        repo,
+        goal: "-".to_owned(),
+        id: short,
+        text: format!("{e}; `git loopx doctor` says how to mend it"),
+        at: ctx.now,
+    };
+    BTreeMap::from([(key, event)])
+}
+
 /// Events still waiting for a sink, with their last error (for `doctor`).
 pub fn undelivered(ctx: &Context) -> Vec<(String, u32, Option<String>)> {
     read_record(ctx)
@@ -390,6 +422,7 @@ pub fn line(event: &Event) -> String {
         "goal_stopped" => "goal stopped",
         "quota_throttled" => "quota throttled",
         "agent_failing" => "an agent is failing",
+        "state_broken" => "the state cannot be read",
         other => other,
     };
     let id = event

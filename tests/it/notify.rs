@@ -335,6 +335,66 @@ fn a_desktop_without_notify_send_is_told_through_osascript() {
     assert!(lines[7].contains("Publish \" & do shell script"), "{said}");
 }
 
+/// Issue 46, item 5: a repository whose state broke is told once through
+/// its own sinks (by `watch --all-repos` as by `watch`), naming the commit
+/// and what to run; what was told before is not told again once it is
+/// mended.
+#[test]
+fn a_repository_whose_state_broke_is_told_once_and_its_events_are_kept() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("one");
+    env.loopx(&repo, &["gate", "add", "Ship it?"]).success();
+    let log = env.path("one.jsonl");
+    env.git(
+        &repo,
+        &[
+            "config",
+            "loopx.notify.command",
+            &format!("cat >> '{}'", log.display()),
+        ],
+    );
+    let home = env.path("home");
+    env.loopx(&home, &["watch", "--all-repos", "--once"])
+        .success();
+    assert_eq!(commanded(&log), ["gate_opened"]);
+    let good = env.tip(&repo);
+    let bad = env.commit_state_file(&repo, "loopx.yaml", "format: [unclosed\n");
+    let out = env
+        .loopx(&home, &["watch", "--all-repos", "--once"])
+        .success();
+    assert!(
+        out.stdout.contains("the state cannot be read in"),
+        "{}",
+        out.stdout
+    );
+    env.loopx(&home, &["watch", "--all-repos", "--once"])
+        .success();
+    assert_eq!(
+        commanded(&log),
+        ["gate_opened", "state_broken"],
+        "told once"
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    let broken: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["kind"] == "state_broken")
+        .unwrap();
+    assert_eq!(broken["id"], bad[..10], "{broken}");
+    assert!(
+        broken["text"]
+            .as_str()
+            .unwrap()
+            .contains("git loopx doctor"),
+        "{broken}"
+    );
+    // Mended: the gate, told before, is not told again.
+    env.git(&repo, &["update-ref", "refs/heads/loopx-state", &good]);
+    env.loopx(&home, &["watch", "--all-repos", "--once"])
+        .success();
+    assert_eq!(commanded(&log), ["gate_opened", "state_broken"]);
+}
+
 /// `watch --all-repos` looks at every repository in the person's list, each
 /// by its own git config, from anywhere; one that is gone is said so.
 #[test]

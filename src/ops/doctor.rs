@@ -389,6 +389,89 @@ fn repair_locks(ctx: &Context, repaired: &mut Vec<String>) {
     }
 }
 
+/// When every object of the tip is there but a reader refuses a file (an
+/// edit made with git's plumbing, say): a new commit on top of the tip
+/// with the tree of its newest first-parent ancestor that reads, so the
+/// refused change stays in the first-parent history for whoever made it.
+fn repair_refused_file(ctx: &Context, tip: &Oid, repaired: &mut Vec<String>) -> Result<()> {
+    let why = match intact(ctx, tip) {
+        Err((detail, _)) => detail,
+        Ok(()) => return Ok(()),
+    };
+    let log = ctx.store.first_parent_log(tip, 256)?;
+    let Some(at) = log.iter().position(|c| intact(ctx, &c.id).is_ok()) else {
+        repaired.push(format!(
+            "no readable state commit among the 256 before {}: nothing moved",
+            tip.short()
+        ));
+        return Ok(());
+    };
+    let good = log[at].id.clone();
+    if let Err(e) = ctx.person_moves(crate::ops::PersonRef::Rollback) {
+        repaired.push(format!(
+            "left {STATE_REF} at {} (a file a reader refuses): {e}; the person runs `git loopx doctor --repair`",
+            tip.short()
+        ));
+        return Ok(());
+    }
+    let changes: Vec<store::FileChange> = ctx
+        .store
+        .changed_files(tip, &good)?
+        .into_iter()
+        .map(|(path, bytes)| match bytes {
+            Some(bytes) => store::FileChange::Upsert { path, bytes },
+            None => store::FileChange::Remove { path },
+        })
+        .collect();
+    let undone: Vec<String> = log[..at]
+        .iter()
+        .map(|c| {
+            let subject = c.message.lines().next().unwrap_or("").trim();
+            let subject = if subject.is_empty() {
+                "(no subject)"
+            } else {
+                subject
+            };
+            let secrets: Vec<String> = crate::model::leaks::scan(subject)
+                .into_iter()
+                .map(|l| l.secret)
+                .collect();
+            format!(
+                "{} {}",
+                c.id.short(),
+                crate::model::leaks::redact(subject, &secrets)
+            )
+        })
+        .collect();
+    let mut message = store::Message::new(
+        "repair",
+        format!("repair: back to the state of {}, {} refused", good.short(), tip.short()),
+    )
+    .line(format!("{STATE_REF} was at {tip}, which a reader refuses: {why}."))
+    .line(format!(
+        "This commit restores the tree of {good} on top of it; the refused change stays in history (`git show {}`).",
+        tip.short()
+    ))
+    .line("Undone:");
+    for line in &undone {
+        message = message.line(format!("- {line}"));
+    }
+    let checked = store::Checked::new(&ctx.store, &[tip], changes, &message)?;
+    match ctx.store.restore(tip, tip, &checked, ctx.now)? {
+        Some(new) => repaired.push(format!(
+            "moved {STATE_REF} from {} (a file a reader refuses) to {}, a new commit on top of it with the tree of {}; undone: {}",
+            tip.short(),
+            new.short(),
+            good.short(),
+            undone.join("; ")
+        )),
+        None => repaired.push(format!(
+            "{STATE_REF} moved meanwhile: nothing done, run doctor again"
+        )),
+    }
+    Ok(())
+}
+
 /// When the tip's objects are gone: a new commit on top of the newest
 /// intact state commit of the reflog, with its tree.
 fn repair_state(
@@ -401,6 +484,9 @@ fn repair_state(
     };
     if intact(ctx, &tip).is_ok() {
         return Ok(());
+    }
+    if ctx.store.missing_object(&tip).is_none() {
+        return repair_refused_file(ctx, &tip, repaired);
     }
     let reflog = ctx.store.state_reflog();
     let Some(at) = reflog.iter().rposition(|m| intact(ctx, &m.new).is_ok()) else {
@@ -423,6 +509,10 @@ fn repair_state(
             // Listed in the repair's message, which is scanned like any
             // write: a credential a lost write let through is not repeated.
             let subject = m.message.strip_prefix("loopx: ").unwrap_or(&m.message);
+            let subject = match subject.trim() {
+                "" => "(a move of the ref with no message)",
+                s => s,
+            };
             let secrets: Vec<String> = crate::model::leaks::scan(subject)
                 .into_iter()
                 .map(|l| l.secret)

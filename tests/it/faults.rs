@@ -440,3 +440,55 @@ fn maintenance_beside_writers_never_loses_an_acknowledged_write() {
         );
     }
 }
+
+/// Issue 46, item 6: a tip whose objects are all there but whose file a
+/// reader refuses (a hand edit with plumbing) is repaired on top of
+/// itself: the refused edit stays in the first-parent history, the message
+/// names the commit, the file and what was undone, and says nothing of
+/// missing objects.
+#[test]
+fn a_hand_edited_bad_file_is_repaired_on_top_of_the_edit() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let todo = add(&env, &repo, "kept").success().json()["todo"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let intact = env.tip(&repo);
+    let path = env.state_path_of(&repo, &todo);
+    let edit = env.commit_state_file(&repo, &path, "id: [unclosed\n");
+    env.loopx(&repo, &["todo", "list"]).failure(3);
+
+    let report = env
+        .loopx(&repo, &["--json", "doctor", "--repair"])
+        .success()
+        .json();
+    assert_eq!(report["healthy"], true, "{report}");
+    let said = report.to_string();
+    assert!(
+        !said.contains("objects missing") && !said.contains("gc --prune"),
+        "{said}"
+    );
+    assert!(
+        report.get("lost_writes").is_none(),
+        "nothing was lost: {report}"
+    );
+    // On top of the edit, with the intact tree.
+    assert_eq!(env.git(&repo, &["rev-parse", "loopx-state^"]), edit);
+    assert_eq!(
+        env.git(&repo, &["rev-parse", "loopx-state^{tree}"]),
+        env.git(&repo, &["rev-parse", &format!("{intact}^{{tree}}")])
+    );
+    let message = env.git(&repo, &["log", "-1", "--format=%B", "loopx-state"]);
+    for wanted in [&edit[..], &path[..], "hand edit", &intact[..]] {
+        assert!(message.contains(wanted), "{wanted} in {message}");
+    }
+    assert!(
+        !message.contains("\n- \n") && !message.ends_with("- \n"),
+        "{message}"
+    );
+    assert!(!message.contains("missing"), "{message}");
+    let list = env.loopx(&repo, &["todo", "list"]).success().stdout;
+    assert!(list.contains("kept"), "{list}");
+    env.loopx(&repo, &["doctor"]).success();
+}

@@ -457,18 +457,20 @@ impl GixStore {
         }
     }
 
-    /// Moves the state ref from `broken` to a new commit on top of `intact`
-    /// with `intact`'s tree (a repair: nothing is rewritten; `doctor` then
-    /// drops the reflog entries naming missing commits). `None` when the ref
-    /// no longer holds `broken`.
+    /// Moves the state ref from `broken` to a new commit on `parent` with
+    /// `checked`'s changes (a repair: nothing is rewritten). `parent` is
+    /// the intact commit when `broken`'s objects are gone (`doctor` then
+    /// drops the reflog entries naming missing commits), or `broken` itself
+    /// when they are all there and only a file is refused. `None` when the
+    /// ref no longer holds `broken`.
     pub fn restore(
         &self,
         broken: &Oid,
-        intact: &Oid,
+        parent: &Oid,
         checked: &Checked,
         now: Timestamp,
     ) -> Result<Option<Oid>, Error> {
-        let id = self.commit_detached_on(std::slice::from_ref(intact), checked, now)?;
+        let id = self.commit_detached_on(std::slice::from_ref(parent), checked, now)?;
         let reflog = format!("loopx: {}", checked.message().subject);
         let moved = self.move_ref(STATE_REF, Some(broken), &id, &reflog, now);
         self.settle_detached(&id);

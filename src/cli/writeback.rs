@@ -33,5 +33,13 @@ pub use writeback::HistoryArgs;
 
 pub fn history(ctx: &Context, a: &HistoryArgs) -> Result<Output> {
     let r = writeback::history(ctx, a)?;
-    Ok(Output::new(&r, render::text::runs(&r.runs)))
+    let mut text = render::text::runs(&r.runs);
+    if r.more > 0 {
+        text.push_str(&format!(
+            "… and {} more; `-n {}` shows them\n",
+            r.more,
+            a.limit + r.more
+        ));
+    }
+    Ok(Output::new(&r, text))
 }

@@ -65,6 +65,8 @@ pub struct CodeCommit {
 #[derive(Debug, Serialize)]
 pub struct LogReport {
     pub entries: Vec<LogEntry>,
+    /// Whether older matching commits were left out by `--max-count`.
+    pub more: bool,
     /// With `--todo`: the code commits that name the todo.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code_commits: Option<Vec<CodeCommit>>,
@@ -84,7 +86,13 @@ pub fn log(ctx: &Context, args: &LogArgs) -> Result<LogReport> {
         None => None,
     };
     let filtering = args.todo.is_some() || args.agent.is_some();
-    let scan = if filtering { SCAN_LIMIT } else { args.limit };
+    // One more than asked: whether there are more to show.
+    let scan = if filtering {
+        SCAN_LIMIT
+    } else {
+        args.limit.saturating_add(1)
+    };
+    let mut more = false;
     let ignored = match ctx.load() {
         Ok((tip, state)) => crate::ops::signers::ignored_answers_all(ctx, &tip, &state)?,
         Err(_) => Vec::new(),
@@ -105,6 +113,10 @@ pub fn log(ctx: &Context, args: &LogArgs) -> Result<LogReport> {
         if args.agent.is_some() && agent != args.agent {
             continue;
         }
+        if entries.len() >= args.limit {
+            more = true;
+            break;
+        }
         let ignored_answers = ignored
             .iter()
             .filter(|a| a.commit == info.id)
@@ -123,9 +135,6 @@ pub fn log(ctx: &Context, args: &LogArgs) -> Result<LogReport> {
                 .collect(),
             ignored_answers,
         });
-        if entries.len() >= args.limit {
-            break;
-        }
     }
     let code_commits = match &want {
         Some(want) => Some(code_commits(ctx, want, args.limit)?),
@@ -133,6 +142,7 @@ pub fn log(ctx: &Context, args: &LogArgs) -> Result<LogReport> {
     };
     Ok(LogReport {
         entries,
+        more,
         code_commits,
     })
 }

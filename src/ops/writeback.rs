@@ -279,6 +279,8 @@ pub struct HistoryArgs {
 #[derive(Debug, Serialize)]
 pub struct HistoryReport {
     pub runs: Vec<Run>,
+    /// How many more records matched than `--max-count` let through.
+    pub more: usize,
 }
 
 /// A `--since`/`--until` bound: a day (its first second, or with `end` its
@@ -339,6 +341,7 @@ pub fn history(ctx: &Context, args: &HistoryArgs) -> Result<HistoryReport> {
             && until.is_none_or(|u| r.at <= u)
     });
     runs.sort_by(|a, b| b.added_key().cmp(&a.added_key()));
+    let more = runs.len().saturating_sub(args.limit);
     runs.truncate(args.limit);
-    Ok(HistoryReport { runs })
+    Ok(HistoryReport { runs, more })
 }

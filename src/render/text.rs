@@ -438,6 +438,13 @@ pub fn log(r: &LogReport) -> String {
     if r.entries.is_empty() {
         out.push_str("no matching state commits\n");
     }
+    if r.more {
+        let _ = writeln!(
+            out,
+            "… older ones left out; `-n {}` shows more",
+            r.entries.len() * 2
+        );
+    }
     if let Some(code) = &r.code_commits {
         if code.is_empty() {
             out.push_str("no code commit carries its Loopx-Todo trailer\n");

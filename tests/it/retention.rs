@@ -253,3 +253,48 @@ fn review_and_pr_find_runs_archived_since() {
     assert_eq!(pr["todos"][0]["todo"]["id"], todo.as_str(), "{pr}");
     assert_eq!(pr["todos"][0]["writebacks"][0]["summary"], "03", "{pr}");
 }
+
+/// Issue 46, item 12: `log` and `history` say when `--max-count` (20 and
+/// 50 by default) left some out, and how to see them.
+#[test]
+fn log_and_history_say_what_their_limit_left_out() {
+    let env = TestEnv::new();
+    let dir = env.state_repo("r");
+    for i in 0..55 {
+        writeback(&env, &dir, "2026-12-05T10:00:00Z", &format!("w{i}"));
+    }
+    let now = "2026-12-05T11:00:00Z";
+    let log = env.loopx_at(&dir, now, &["log"]).success().stdout;
+    assert_eq!(
+        log.lines().filter(|l| !l.starts_with('…')).count(),
+        20,
+        "{log}"
+    );
+    assert!(
+        log.contains("… older ones left out; `-n 40` shows more"),
+        "{log}"
+    );
+    let json = env.loopx_at(&dir, now, &["--json", "log"]).success().json();
+    assert_eq!(json["more"], true);
+    let all = env
+        .loopx_at(&dir, now, &["log", "-n", "100"])
+        .success()
+        .stdout;
+    assert!(!all.contains("left out"), "{all}");
+
+    let history = env.loopx_at(&dir, now, &["history"]).success().stdout;
+    assert!(
+        history.contains("… and 5 more; `-n 55` shows them"),
+        "{history}"
+    );
+    let json = env
+        .loopx_at(&dir, now, &["--json", "history"])
+        .success()
+        .json();
+    assert_eq!(json["more"], 5);
+    let all = env
+        .loopx_at(&dir, now, &["history", "-n", "55"])
+        .success()
+        .stdout;
+    assert!(!all.contains("more;"), "{all}");
+}

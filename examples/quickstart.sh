@@ -2,6 +2,9 @@
 # A tour of git-loopx in a scratch repository: init, add todos, look at the
 # state as a reviewer would. Needs `git-loopx` on PATH.
 set -euo pipefail
+# A scratch repository, deleted at the end: not one for your list of
+# repositories (`git loopx repos`).
+export LOOPX_NO_REPOS_LIST=1
 repo=$(mktemp -d)
 trap 'rm -rf "$repo"' EXIT
 cd "$repo"

@@ -319,3 +319,25 @@ fn status_shows_each_agents_last_turn_and_last_writeback() {
         "2026-12-02T09:00:00Z"
     );
 }
+
+/// Issue 46, item 12: the README's tour (`examples/quickstart.sh`) runs in
+/// a scratch repository it deletes, and leaves nothing in the person's
+/// list of repositories.
+#[test]
+fn the_quickstart_tour_leaves_the_persons_list_as_it_was() {
+    let env = TestEnv::new();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/quickstart.sh");
+    let out = env
+        .command(std::path::Path::new("bash"), &env.path("."))
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list = env.path("home/.config/git-loopx/repos");
+    let listed = std::fs::read_to_string(&list).unwrap_or_default();
+    assert_eq!(listed.trim(), "", "the tour's scratch repository was listed");
+}

@@ -13,6 +13,7 @@ mod binary_rules;
 mod check;
 mod codec_rules;
 mod decisions;
+mod docs_refs;
 mod doctor_rev;
 mod domain;
 mod env;

@@ -339,5 +339,9 @@ fn the_quickstart_tour_leaves_the_persons_list_as_it_was() {
     );
     let list = env.path("home/.config/git-loopx/repos");
     let listed = std::fs::read_to_string(&list).unwrap_or_default();
-    assert_eq!(listed.trim(), "", "the tour's scratch repository was listed");
+    assert_eq!(
+        listed.trim(),
+        "",
+        "the tour's scratch repository was listed"
+    );
 }

@@ -177,7 +177,17 @@ fn answer_route(
     let refuse = |status, code, message: &str, hint: &str| {
         Err(error_reply(status, code, message, Some(hint)))
     };
+    // `POST /answer/key`: whether this page's key is this launch's (the
+    // page asks once, so a page left open from an earlier launch says so
+    // instead of showing buttons that will be refused). Answers nothing.
+    let checking_key = request.target == "/answer/key";
     let args = match answer_args(&request.target) {
+        _ if checking_key => Ask {
+            goal: None,
+            id: String::new(),
+            action: String::new(),
+            note: None,
+        },
         Ok(args) => args,
         Err(why) if why.starts_with("no such page") => {
             return Err(error_reply(
@@ -225,6 +235,13 @@ fn answer_route(
             "an answer needs this launch's key",
             "open the URL `git loopx serve` printed (it carries ?key=…)",
         );
+    }
+    if checking_key {
+        return Err(json_reply(
+            200,
+            Arc::new(br#"{"ok":true,"key":"this launch's"}"#.to_vec()),
+            None,
+        ));
     }
     Ok(Route::Answer(args))
 }

@@ -47,7 +47,9 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            line: 8 << 10,
+            // A note the page sends may be 2,000 characters of any
+            // script, each percent-encoded as up to nine bytes.
+            line: 24 << 10,
             head: 32 << 10,
             body: 64 << 10,
             idle: Duration::from_secs(30),

@@ -351,3 +351,84 @@ fn done_from_the_page_does_not_run_the_check_an_agent_wrote() {
         "completed by the person"
     );
 }
+
+/// Issue 46, item 12: a page opened with another launch's key says so and
+/// shows no buttons; with this launch's key, a note as long as the box
+/// takes, in a script of three bytes a character, reaches the gate whole.
+#[test]
+fn an_old_key_is_told_and_a_full_note_in_any_script_is_answered() {
+    let env = TestEnv::new();
+    let (repo, gate, _) = with_gate_and_reminder(&env, "repo");
+    let serving = Serving::start(&env, &repo, &[]);
+    let key = serving.key.clone().expect("a key");
+    let Some(browser) = browser() else { return };
+    let drawn = format!("document.body.dataset.drawn === {}", json!(env.tip(&repo)));
+    let item = format!("#needs .item[data-id={gate}]");
+
+    browser.goto(&format!("{}/?key={}", serving.url, "0".repeat(key.len())));
+    browser
+        .wait_for(&drawn, Duration::from_secs(20))
+        .expect("the page draws");
+    let stale = format!(
+        "!!document.querySelector({})",
+        json!(format!("{item} [data-test=stale-key]"))
+    );
+    browser
+        .wait_for(&stale, Duration::from_secs(20))
+        .expect("the page says its key is another launch's");
+    let buttons = crate::serve::eval(
+        &browser,
+        &format!(
+            "document.querySelectorAll({}).length",
+            json!(format!("{item} button"))
+        ),
+    );
+    assert_eq!(buttons, 0, "no button that would be refused");
+
+    browser.goto(&format!("{}/?key={key}", serving.url));
+    browser
+        .wait_for(&drawn, Duration::from_secs(20))
+        .expect("the page draws");
+    let button = format!(
+        "!!document.querySelector({})",
+        json!(format!("{item} button[data-action=approve]"))
+    );
+    browser
+        .wait_for(&button, Duration::from_secs(20))
+        .expect("its buttons, once the key is taken");
+    let note = "許可".repeat(1000);
+    let max = crate::serve::eval(
+        &browser,
+        &format!(
+            "document.querySelector({}).maxLength",
+            json!(format!("{item} input.note"))
+        ),
+    );
+    assert_eq!(max, 2000, "the box takes 2,000 characters");
+    browser
+        .run(
+            "const input = document.querySelector(arguments[0] + ' input.note');
+             input.value = arguments[1]; input.dispatchEvent(new Event('input'));",
+            json!([item, note]),
+        )
+        .unwrap();
+    browser.click(&format!("{item} button[data-action=approve]"));
+    browser
+        .wait_for(
+            "document.body.dataset.answered === '1'",
+            Duration::from_secs(20),
+        )
+        .expect("the answer comes back");
+    let outcome = crate::serve::text_of(&browser, &format!("{item} [data-test=outcome]"));
+    assert_eq!(outcome, "approve: done", "{outcome}");
+    let shown = env
+        .loopx(&repo, &["--json", "todo", "show", &gate])
+        .success()
+        .json();
+    let notes = shown["todo"]["notes"].to_string();
+    assert!(
+        notes.contains(&note),
+        "the whole note: {}",
+        &notes[..200.min(notes.len())]
+    );
+}

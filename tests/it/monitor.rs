@@ -311,3 +311,13 @@ fn a_claimed_monitor_is_polled_by_its_holder_only() {
     let r = poll(&env, &repo, T_20M, &[&id]);
     assert_eq!(r["todo"]["claim"]["agent"], "a1");
 }
+
+/// Issue 46, item 12: a cadence in parts (`1h30m`) is a duration.
+#[test]
+fn a_cadence_may_be_given_in_parts() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("repo");
+    let m = add_monitor(&env, &repo, &["--every", "1h30m"]);
+    assert_eq!(m["monitor"]["cadence"], "1h30m");
+    assert_eq!(m["monitor"]["next_due_at"], "2026-12-02T11:30:00Z");
+}

@@ -110,13 +110,22 @@ impl Default for QuotaPolicy {
 }
 
 impl QuotaPolicy {
-    /// `round(window_hours * 60 / slot_minutes * compute)` unless overridden.
+    /// The compute that counts: clamped to [0, 1] and kept to two
+    /// decimals, as LoopX 2.1.1 reads it (`round(x, 2)`: the float's exact
+    /// value rounded, half to even, which Rust's `{:.2}` also does).
+    pub fn effective_compute(&self) -> f64 {
+        let clamped = self.compute.clamp(0.0, 1.0);
+        format!("{clamped:.2}").parse().unwrap_or(clamped)
+    }
+
+    /// `round(window_hours * 60 / slot_minutes * compute)` unless
+    /// overridden, half to even as LoopX rounds it.
     pub fn allowed_slots(&self) -> u32 {
         if let Some(n) = self.allowed_slots {
             return n;
         }
         let slots = f64::from(self.window_hours) * 60.0 / f64::from(self.slot_minutes.max(1));
-        (slots * self.compute.clamp(0.0, 1.0)).round() as u32
+        (slots * self.effective_compute()).round_ties_even() as u32
     }
 }
 

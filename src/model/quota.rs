@@ -80,3 +80,35 @@ pub fn usage_with(gs: &GoalState, now: Timestamp, wanted: u32) -> Usage {
         next_eligible_at,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::model::QuotaPolicy;
+
+    /// As LoopX 2.1.1 (`quota.py`): compute clamped to [0, 1] and kept to
+    /// two decimals, then `round(window_hours * 60 / slot_minutes *
+    /// compute)`, both rounding half to even as Python's `round` does.
+    #[test]
+    fn slots_are_rounded_as_loopx_rounds_them() {
+        let slots = |compute: f64, window_hours: u32, slot_minutes: u32| {
+            QuotaPolicy {
+                compute,
+                window_hours,
+                slot_minutes,
+                ..QuotaPolicy::default()
+            }
+            .allowed_slots()
+        };
+        assert_eq!(slots(0.0021, 24, 1), 0, "0.0021 is 0.00");
+        assert_eq!(
+            slots(0.005, 24, 1),
+            14,
+            "0.005 (a float just above) is 0.01"
+        );
+        assert_eq!(slots(0.125, 24, 1), 173, "0.125 is 0.12: 172.8 slots");
+        assert_eq!(slots(0.0051, 24, 1), 14, "0.0051 is 0.01");
+        assert_eq!(slots(1.0, 1, 24), 2, "2.5 slots is 2");
+        assert_eq!(slots(1.0, 1, 40), 2, "1.5 slots is 2");
+        assert_eq!(slots(7.0, 24, 1), 1440, "clamped to 1");
+    }
+}

@@ -134,11 +134,20 @@ pub fn decide(
     };
 
     // 1. A hard pause, or the end.
-    if gs.goal.status == GoalStatus::Stopped || gs.goal.quota.compute <= 0.0 {
+    if gs.goal.status == GoalStatus::Stopped || gs.goal.quota.effective_compute() <= 0.0 {
         let (why, cadence) = if gs.goal.status == GoalStatus::Stopped {
             (format!("goal {} is stopped", gs.goal.id), "goal_stopped")
         } else {
-            (format!("goal {} has compute 0", gs.goal.id), "quota_paused")
+            let c = gs.goal.quota.compute;
+            let why = if c <= 0.0 {
+                format!("goal {} has compute 0", gs.goal.id)
+            } else {
+                format!(
+                    "goal {} has compute {c}, which is 0 to two decimals",
+                    gs.goal.id
+                )
+            };
+            (why, "quota_paused")
         };
         return base.skip(
             "paused",

@@ -103,6 +103,18 @@ fn rules_and_their_precedence() {
             false,
         ),
         (
+            // As LoopX 2.1.1: compute is kept to two decimals, so 0.0021
+            // is 0 (issue 46, item 16).
+            "1 compute that rounds to 0",
+            |w| {
+                w.todo(TodoClass::AdvancementTask, |_| {});
+                w.gs().goal.quota.compute = 0.0021;
+            },
+            Some("a"),
+            ("skip", "paused", "quota_skip", WAKE_STOPPED),
+            false,
+        ),
+        (
             "1 a pause beats a gate",
             |w| {
                 w.todo(TodoClass::UserGate, |g| g.global = true);

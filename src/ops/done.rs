@@ -333,7 +333,22 @@ fn check_completable(
     match agent {
         Some(a) => {
             let expected = local::expected_epoch(ctx, a, &todo.id, epoch);
-            lease::check_writer(todo, a, expected, ctx.now)?;
+            // As LoopX 2.1.1: an agent completes only a todo it claimed
+            // (its lease may have run out since, if no one took it over).
+            if lease::check_writer(todo, a, expected, ctx.now)? == lease::Standing::Unclaimed {
+                return Err(Refusal::new(
+                    Code::NotClaimHolder,
+                    format!(
+                        "{a} never claimed {}: an agent completes only the todos it holds",
+                        todo.id
+                    ),
+                )
+                .with_hint(format!(
+                    "claim it first: git loopx --agent {a} todo claim {}",
+                    todo.id
+                ))
+                .into());
+            }
         }
         None => {
             if let Some(c) = todo.live_claim(ctx.now) {

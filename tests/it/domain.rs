@@ -423,6 +423,8 @@ fn failed_validation_refuses_completion_and_is_recorded() {
             &["--json", "todo", "add", "y", "--validate", "true ';' false"],
         )
         .success());
+    env.loopx(&repo, &["--agent", "agent-a", "todo", "claim", &t2])
+        .success();
     env.loopx(
         &repo,
         &["--agent", "agent-a", "todo", "done", &t2, "--evidence", "e"],
@@ -435,6 +437,8 @@ fn failed_validation_refuses_completion_and_is_recorded() {
             &["--json", "todo", "add", "z", "--validate", "sleep 30"],
         )
         .success());
+    env.loopx(&repo, &["--agent", "agent-a", "todo", "claim", &t3])
+        .success();
     let out = env
         .loopx(
             &repo,

@@ -19,6 +19,8 @@ fn todo_id(run: &Run) -> String {
 
 /// An agent's `todo done`: a `validate` runs only for an agent.
 fn done(env: &TestEnv, repo: &Path, id: &str, extra: &[&str]) -> Run {
+    // An agent completes what it holds (a repeated claim keeps the lease).
+    env.loopx(repo, &["--agent", "agent-a", "todo", "claim", id]);
     let mut args = vec![
         "--agent",
         "agent-a",

@@ -367,7 +367,13 @@ fn log_lists_state_commits_with_filters() {
         .json();
     assert_eq!(by_agent["entries"][0]["agent"], "agent-b");
     let one = env.loopx(&repo, &["log", "-n", "1"]).success();
-    assert_eq!(one.stdout.lines().count(), 1);
+    let lines: Vec<&str> = one.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", one.stdout);
+    assert!(
+        lines[1].starts_with("… older ones left out"),
+        "{}",
+        one.stdout
+    );
 }
 
 #[test]

@@ -60,6 +60,7 @@ mod notify;
 mod not_built;
 mod order;
 mod ownership;
+mod parity;
 mod person;
 mod person_hints;
 mod person_refs;

@@ -296,9 +296,10 @@ fn a_claim_on_a_held_todo_is_a_tool_error_and_bad_arguments_write_nothing() {
     let tip = env.tip(&repo);
     assert_eq!(
         env.git(&repo, &["rev-list", "--count", &format!("{before}..{tip}")]),
-        "1",
-        "only the failed validation was recorded"
+        "2",
+        "the claim, then only the failed validation was recorded"
     );
+    assert_eq!(out["claimed"]["is_error"], false, "{}", out["claimed"]);
 
     // The schema's refusals are tool errors too (the protocol asks for
     // input validation errors as tool results, so a model can correct

@@ -98,6 +98,8 @@ async def refusal(repo, todo, failing):
     out = {}
     async with Client(params(repo), mode="legacy") as c:
         out["conflict"] = await call(c, "claim", {"todo": todo})
+        # An agent completes only what it holds.
+        out["claimed"] = await call(c, "claim", {"todo": failing})
         out["validation"] = await call(
             c, "complete_todo", {"todo": failing, "evidence": "it works"}
         )

@@ -82,6 +82,25 @@ pub struct TodoCounts {
 }
 
 impl State {
+    /// Whether `agent` may act here: any id while no agent is registered
+    /// (one person, one agent), else only a registered one — as LoopX
+    /// 2.1.1 refuses an unregistered agent (`quota_agent_not_registered`),
+    /// so a typo cannot claim, write back, spend, or walk past a gate
+    /// meant for the agent it meant to be.
+    pub fn check_registered(&self, agent: &str) -> Result<(), crate::model::Refusal> {
+        if self.agents.is_empty() || self.agents.contains_key(agent) {
+            return Ok(());
+        }
+        let known: Vec<&str> = self.agents.keys().map(String::as_str).collect();
+        Err(crate::model::Refusal::invalid_input(format!(
+            "agent `{agent}` is not registered in this state (registered: {})",
+            known.join(", ")
+        ))
+        .with_hint(format!(
+            "a typo? Else register it: git loopx agent register {agent}"
+        )))
+    }
+
     /// A fresh state whose one (default) goal is `goal`.
     pub fn with_goal(goal: Goal, now: crate::model::Timestamp) -> Self {
         let mut state = State::new(Meta {

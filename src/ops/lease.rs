@@ -311,6 +311,11 @@ fn claim_synced(
     one: Option<&str>,
     mut decide: impl FnMut(&mut State, &str, &Remote<'_>) -> Result<Decision>,
 ) -> Result<ClaimReport> {
+    // Registered as this clone knows it (the claim is refused before any
+    // remote operation).
+    if let Ok((_, state)) = ctx.load() {
+        state.check_registered(agent)?;
+    }
     let remote = sync::prepare(ctx, &sync::SyncOptions::remote(remote))?;
     let _turn = sync::sync_turn(ctx);
     if sync::shared::enabled(ctx) {

@@ -526,6 +526,9 @@ pub fn transact<R>(
             let mut write = mutate(state)?;
             if write.message.is_some() {
                 ctx.actor()?;
+                if let (Some(agent), Some(state)) = (ctx.agent(), state.as_ref()) {
+                    state.check_registered(agent)?;
+                }
                 if let (Some(state), Some(base)) = (state.as_mut(), base) {
                     retention::archive_due(ctx, retention, state, base, &mut write);
                 }

@@ -66,6 +66,9 @@ pub fn should_run(
     let Some(key) = turn else {
         return match transaction::load(&ctx.store) {
             Ok((Some(tip), Some(mut state))) => {
+                if let Some(a) = agent.as_deref() {
+                    state.check_registered(a)?;
+                }
                 let goal = ctx.goal(&state)?.goal.id.clone();
                 let unsigned = crate::ops::signers::unsigned_resolutions(ctx, &tip, &state)?;
                 crate::ops::signers::reopen(&mut state, &goal, &unsigned);

@@ -46,7 +46,13 @@ pub struct Selection<'a> {
     /// (`resume_when` unmet, a capability missing, this agent excluded), and
     /// deferred ones whose `resume_when` is unmet.
     pub waiting: usize,
-    /// Agent todos marked `blocked`: only a replan moves them.
+    /// Of `waiting`: the todos that exclude this agent, that need a
+    /// capability it lacks, and whose `resume_when` is unmet.
+    pub excluded: usize,
+    pub incapable: usize,
+    pub unresumed: usize,
+    /// Agent todos marked `blocked` (only a replan moves them), and open
+    /// `blocker`s.
     pub blocked: usize,
     /// Open `user_action` reminders (they never stop work; they tell the user).
     pub reminders: usize,
@@ -58,17 +64,32 @@ pub struct Selection<'a> {
 }
 
 impl Selection<'_> {
-    /// The todo to work on: a ready open one, else a ready successor.
+    /// The todo to work on: by priority, as LoopX 2.1.1 takes work — a
+    /// ready successor when it ranks above every ready open todo (or none
+    /// is ready); at the same priority the open todo. The agent's own
+    /// claim comes first whichever it is.
     pub fn first(&self) -> Option<Candidate<'_>> {
-        self.candidates
-            .first()
-            .or_else(|| self.successors.first())
-            .copied()
+        if self.first_is_successor() {
+            self.successors.first().copied()
+        } else {
+            self.candidates.first().copied()
+        }
     }
 
     /// Whether [`Selection::first`] is a successor turn.
     pub fn first_is_successor(&self) -> bool {
-        self.candidates.is_empty() && !self.successors.is_empty()
+        match (self.candidates.first(), self.successors.first()) {
+            (None, Some(_)) => true,
+            (Some(open), Some(s)) => !open.mine && (s.mine || s.priority < open.priority),
+            _ => false,
+        }
+    }
+
+    /// The open todo a successor turn goes before, when one was ready.
+    pub fn passed_over(&self) -> Option<Candidate<'_>> {
+        self.first_is_successor()
+            .then(|| self.candidates.first().copied())
+            .flatten()
     }
 }
 
@@ -207,6 +228,12 @@ pub fn select<'a>(
         if todo.role != Role::Agent {
             continue;
         }
+        // A blocker says what stops work; it is never work itself (LoopX
+        // 2.1.1 never selects one).
+        if todo.class == TodoClass::Blocker && !todo.status.is_terminal() {
+            sel.blocked += 1;
+            continue;
+        }
         // A deferred todo is parked, unless it names a condition: then it
         // is a successor, ready once the condition holds.
         let successor = match todo.status {
@@ -230,6 +257,13 @@ pub fn select<'a>(
             .requires_capabilities
             .iter()
             .all(|c| capabilities.iter().any(|have| have == c));
+        if excluded {
+            sel.excluded += 1;
+        } else if !capable {
+            sel.incapable += 1;
+        } else if !resume_satisfied(gs, &todo) {
+            sel.unresumed += 1;
+        }
         if excluded || !capable || !resume_satisfied(gs, &todo) {
             sel.waiting += 1;
             continue;

@@ -286,11 +286,20 @@ fn after_gates(gs: &GoalState, sel: &Selection<'_>, base: Base, now: Timestamp) 
     // condition holds.
     if let Some(todo) = selected {
         return if sel.first_is_successor() {
-            let reason = format!(
-                "no open todo is ready; the deferred successor {} may resume ({})",
-                todo.id,
-                gs.todos[&todo.id].resume_when.as_deref().unwrap_or("")
-            );
+            let condition = gs.todos[&todo.id].resume_when.as_deref().unwrap_or("");
+            let reason = match sel.passed_over() {
+                None => format!(
+                    "no open todo is ready; the deferred successor {} may resume ({condition})",
+                    todo.id
+                ),
+                Some(open) => format!(
+                    "the deferred successor {} ({:?}) may resume ({condition}) and goes before the open {} ({:?}): work is taken by priority",
+                    todo.id,
+                    gs.todos[&todo.id].priority,
+                    open.id,
+                    gs.todos[open.id].priority
+                ),
+            };
             run(
                 base,
                 "eligible",
@@ -339,13 +348,20 @@ fn after_gates(gs: &GoalState, sel: &Selection<'_>, base: Base, now: Timestamp) 
         )
     };
     if sel.waiting > 0 || !sel.gated.is_empty() {
-        return waiting(
-            base,
-            format!(
-                "{} todo(s) wait on a condition, a capability or another agent's gate",
-                sel.waiting + sel.gated.len()
-            ),
-        );
+        return waiting(base, {
+            // Each cause named, with its count (issue 46, item 18).
+            let mut causes = Vec::new();
+            let mut say = |n: usize, what: &str| {
+                if n > 0 {
+                    causes.push(format!("{n} {what}"));
+                }
+            };
+            say(sel.excluded, "exclude this agent");
+            say(sel.incapable, "need a capability this agent lacks");
+            say(sel.unresumed, "wait for their resume_when");
+            say(sel.gated.len(), "are held by a gate");
+            format!("nothing is ready: of the todos, {}", causes.join(", "))
+        });
     }
     if sel.blocked > 0 && !gs.goal.replans_when_blocked() {
         return waiting(

@@ -168,7 +168,7 @@ fn pick(
     remote: &Remote<'_>,
     now: Timestamp,
 ) -> Result<String> {
-    let pool = if sel.candidates.is_empty() {
+    let pool = if sel.first_is_successor() {
         &sel.successors
     } else {
         &sel.candidates

@@ -31,6 +31,9 @@ pub struct ReviewReport {
     pub delivered: Vec<Run>,
     /// Todos completed since then.
     pub completed: Vec<Todo>,
+    /// Blocked todos and open blockers now, with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub blocked: Vec<crate::ops::status::BlockedLine>,
     /// Handoffs made since then, with their notes.
     pub handoffs: Vec<ReviewHandoff>,
     /// Everything else that changed.
@@ -228,6 +231,7 @@ pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewRep
         answered,
         delivered,
         completed,
+        blocked: crate::ops::status::blocked(gs),
         handoffs,
         changes: rest,
         acked,

@@ -139,6 +139,9 @@ pub struct StatusReport {
     pub claims: Vec<ClaimLine>,
     /// Ready, unclaimed agent todos, in the order agents will take them.
     pub next: Vec<TodoLine>,
+    /// Agent todos marked `blocked`, and open `blocker`s, with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub blocked: Vec<BlockedLine>,
     /// Every todo that is not done or deferred.
     pub todos: Vec<TodoLine>,
     /// Open monitors: their cadence, when next due, the last poll.
@@ -395,6 +398,7 @@ fn of_goal(ctx: &Context, tip: Oid, state: &State, goal_id: &str) -> Result<Stat
         user_actions,
         claims,
         next,
+        blocked: blocked(gs),
         todos: open,
         monitors,
         quota: quota::usage(gs, now),
@@ -408,6 +412,41 @@ fn of_goal(ctx: &Context, tip: Oid, state: &State, goal_id: &str) -> Result<Stat
         ignored_answers,
         governance_lost: crate::ops::hooks::governance_lost(ctx),
     })
+}
+
+/// A blocked todo or an open blocker, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct BlockedLine {
+    pub id: String,
+    pub text: String,
+    pub class: TodoClass,
+    pub priority: Priority,
+    /// The todo's latest note (what whoever blocked it said), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+/// The goal's blocked agent todos and open blockers, by order.
+pub fn blocked(gs: &GoalState) -> Vec<BlockedLine> {
+    let mut out: Vec<&Todo> = gs
+        .todos
+        .values()
+        .filter(|t| t.role == Role::Agent)
+        .filter(|t| {
+            t.status == TodoStatus::Blocked
+                || (t.class == TodoClass::Blocker && !t.status.is_terminal())
+        })
+        .collect();
+    out.sort_by(|a, b| a.order_key().cmp(&b.order_key()));
+    out.into_iter()
+        .map(|t| BlockedLine {
+            id: t.id.clone(),
+            text: t.text.clone(),
+            class: t.class,
+            priority: t.priority,
+            why: t.notes.last().map(|n| n.text.clone()),
+        })
+        .collect()
 }
 
 /// How many refused attempts on the person's authority `status` shows.

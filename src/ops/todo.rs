@@ -23,8 +23,8 @@ pub struct AddArgs {
     /// user todos need user_gate or user_action.
     #[arg(long, value_parser = enum_arg::<TodoClass>)]
     pub class: Option<TodoClass>,
-    /// P0 (first) … P4 (last).
-    #[arg(long, value_parser = enum_arg::<Priority>, default_value = "P2")]
+    /// P0 (first) … P4 (last). Default: P2, and P0 for a blocker.
+    #[arg(long, value_parser = enum_arg::<Priority>)]
     pub priority: Option<Priority>,
     /// A capability the agent must have (repeatable).
     #[arg(long = "requires-capability", value_name = "CAP")]
@@ -99,7 +99,13 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<TodoReport> {
     let text = non_empty("todo text", &args.text)?;
     let (role, priority) = (
         args.role.unwrap_or(Role::Agent),
-        args.priority.unwrap_or(Priority::P2),
+        // A blocker is P0 unless told otherwise, as LoopX stores it.
+        args.priority
+            .unwrap_or(if args.class == Some(TodoClass::Blocker) {
+                Priority::P0
+            } else {
+                Priority::P2
+            }),
     );
     let class = check_class(role, args.class)?;
     for cap in &args.requires_capabilities {

@@ -70,6 +70,24 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
         let _ = writeln!(out, "{item}{} {} (reminder)", code(&a.id), t(&a.text));
     }
 
+    if !r.blocked.is_empty() {
+        h(&mut out, "Blocked");
+        for b in &r.blocked {
+            let what = if b.class == crate::model::TodoClass::Blocker {
+                "blocker "
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                out,
+                "{item}{what}{} {}: {}",
+                code(&b.id),
+                t(&b.text),
+                t(b.why.as_deref().unwrap_or("no reason given"))
+            );
+        }
+    }
+
     if r.is_empty() {
         let _ = writeln!(out, "\nNothing new since the last review.");
         return out;

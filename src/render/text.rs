@@ -382,6 +382,13 @@ pub fn status_styled(r: &StatusReport) -> (String, Vec<super::style::Span>) {
         let _ = writeln!(out, "  {:?} {}  {}", t.priority, t.id, oneline(&t.text));
     }
 
+    if !r.blocked.is_empty() {
+        let _ = writeln!(out, "\nBlocked:");
+        for b in &r.blocked {
+            let _ = writeln!(out, "  {}", blocked_line(b));
+        }
+    }
+
     if !r.monitors.is_empty() {
         let _ = writeln!(out, "\nMonitors:");
         for m in &r.monitors {
@@ -754,4 +761,21 @@ pub fn quota(r: &crate::ops::quota::QuotaReport) -> String {
         );
     }
     out
+}
+
+/// A blocked todo's line: `status` and `review`.
+pub fn blocked_line(b: &crate::ops::status::BlockedLine) -> String {
+    let what = if b.class == crate::model::TodoClass::Blocker {
+        "blocker "
+    } else {
+        ""
+    };
+    format!(
+        "{what}{} {}: {}",
+        b.id,
+        oneline(&b.text),
+        b.why
+            .as_deref()
+            .map_or_else(|| "no reason given".to_owned(), |w| oneline(w).into_owned())
+    )
 }

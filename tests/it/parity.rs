@@ -136,3 +136,166 @@ fn an_unregistered_agent_is_refused_where_agents_are_registered() {
     env.loopx(&repo, &["--agent", "agent-b", "todo", "claim", &t])
         .success();
 }
+
+fn should_run(env: &TestEnv, repo: &std::path::Path, agent: &str) -> serde_json::Value {
+    env.loopx(repo, &["--json", "--agent", agent, "should-run"])
+        .success()
+        .json()
+}
+
+/// Item 14, matched: work is taken by priority, a ready deferred
+/// successor included, and the reason says so; at the same priority an
+/// open todo comes first.
+#[test]
+fn a_ready_successor_at_a_higher_priority_goes_before_open_work() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("repo");
+    let a = todo_id(env.loopx(&repo, &["--json", "todo", "add", "First"]));
+    let b = todo_id(env.loopx(
+        &repo,
+        &[
+            "--json",
+            "todo",
+            "add",
+            "Successor",
+            "--priority",
+            "P0",
+            "--resume-when",
+            &format!("todo_done:{a}"),
+        ],
+    ));
+    env.loopx(&repo, &["todo", "update", &b, "--status", "deferred"])
+        .success();
+    let open = todo_id(env.loopx(&repo, &["--json", "todo", "add", "Open P2"]));
+    env.loopx(&repo, &["--agent", "a1", "todo", "claim", &a])
+        .success();
+    env.loopx(
+        &repo,
+        &[
+            "--agent",
+            "a1",
+            "todo",
+            "done",
+            &a,
+            "--evidence",
+            "e",
+            "--no-follow-up",
+        ],
+    )
+    .success();
+    let d = should_run(&env, &repo, "a1");
+    assert_eq!(d["selected_todo"]["id"], b, "{d}");
+    let reason = d["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&b) && reason.contains(&open) && reason.contains("priority"),
+        "{reason}"
+    );
+    let next = env
+        .loopx(&repo, &["--json", "--agent", "a1", "todo", "next"])
+        .success()
+        .json();
+    assert_eq!(next["todo"]["id"], b, "{next}");
+}
+
+/// Item 15, matched: a `blocker` is never selected as work, and one added
+/// without a priority is P0, as LoopX stores it.
+#[test]
+fn a_blocker_is_never_selected_and_is_p0_by_default() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("repo");
+    let blocker = todo_id(env.loopx(
+        &repo,
+        &[
+            "--json",
+            "todo",
+            "add",
+            "The CI runner is down",
+            "--class",
+            "blocker",
+        ],
+    ));
+    let shown = env
+        .loopx(&repo, &["--json", "todo", "show", &blocker])
+        .success()
+        .json();
+    assert_eq!(shown["todo"]["priority"], "P0");
+    let d = should_run(&env, &repo, "a1");
+    assert!(
+        d["selected_todo"].is_null(),
+        "a lone blocker is not work: {d}"
+    );
+    let work = todo_id(env.loopx(
+        &repo,
+        &["--json", "todo", "add", "Work", "--priority", "P1"],
+    ));
+    let d = should_run(&env, &repo, "a1");
+    assert_eq!(d["selected_todo"]["id"], work, "{d}");
+    // status names it, as what blocks.
+    let status = env.loopx(&repo, &["--json", "status"]).success().json();
+    let blocked: Vec<&str> = status["blocked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(blocked, [blocker.as_str()], "{status}");
+}
+
+/// Item 18, matched: `status` and `review` name each blocked todo and why
+/// (its latest note).
+#[test]
+fn status_and_review_name_blocked_todos_and_why() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("repo");
+    let t = todo_id(env.loopx(&repo, &["--json", "todo", "add", "Publish the crate"]));
+    env.loopx(
+        &repo,
+        &[
+            "todo",
+            "update",
+            &t,
+            "--status",
+            "blocked",
+            "--note",
+            "the registry token expired",
+        ],
+    )
+    .success();
+    let status = env.loopx(&repo, &["--json", "status"]).success().json();
+    assert_eq!(status["blocked"][0]["id"], t, "{status}");
+    assert_eq!(status["blocked"][0]["why"], "the registry token expired");
+    let text = env.loopx(&repo, &["status"]).success().stdout;
+    assert!(
+        text.contains(&format!(
+            "{t} Publish the crate: the registry token expired"
+        )),
+        "{text}"
+    );
+    let review = env.loopx(&repo, &["--json", "review"]).success().json();
+    assert_eq!(
+        review["blocked"][0]["why"], "the registry token expired",
+        "{review}"
+    );
+    let text = env.loopx(&repo, &["review"]).success().stdout;
+    assert!(text.contains("the registry token expired"), "{text}");
+}
+
+/// Item 18, matched: a skip names each cause of waiting — here a todo
+/// that excludes the agent — not a list of causes it may be.
+#[test]
+fn a_wait_names_its_cause() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("repo");
+    env.loopx(
+        &repo,
+        &["todo", "add", "Not for a1", "--exclude-agent", "a1"],
+    )
+    .success();
+    let d = should_run(&env, &repo, "a1");
+    assert_eq!(d["effective_action"], "blocked_wait", "{d}");
+    let reason = d["reason"].as_str().unwrap();
+    assert_eq!(
+        reason, "nothing is ready: of the todos, 1 exclude this agent",
+        "{d}"
+    );
+}

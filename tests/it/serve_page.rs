@@ -117,7 +117,8 @@ fn an_agents_colour_stays_the_same_as_agents_come_and_across_page_loads() {
     let todo = env.add_todo(&f.dir, "Write the tests");
     let by = ["--agent", "aardvark"];
     // Where agents are registered, a new one registers to join.
-    env.loopx(&f.dir, &["agent", "register", "aardvark"]).success();
+    env.loopx(&f.dir, &["agent", "register", "aardvark"])
+        .success();
     env.loopx(&f.dir, &[&by[..], &["todo", "claim", &todo]].concat())
         .success();
     env.loopx(

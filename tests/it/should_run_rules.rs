@@ -493,7 +493,8 @@ fn rules_and_their_precedence() {
             false,
         ),
         (
-            "6 open work comes before a ready successor",
+            // As LoopX 2.1.1: by priority (issue 46, item 14).
+            "6 a ready successor above open work goes first",
             |w| {
                 let x = w.todo(TodoClass::AdvancementTask, |t| t.status = TodoStatus::Done);
                 w.todo(TodoClass::AdvancementTask, |t| {
@@ -502,6 +503,21 @@ fn rules_and_their_precedence() {
                     t.priority = Priority::P0;
                 });
                 w.todo(TodoClass::AdvancementTask, |t| t.priority = Priority::P3);
+            },
+            Some("a"),
+            ("run", "eligible", "successor_replan_required", WAKE_RUN_NOW),
+            false,
+        ),
+        (
+            "6 at the same priority open work comes before a ready successor",
+            |w| {
+                let x = w.todo(TodoClass::AdvancementTask, |t| t.status = TodoStatus::Done);
+                w.todo(TodoClass::AdvancementTask, |t| {
+                    t.status = TodoStatus::Deferred;
+                    t.resume_when = Some(format!("todo_done:{x}"));
+                    t.priority = Priority::P1;
+                });
+                w.todo(TodoClass::AdvancementTask, |t| t.priority = Priority::P1);
             },
             Some("a"),
             ("run", "eligible", "normal_run", WAKE_RUN_NOW),

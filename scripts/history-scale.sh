@@ -141,6 +141,7 @@ measure() {
         --todo "$todo" --outcome outcome_progress --summary "measured"
     evening "$day" timed "log -n 20 ($what)" loopx log -n 20
     evening "$day" timed "history -n 20 ($what)" loopx history -n 20
+    evening "$day" timed "report --since 7d ($what)" loopx report --since 7d
     evening "$day" timed "history --since the first day, -n 5 ($what)" \
         loopx history --since "$(head -1 "$work/days")" --until "$(head -1 "$work/days")" -n 5
     git config --unset maintenance.auto; git config --unset gc.auto

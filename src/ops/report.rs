@@ -121,15 +121,16 @@ pub struct AgentActivity {
 /// revision of the state branch.
 pub fn report(ctx: &mut Context, since: &str) -> Result<Report> {
     let (tip, state) = ctx.load()?;
-    let log = ctx.store.first_parent_log(&tip, usize::MAX)?;
-    let log = &log[..];
-    let (from, from_time) = match parse_duration(since).filter(|s| *s > 0) {
+    // The first-parent history back to the range's start, not beyond it.
+    let (from, from_time, log) = match parse_duration(since).filter(|s| *s > 0) {
         Some(seconds) => {
             let start = Timestamp::from_unix(ctx.now.unix() - seconds);
+            let log = ctx.store.first_parent_log_while(&tip, |c| c.time > start)?;
             // The state as it was then: the newest commit made by then.
             (
                 log.iter().find(|c| c.time <= start).map(|c| c.id.clone()),
                 Some(start),
+                log,
             )
         }
         None => {
@@ -144,10 +145,12 @@ pub fn report(ctx: &mut Context, since: &str) -> Result<Report> {
                     e
                 }
             })?;
+            let log = ctx.store.first_parent_log_while(&tip, |c| c.id != commit)?;
             let at = log.iter().find(|c| c.id == commit).map(|c| c.time);
-            (Some(commit), at)
+            (Some(commit), at, log)
         }
     };
+    let log = &log[..];
     // From the beginning: the first commit (`init`) records no work.
     let start = from
         .clone()

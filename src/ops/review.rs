@@ -101,7 +101,7 @@ pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewRep
     let commits = match &since {
         Some(s) if *s == tip => 0,
         Some(s) => {
-            let log = ctx.store.first_parent_log(&tip, usize::MAX)?;
+            let log = ctx.store.first_parent_log_while(&tip, |c| c.id != *s)?;
             log.iter().position(|c| c.id == *s).unwrap_or(log.len())
         }
         None => ctx.store.first_parent_log(&tip, usize::MAX)?.len(),

@@ -468,7 +468,18 @@ impl GixStore {
 
     /// Commits reachable from `from` along first parents, newest first.
     pub fn first_parent_log(&self, from: &Oid, limit: usize) -> Result<Vec<CommitInfo>, Error> {
-        self.history(from, limit)
+        self.history(from, limit, |_| true)
+    }
+
+    /// The first-parent history from `from`, newest first, up to and
+    /// including the first commit for which `more` is false: a reader of a
+    /// range pays for the range, not for all of history.
+    pub fn first_parent_log_while(
+        &self,
+        from: &Oid,
+        more: impl FnMut(&CommitInfo) -> bool,
+    ) -> Result<Vec<CommitInfo>, Error> {
+        self.history(from, usize::MAX, more)
     }
 }
 

@@ -253,12 +253,17 @@ impl GixStore {
         Ok(())
     }
 
-    pub(super) fn history(&self, from: &Oid, limit: usize) -> Result<Vec<CommitInfo>, Error> {
+    pub(super) fn history(
+        &self,
+        from: &Oid,
+        limit: usize,
+        mut more: impl FnMut(&CommitInfo) -> bool,
+    ) -> Result<Vec<CommitInfo>, Error> {
         let repo = self.repo.borrow();
-        let mut out = Vec::new();
+        let mut out: Vec<CommitInfo> = Vec::new();
         let mut next = Some(object_id(from)?);
         while let Some(id) = next.take() {
-            if out.len() >= limit {
+            if out.len() >= limit || out.last().is_some_and(|c| !more(c)) {
                 break;
             }
             let c = match repo.find_commit(id) {

@@ -32,16 +32,7 @@ fn stretch(env: &TestEnv) -> (std::path::PathBuf, [String; 5]) {
     // Each commit made at its command's time, as on a real clock (the test
     // environment pins git's commit dates otherwise): a duration's range is
     // found by the commits' times.
-    let l = |now: &str, args: &[&str]| -> crate::env::Run {
-        env.loopx_cmd(&repo)
-            .env_remove("GIT_COMMITTER_DATE")
-            .env_remove("GIT_AUTHOR_DATE")
-            .env("LOOPX_NOW", now)
-            .args(args)
-            .output()
-            .expect("git-loopx runs")
-            .into()
-    };
+    let l = |now: &str, args: &[&str]| crate::week::at_time(env, &repo, now, args);
     l(&day1, &["init", "--goal-text", "Ship the parser"]).success();
     l(
         &day1,

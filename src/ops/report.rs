@@ -308,15 +308,11 @@ fn windows(
     let mut seen: BTreeMap<String, crate::model::QuotaPolicy> = BTreeMap::new();
     let mut out = Vec::new();
     let mut at = from;
+    // How long the window before was (the first: as the goal's is now).
+    let mut hours_now = goal.quota.window_hours;
     while at < ctx.now {
         // The policy the window ended under (or stands under now): the
         // newest commit made by then.
-        let hours_now = seen
-            .values()
-            .last()
-            .map_or(goal.quota.window_hours, |p: &crate::model::QuotaPolicy| {
-                p.window_hours
-            });
         let until = at
             .plus_seconds(i64::from(hours_now.max(1)) * 3600)
             .min(ctx.now);
@@ -347,6 +343,7 @@ fn windows(
             _ => goal.quota.clone(),
         };
         let hours = policy.window_hours.max(1);
+        hours_now = hours;
         let end = at.plus_seconds(i64::from(hours) * 3600);
         let spends: Vec<Run> = runs
             .iter()

@@ -198,7 +198,8 @@ fn stretch(env: &TestEnv) -> (std::path::PathBuf, [String; 5]) {
     (repo, [main_todo, docs_todo, ops_todo, gate, reminder])
 }
 
-fn goal<'a>(report: &'a Value, id: &str) -> &'a Value {
+/// The part of `report` about goal `id`.
+pub(crate) fn goal<'a>(report: &'a Value, id: &str) -> &'a Value {
     report["goals"]
         .as_array()
         .unwrap()

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::env::{Run, TestEnv};
+use crate::report::goal;
 
 pub const GOALS: [&str; 3] = ["main", "docs", "ops"];
 pub const NOW: &str = "2026-12-08T00:00:00Z";
@@ -139,15 +140,6 @@ pub fn week(env: &TestEnv) -> PathBuf {
         }
     }
     repo
-}
-
-fn goal<'a>(report: &'a Value, id: &str) -> &'a Value {
-    report["goals"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|g| g["review"]["goal"] == id)
-        .unwrap_or_else(|| panic!("goal {id} in {report}"))
 }
 
 fn agent<'a>(agents: &'a Value, id: &str) -> &'a Value {

@@ -324,6 +324,9 @@ pub fn redact(
                 )?;
             }
         }
+        // The journal of written objects holds what history held: the
+        // objects redacted away must not be written back.
+        ctx.store.forget_written();
         if let Err(e) = history::expire_unreachable_reflog(&dir, STATE_REF) {
             tracing::debug!("reflog expire after redact: {e}");
         }

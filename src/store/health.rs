@@ -59,8 +59,12 @@ pub fn remove_stale_locks(common_dir: &Path) -> io::Result<Vec<RefLock>> {
     let mut removed = Vec::new();
     for lock in ref_locks(common_dir) {
         if lock.age >= STALE_LOCK_AGE {
-            std::fs::remove_file(&lock.path)?;
-            removed.push(lock);
+            match std::fs::remove_file(&lock.path) {
+                Ok(()) => removed.push(lock),
+                // Another writer or `doctor --repair` was first.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
         }
     }
     Ok(removed)

@@ -38,6 +38,8 @@ pub struct Journal {
     /// Whether live entries are carried into the new file when it starts
     /// over (for records that must outlast two generations).
     carry: bool,
+    /// Size past which the file starts over.
+    rotate: u64,
 }
 
 #[derive(Default)]
@@ -54,7 +56,36 @@ impl Journal {
             dir,
             view: RefCell::default(),
             carry: false,
+            rotate: ROTATE_BYTES,
         }
+    }
+
+    /// A journal that starts over past `rotate` bytes instead of
+    /// [`ROTATE_BYTES`], for larger records read only when needed.
+    pub fn sized(dir: PathBuf, rotate: u64) -> Self {
+        Journal {
+            rotate,
+            ..Journal::new(dir)
+        }
+    }
+
+    /// Every key with a non-empty value, and that value.
+    pub fn entries(&self) -> Vec<(String, Vec<u8>)> {
+        self.refresh();
+        let view = self.view.borrow();
+        view.entries
+            .iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
+    /// Forgets every entry: both generations are removed.
+    pub fn clear(&self) {
+        for name in ["journal", "journal.old"] {
+            let _ = std::fs::remove_file(self.dir.join(name));
+        }
+        *self.view.borrow_mut() = View::default();
     }
 
     /// A journal whose entries live until overwritten or emptied: when it
@@ -104,7 +135,7 @@ impl Journal {
                 file.write_all(&record)?;
                 file.metadata()
             });
-        if appended.is_ok_and(|m| m.len() > ROTATE_BYTES) {
+        if appended.is_ok_and(|m| m.len() > self.rotate) {
             let live: Vec<Vec<u8>> = if self.carry {
                 self.refresh();
                 let view = self.view.borrow();

@@ -200,8 +200,9 @@ impl Error {
                 commit.short(),
                 source.path
             ),
-            Error::ObjectMissing { .. } => "objects are deleted this way by `git gc --prune=now` \
-                (or `git prune`) running beside a writer; `git loopx doctor --repair` moves \
+            Error::ObjectMissing { .. } => "objects are deleted this way by a `git prune --expire=now` or `git gc \
+                --prune=now` beside a writer, once this host's journal of recent writes \
+                (`.git/loopx/written/`) no longer holds them; `git loopx doctor --repair` moves \
                 loopx-state back to its newest intact commit and lists the writes it cannot recover"
                 .into(),
             Error::Git(_) => return None,

@@ -10,14 +10,10 @@ use std::time::Duration;
 use crate::codec;
 use crate::model::{leaks, State, Timestamp};
 use crate::store::cache::remember_delta;
-use crate::store::{CasResult, Error, FileChange, GixStore, Message, Oid};
+use crate::store::{health, CasResult, Error, FileChange, GixStore, Message, Oid};
 
 /// How many times a writer reloads after losing the race before it gives up.
 pub const MAX_ATTEMPTS: u32 = 200;
-
-/// A live writer holds the ref lock for well under a millisecond; a lock file
-/// older than this belongs to a process that died, and waiting will not help.
-pub const STALE_LOCK_SECONDS: u64 = 3;
 
 /// What a mutation asks for: a value to hand back, and the commit message of
 /// its change (`None` when it only read).
@@ -121,9 +117,18 @@ where
             }
             CasResult::Unchanged => return Ok(done(None)),
             CasResult::Retry => {
+                // A live writer holds the ref lock for well under a
+                // millisecond: an older one belongs to a process that died.
+                // Holding the writer lock, no git-loopx writer of this host
+                // is inside its ref update, so the lock is cleared and the
+                // write goes on; without it, waiting will not help.
                 if let Some((lock, age_seconds)) = store.lock_age() {
-                    if age_seconds >= STALE_LOCK_SECONDS {
-                        return Err(Error::Locked { lock, age_seconds }.into());
+                    if age_seconds >= health::STALE_LOCK_AGE.as_secs() {
+                        let cleared = _turn.is_some() && store.clear_dead_locks();
+                        if !cleared {
+                            return Err(Error::Locked { lock, age_seconds }.into());
+                        }
+                        continue;
                     }
                 }
                 std::thread::sleep(rng.backoff(attempt));

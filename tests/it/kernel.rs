@@ -307,30 +307,49 @@ fn reftable_repositories_are_refused() {
     assert_eq!(json["error"]["code"], "unsupported_ref_storage");
 }
 
+/// Issue 47, item 1: a ref lock older than any live writer holds one is a
+/// dead writer's. The next writer, holding the host's writer lock (so no
+/// git-loopx writer of this host is inside its ref update), removes it and
+/// writes. Without the writer lock (`LOOPX_WRITER_LOCK=0`) it cannot know:
+/// the lock is kept and the write refused with its age.
 #[test]
-fn a_stale_lock_is_reported_with_its_age_and_kept() {
+fn a_dead_writers_ref_lock_is_removed_by_the_next_writer_only() {
     let env = TestEnv::new();
     let repo = env.state_repo("r");
     let lock = repo.join(".git/refs/heads/loopx-state.lock");
-    std::fs::write(&lock, "").unwrap();
-    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(600);
-    std::fs::File::options()
-        .write(true)
-        .open(&lock)
-        .unwrap()
-        .set_modified(old)
-        .unwrap();
+    let dead_lock = || {
+        std::fs::write(&lock, "").unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(600);
+        std::fs::File::options()
+            .write(true)
+            .open(&lock)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    };
+    dead_lock();
     let json = env
-        .loopx(&repo, &["--json", "todo", "add", "x"])
-        .failure(3)
-        .json();
+        .loopx_cmd(&repo)
+        .env("LOOPX_WRITER_LOCK", "0")
+        .args(["--json", "todo", "add", "x"])
+        .output()
+        .unwrap();
+    let run: crate::env::Run = json.into();
+    let json = run.failure(3).json();
     assert_eq!(json["error"]["code"], "state_locked");
     let message = json["error"]["message"].as_str().unwrap();
     assert!(
         message.contains("loopx-state.lock") && message.contains("60"),
         "{message}"
     );
-    assert!(lock.exists(), "the lock is never deleted silently");
+    assert!(lock.exists(), "without the writer lock, the lock is kept");
+
+    env.loopx(&repo, &["--json", "todo", "add", "y"]).success();
+    assert!(!lock.exists(), "the dead writer's lock is gone");
+    let fresh = repo.join(".git/packed-refs.lock");
+    std::fs::write(&fresh, "").unwrap();
+    env.loopx(&repo, &["--json", "todo", "add", "z"]).success();
+    assert!(fresh.exists(), "a fresh lock may be a live git's: kept");
 }
 
 #[test]

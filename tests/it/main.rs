@@ -95,6 +95,7 @@ mod stored_commands;
 mod sync;
 mod transports;
 mod turn;
+mod unattended;
 mod validate_rules;
 mod vocab;
 mod week;

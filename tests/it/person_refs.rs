@@ -89,8 +89,10 @@ fn only_the_person_rewrites_history_beyond_a_credential() {
     assert_ne!(env.tip(&repo), before);
 }
 
-/// Deletes every loose object (the writes since the last repack).
+/// Deletes every loose object (the writes since the last repack)
+/// and the journal that would write them again (writes older than it).
 fn delete_loose_objects(repo: &Path) {
+    std::fs::remove_dir_all(repo.join(".git/loopx/written")).unwrap();
     for dir in std::fs::read_dir(repo.join(".git/objects"))
         .unwrap()
         .flatten()

@@ -96,7 +96,7 @@ fn eight_writers(turn_lock: bool) {
 /// state ref to where it already is, in a loop, while 4 writers each make
 /// 25 writebacks. Every writeback lands once, and git's moves either succeed
 /// or lose the compare-and-swap, never read a torn ref. (That a held lock
-/// keeps a writer out is pinned by `a_stale_lock_is_reported_with_its_age_and_kept`.)
+/// keeps a writer out is pinned by `a_dead_writers_ref_lock_is_removed_by_the_next_writer_only`.)
 #[test]
 fn git_update_ref_and_writers_share_the_ref_lock() {
     const WRITERS: usize = 4;

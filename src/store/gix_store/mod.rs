@@ -55,6 +55,9 @@ pub struct GixStore {
     journal: Journal,
     /// Host-local records that must not expire (see `GixStore::host_record`).
     records: Journal,
+    /// The objects of recent writes, to write again what a bare `git prune`
+    /// deleted (see `objects::restore_pruned`).
+    written: Journal,
     /// The objects of detached commits no ref reaches yet, kept to be
     /// checked once one does (see `GixStore::settle_detached`).
     pending: RefCell<Vec<(Oid, Vec<LooseObject>)>>,
@@ -72,6 +75,8 @@ pub struct GixStore {
     /// Whether this process removed what killed writers left (see
     /// `health::remove_leftovers`); done once, by its first write.
     cleaned: Cell<bool>,
+    /// Whether this store's first writer turn cleared dead ref locks.
+    cleared: Cell<bool>,
     /// Credential rules a write may pass (`--allow-secret-pattern`).
     allowed_leaks: Vec<&'static str>,
     /// Every commit an ancestry question read, kept for the next one (see
@@ -131,8 +136,10 @@ impl GixStore {
             durability,
             shared_repository,
             cleaned: Default::default(),
+            cleared: Default::default(),
             journal: Journal::new(local.join("cache")),
             records: Journal::carrying(local.join("records")),
+            written: Journal::sized(local.join("written"), objects::WRITTEN_BYTES),
             common_dir,
             workdir: repo.workdir().map(Path::to_owned),
             repo: RefCell::new(repo),
@@ -291,6 +298,11 @@ impl GixStore {
             if tries > 2 || std::mem::take(&mut panicked) {
                 self.reopen();
             }
+            // An object still missing on the second look may be one a bare
+            // `git prune` deleted under a write: written again if recorded.
+            if tries == 2 {
+                self.restore_pruned();
+            }
             match std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut attempt)) {
                 Ok(result) => result,
                 Err(panic) => {
@@ -427,7 +439,35 @@ impl GixStore {
         }
         let file = self.lock_file("writer.lock")?;
         file.lock().ok()?;
+        if !self.cleared.replace(true) {
+            self.clear_dead_locks();
+        }
         Some(file)
+    }
+
+    /// Removes the ref locks ([`health::ref_locks`]) older than any live
+    /// writer holds one ([`health::STALE_LOCK_AGE`]): a writer or a `git gc`
+    /// killed inside its ref update left them, and every later write (or
+    /// gc) would refuse. Only while holding the writer lock, so that no
+    /// git-loopx writer of this host is inside its ref update. Returns
+    /// whether one was removed.
+    pub(crate) fn clear_dead_locks(&self) -> bool {
+        match crate::store::health::remove_stale_locks(&self.common_dir) {
+            Ok(removed) => {
+                for lock in &removed {
+                    tracing::warn!(
+                        "removed {}, {}s old: a process killed inside its ref update left it",
+                        lock.path.display(),
+                        lock.age.as_secs()
+                    );
+                }
+                !removed.is_empty()
+            }
+            Err(e) => {
+                tracing::warn!("could not remove a stale ref lock: {e}");
+                false
+            }
+        }
     }
 
     /// A host-local cache entry, if present (never on the branch).

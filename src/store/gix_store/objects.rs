@@ -7,6 +7,16 @@
 //! checks it is all still there, waiting first for a `git gc` that was
 //! already running, and writes again what is gone ([`GixStore::keep_loose`]).
 //! Only then is the write acknowledged.
+//!
+//! A bare `git prune --expire=now` takes no `gc.pid`, and `now` there means
+//! every unreachable object whatever its date: one that read the refs before
+//! the move deletes the write's objects whenever it reaches them, after any
+//! check. Only a pack is out of its reach, and a pack per write would slow
+//! every git command of the repository. So each write also records what it
+//! wrote (the objects' bytes, under its commit) in a host-local journal
+//! outside `objects/` ([`GixStore::restore_pruned`]), before the move: a
+//! reader that misses an object, and `doctor`, write again every recorded
+//! object that is gone.
 
 use std::path::{Path, PathBuf};
 
@@ -38,6 +48,10 @@ pub(super) enum Publish {
 /// How long a writer waits, after its move, for a `git gc` that was
 /// already running to finish (see [`GixStore::keep_loose`]).
 const GC_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Size past which the journal of written objects starts over (one
+/// generation is kept): some thousands of writes, read only to restore.
+pub(super) const WRITTEN_BYTES: u64 = 8 * 1024 * 1024;
 
 impl GixStore {
     pub(super) fn try_read(&self, commit: &Oid) -> Result<Snapshot, Error> {
@@ -445,6 +459,7 @@ impl GixStore {
         let bytes = encoded(&commit).map_err(|e| git_err("encoding commit", e))?;
         let id = oid(self.write_loose(gix::objs::Kind::Commit, &bytes, &mut written)?);
         drop(repo);
+        self.written.append(&id.0, &encode_written(&written));
         if publish != Publish::Ref {
             let mut pending = self.pending.borrow_mut();
             if pending.len() >= 64 {
@@ -458,6 +473,8 @@ impl GixStore {
             self.keep_loose(&written);
             Ok(CasResult::Committed(id))
         } else {
+            // No ref will reach it: nothing to restore.
+            self.written.append(&id.0, &[]);
             Ok(CasResult::Retry)
         }
     }
@@ -482,10 +499,50 @@ impl GixStore {
         Ok(moved?.then_some(id))
     }
 
+    /// Writes again every object the journal of recent writes holds that
+    /// the object store no longer has (a bare `git prune` beside a write,
+    /// see the module docs). Returns how many it wrote.
+    pub fn restore_pruned(&self) -> usize {
+        let entries = self.written.entries();
+        if entries.is_empty() {
+            return 0;
+        }
+        let repo = self.repo.borrow();
+        let mut restored = 0;
+        for (commit, value) in entries {
+            for (id, kind, bytes) in decode_written(&value) {
+                if loose_path(&repo, &id).exists() || repo.has_object(id) {
+                    continue;
+                }
+                let again = persist(|| gix::objs::Write::write_buf(&repo.objects, kind, &bytes));
+                match again {
+                    Ok(written) if written == id => {
+                        self.sync_loose(&loose_path(&repo, &id));
+                        restored += 1;
+                    }
+                    Ok(other) => tracing::warn!("{kind} of {commit} hashed to {other}, not {id}"),
+                    Err(e) => tracing::warn!("could not write {kind} {id} again: {e}"),
+                }
+            }
+        }
+        if restored > 0 {
+            tracing::warn!("wrote again {restored} objects of recent writes that a prune deleted");
+        }
+        restored
+    }
+
+    /// Forgets the journal of written objects (`redact`: what it removed
+    /// from history must not come back).
+    pub fn forget_written(&self) {
+        self.written.clear();
+    }
+
     /// The first object of `commit` (itself, then its tree's trees and
     /// blobs, depth first) that the object store does not have: its kind,
-    /// id and path in the tree. Looked up in a freshly opened store.
+    /// id and path in the tree. Looked up in a freshly opened store, after
+    /// writing again what a prune deleted ([`GixStore::restore_pruned`]).
     pub fn missing_object(&self, commit: &Oid) -> Option<(&'static str, Oid, Option<String>)> {
+        self.restore_pruned();
         self.reopen();
         let repo = self.repo.borrow();
         let id = object_id(commit).ok()?;
@@ -714,4 +771,59 @@ fn not_a_file(commit: &Oid, path: String, mode: EntryMode) -> Error {
             message: format!("is {what}; the state holds only regular files"),
         },
     }
+}
+
+/// A write's objects as one journal record: for each, its kind (one byte),
+/// its id (a length byte, then the raw id), and its bytes (a u32 LE length,
+/// then the bytes).
+fn encode_written(written: &[LooseObject]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(written.iter().map(|(_, _, b)| b.len() + 32).sum());
+    for (id, kind, bytes) in written {
+        let Ok(len) = u32::try_from(bytes.len()) else {
+            continue;
+        };
+        out.push(match kind {
+            gix::objs::Kind::Commit => 1,
+            gix::objs::Kind::Tree => 2,
+            gix::objs::Kind::Blob => 3,
+            gix::objs::Kind::Tag => 4,
+        });
+        let raw = id.as_bytes();
+        out.push(raw.len() as u8);
+        out.extend_from_slice(raw);
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(bytes);
+    }
+    out
+}
+
+/// The objects of a record [`encode_written`] made; stops at the first
+/// thing it cannot read (the journal already checksums its records).
+fn decode_written(mut buf: &[u8]) -> Vec<LooseObject> {
+    let mut out = Vec::new();
+    while let [kind, id_len, rest @ ..] = buf {
+        let kind = match kind {
+            1 => gix::objs::Kind::Commit,
+            2 => gix::objs::Kind::Tree,
+            3 => gix::objs::Kind::Blob,
+            4 => gix::objs::Kind::Tag,
+            _ => break,
+        };
+        let id_len = *id_len as usize;
+        if rest.len() < id_len + 4 {
+            break;
+        }
+        let Ok(id) = ObjectId::try_from(&rest[..id_len]) else {
+            break;
+        };
+        let len =
+            u32::from_le_bytes(rest[id_len..id_len + 4].try_into().expect("4 bytes")) as usize;
+        let body = &rest[id_len + 4..];
+        if body.len() < len {
+            break;
+        }
+        out.push((id, kind, body[..len].to_vec()));
+        buf = &body[len..];
+    }
+    out
 }

@@ -1,9 +1,10 @@
-//! Refs: reading them, and moving them compare-and-swap through gix's ref
-//! transactions, as `git update-ref <ref> <new> <old>` does (an exclusive
-//! `<ref>.lock`, the old value checked under it, a reflog line, a rename).
+//! Refs: reading them, moving them compare-and-swap as `git update-ref <ref>
+//! <new> <old>` does (an exclusive `<ref>.lock`, the old value checked under
+//! it, a reflog line, a rename; `packed-refs` read, never locked), and
+//! deleting them through gix's ref transactions.
 
 use gix::bstr::ByteSlice;
-use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
+use gix::refs::transaction::{Change, PreviousValue, RefEdit, RefLog};
 use gix::refs::Target;
 
 use super::{git_err, object_id, oid, settled, GixStore};
@@ -141,6 +142,13 @@ impl GixStore {
 
     /// Moves `name` from `expected` (absent when `None`) to `target`, CAS-style.
     /// Returns `false` when the ref held another value or its lock was taken.
+    ///
+    /// As `git update-ref` does it, not as gix's ref transaction does: the
+    /// new value is written as a loose ref under `<name>.lock`, the old one
+    /// read from the loose ref or else from `packed-refs`, which is read but
+    /// never locked. gix's transaction locks `packed-refs` for every update
+    /// once the file exists (after any `git gc`), and a writer killed in that
+    /// window left a `packed-refs.lock` that stopped every later write.
     pub fn move_ref(
         &self,
         name: &str,
@@ -149,49 +157,96 @@ impl GixStore {
         reflog: &str,
         now: Timestamp,
     ) -> Result<bool, Error> {
+        let full: gix::refs::FullName = name.try_into().map_err(|e| git_err("ref name", e))?;
+        let new = object_id(target)?;
+        let expected = expected.map(object_id).transpose()?;
         let repo = self.repo.borrow();
-        let expected = match expected {
-            Some(old) => PreviousValue::MustExistAndMatch(Target::Object(object_id(old)?)),
-            None => PreviousValue::MustNotExist,
+        let path = self.common_dir.join(full.as_bstr().to_str_lossy().as_ref());
+        let lock = gix::lock::File::acquire_to_update_resource(
+            &path,
+            gix::lock::acquire::Fail::Immediately,
+            Some(self.common_dir.clone()),
+            repo.refs.shared_repository_permissions,
+        );
+        let mut lock = match lock {
+            Ok(lock) => lock,
+            Err(e) if e.is_retryable() => return Ok(false),
+            Err(e) => return Err(git_err(&format!("locking {name}"), e)),
         };
-        let edit = RefEdit {
-            change: Change::Update {
-                log: LogChange {
-                    mode: RefLog::AndReference,
-                    force_create_reflog: false,
-                    message: reflog.into(),
-                },
-                expected,
-                new: Target::Object(object_id(target)?),
-            },
-            name: name.try_into().map_err(|e| git_err("ref name", e))?,
-            deref: false,
-        };
+        let current = self.ref_value(&repo, name, &path)?;
+        if current != expected {
+            return Ok(false);
+        }
+        let d = &self.durability;
+        let written =
+            std::io::Write::write_all(&mut lock, format!("{new}\n").as_bytes()).and_then(|()| {
+                match d.refs {
+                    true => lock.with_mut(|f| f.sync_all()),
+                    false => Ok(()),
+                }
+            });
+        written.map_err(|e| git_err(&format!("writing {name}"), e))?;
+        let log = self.common_dir.join("logs").join(name);
         let signature = self.signature(now);
         let mut time_buf = gix::date::parse::TimeBuf::default();
-        let committer = signature.to_ref(&mut time_buf);
-        let fail = gix::lock::acquire::Fail::Immediately;
-        let result = repo
-            .refs
-            .transaction()
-            .prepare(Some(edit), fail, fail)
-            .and_then(|tx| tx.commit(Some(committer)));
-        match result {
-            Ok(_) => {
-                // gix syncs nothing: the ref and its log, as git config asks.
-                let d = &self.durability;
-                if d.refs {
-                    let path = self.common_dir.join(name);
-                    let log = self.common_dir.join("logs").join(name);
-                    for file in [&path, &log] {
-                        let _ = d.sync_path(file.exists(), file);
-                    }
-                    let _ = d.sync_parent(true, &path);
-                }
-                Ok(true)
+        let line = ReflogLine {
+            previous: current.unwrap_or_else(|| new.kind().null()),
+            new,
+            committer: signature.to_ref(&mut time_buf),
+            message: reflog,
+        };
+        append_reflog(repo.refs.write_reflog, name, &log, &line)
+            .map_err(|e| git_err(&format!("writing the reflog of {name}"), e))?;
+        lock.commit()
+            .map_err(|e| git_err(&format!("updating {name}"), e.error))?;
+        // The ref and its log, as git config asks.
+        if d.refs {
+            for file in [&path, &log] {
+                let _ = d.sync_path(file.exists(), file);
             }
-            Err(e) if e.is_conflict() || e.is_retryable() => Ok(false),
-            Err(e) => Err(git_err(&format!("updating {name}"), e)),
+            let _ = d.sync_parent(true, &path);
+        }
+        Ok(true)
+    }
+
+    /// The object `name` points at, read under its lock: the loose ref if
+    /// there is one (it wins over `packed-refs`, as in git), else its line in
+    /// `packed-refs` read afresh from disk (`git pack-refs` replaces that
+    /// file whole and deletes a loose ref only under the ref's lock, which we
+    /// hold).
+    fn ref_value(
+        &self,
+        repo: &gix::Repository,
+        name: &str,
+        path: &std::path::Path,
+    ) -> Result<Option<gix::ObjectId>, Error> {
+        match std::fs::read(path) {
+            Ok(bytes) => {
+                let text = bytes.trim();
+                if text.starts_with(b"ref:") {
+                    return Err(git_err(
+                        &format!("updating {name}"),
+                        "it is a symbolic ref; git-loopx moves only direct refs",
+                    ));
+                }
+                gix::ObjectId::from_hex(text)
+                    .map(Some)
+                    .map_err(|e| git_err(&format!("reading {name}"), e))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let packed = repo
+                    .refs
+                    .open_packed_buffer()
+                    .map_err(|e| git_err("reading packed-refs", e))?;
+                let Some(packed) = packed else {
+                    return Ok(None);
+                };
+                let found = packed
+                    .try_find(name)
+                    .map_err(|e| git_err("reading packed-refs", e))?;
+                Ok(found.map(|r| r.target()))
+            }
+            Err(e) => Err(git_err(&format!("reading {name}"), e)),
         }
     }
 
@@ -247,4 +302,57 @@ impl GixStore {
         };
         found
     }
+}
+
+/// One line of a ref's log.
+struct ReflogLine<'a> {
+    previous: gix::ObjectId,
+    new: gix::ObjectId,
+    committer: gix::actor::SignatureRef<'a>,
+    message: &'a str,
+}
+
+/// Appends `line` to the log at `log`, by git's rules (`core.logAllRefUpdates`,
+/// which gix read into `mode`): always when the log exists; created for
+/// branches, remote-tracking refs and notes, or for every ref under `always`;
+/// never under `false`.
+fn append_reflog(
+    mode: gix::refs::store::WriteReflog,
+    name: &str,
+    log: &std::path::Path,
+    line: &ReflogLine<'_>,
+) -> std::io::Result<()> {
+    use gix::refs::store::WriteReflog;
+    use std::io::Write as _;
+    let create = match mode {
+        WriteReflog::Disable => return Ok(()),
+        WriteReflog::Always => true,
+        WriteReflog::Normal => ["refs/heads/", "refs/remotes/", "refs/notes/"]
+            .iter()
+            .any(|p| name.starts_with(p)),
+    };
+    if create {
+        if let Some(dir) = log.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+    }
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(create)
+        .open(log);
+    let mut file = match file {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let mut out = format!("{} {} ", line.previous, line.new).into_bytes();
+    line.committer.trim().write_to(&mut out)?;
+    // A log line is one line: git folds a message's newlines the same way.
+    let message = line.message.replace('\n', " ");
+    if !message.is_empty() {
+        out.push(b'\t');
+        out.extend_from_slice(message.as_bytes());
+    }
+    out.push(b'\n');
+    file.write_all(&out)
 }

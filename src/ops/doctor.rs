@@ -324,6 +324,9 @@ fn objects_check(ctx: &Context) -> Check {
         Ok(None) => return check("objects", Level::Ok, "no state commit to check", None),
         Err(e) => return check("objects", Level::Error, e.to_string(), e.hint()),
     };
+    // What a bare `git prune` took from recent writes goes back first
+    // (`GixStore::restore_pruned`): only what is lost for good is reported.
+    ctx.store.restore_pruned();
     match intact(ctx, &tip) {
         Ok(()) => check(
             "objects",

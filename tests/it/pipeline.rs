@@ -270,7 +270,10 @@ fn a_repair_message_repeats_no_credential() {
         subject.contains(token),
         "the lost write's subject: {subject}"
     );
-    // The lost write's objects go, as a prune beside a writer would take them.
+    // The lost write's objects go, as a prune beside a writer would take
+    // them, and so does the journal that would write them back (as for a
+    // write older than it).
+    std::fs::remove_dir_all(repo.join(".git/loopx/written")).unwrap();
     for dir in std::fs::read_dir(repo.join(".git/objects"))
         .unwrap()
         .flatten()

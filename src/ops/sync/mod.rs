@@ -596,6 +596,9 @@ fn sync_with(
     allow_unrelated: bool,
     prune_leases: bool,
 ) -> Result<SyncReport> {
+    // A push sends history: what a bare `git prune` took from it goes back
+    // first (`GixStore::heal_after_prune`).
+    ctx.store.heal_after_prune();
     if shared::enabled(ctx) {
         shared::sync_locked(ctx, remote, allow_unrelated, prune_leases)
     } else {

@@ -441,6 +441,7 @@ impl GixStore {
         file.lock().ok()?;
         if !self.cleared.replace(true) {
             self.clear_dead_locks();
+            self.heal_after_prune();
         }
         Some(file)
     }

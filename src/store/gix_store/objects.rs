@@ -16,7 +16,12 @@
 //! wrote (the objects' bytes, under its commit) in a host-local journal
 //! outside `objects/` ([`GixStore::restore_pruned`]), before the move: a
 //! reader that misses an object, and `doctor`, write again every recorded
-//! object that is gone.
+//! object that is gone. A reader of the tip does not read older commits, so
+//! a writer also looks for a canary: an unreachable loose object under
+//! `objects/ff/`, the last directory a prune walks. Gone, a prune has nearly
+//! finished since it was written; there or not, for a minute after it was
+//! written again each writer writes back what the journal holds
+//! ([`GixStore::heal_after_prune`]).
 
 use std::path::{Path, PathBuf};
 
@@ -48,6 +53,15 @@ pub(super) enum Publish {
 /// How long a writer waits, after its move, for a `git gc` that was
 /// already running to finish (see [`GixStore::keep_loose`]).
 const GC_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The canary of [`GixStore::heal_after_prune`]: a blob whose id starts
+/// with `ff` (`objects/ff/` is the last directory `git prune` walks; a unit
+/// test checks the id), never reachable.
+const CANARY: &[u8] = b"git-loopx: a prune ran since this was written (19)\n";
+
+/// How long after a prune was seen every writer writes back what the
+/// journal holds: the prune that took the canary may still be finishing.
+const AFTER_PRUNE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Size past which the journal of written objects starts over (one
 /// generation is kept): some thousands of writes, read only to restore.
@@ -531,6 +545,35 @@ impl GixStore {
         restored
     }
 
+    /// Heals what a bare `git prune` took from the commits before the tip,
+    /// which a reader of the tip never reads (see the module docs): when
+    /// the canary is gone it is written again and the journal's objects are
+    /// written back, and again by every writer while the canary is younger
+    /// than [`AFTER_PRUNE`]. Otherwise one `stat`. Returns how many objects
+    /// it wrote back.
+    pub fn heal_after_prune(&self) -> usize {
+        let repo = self.repo.borrow();
+        let id = gix::objs::compute_hash(repo.object_hash(), gix::objs::Kind::Blob, CANARY);
+        let Ok(id) = id else {
+            return 0;
+        };
+        let path = loose_path(&repo, &id);
+        match std::fs::metadata(&path).and_then(|m| m.modified()) {
+            Ok(written) if written.elapsed().unwrap_or_default() >= AFTER_PRUNE => return 0,
+            Ok(_) => {}
+            Err(_) => {
+                let loose = LooseFirst::of(&repo);
+                if let Err(e) =
+                    gix::objs::Write::write_buf(&loose.loose, gix::objs::Kind::Blob, CANARY)
+                {
+                    tracing::debug!("could not write the prune canary: {e}");
+                }
+            }
+        }
+        drop(repo);
+        self.restore_pruned()
+    }
+
     /// Forgets the journal of written objects (`redact`: what it removed
     /// from history must not come back).
     pub fn forget_written(&self) {
@@ -826,4 +869,15 @@ fn decode_written(mut buf: &[u8]) -> Vec<LooseObject> {
         buf = &body[len..];
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_canary_lives_in_the_last_directory_a_prune_walks() {
+        let id =
+            gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, super::CANARY)
+                .unwrap();
+        assert!(id.to_string().starts_with("ff"), "{id}");
+    }
 }

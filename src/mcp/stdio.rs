@@ -6,6 +6,9 @@
 //! other's noise forever), and a client that sent one waits forever. Here:
 //! - a line that is not JSON gets a JSON-RPC parse error (`-32700`, `"id":
 //!   null`, the parser's words in the message), and the session goes on;
+//!   so does one rmcp's parser would refuse though a quick scan passes it
+//!   (a string not UTF-8, a lone surrogate, a number past `f64`, nesting
+//!   past [`MAX_DEPTH`]): rmcp drops those without a word too;
 //! - a line longer than [`MAX_LINE`] is never held whole: its first
 //!   [`MAX_LINE`] bytes are read, it gets an invalid request error
 //!   (`-32600`, `"id": null`: its id is in what was not read), the rest of
@@ -56,15 +59,86 @@ async fn filter(input: impl AsyncRead + Unpin, mut rmcp: DuplexStream, answers: 
             if text.trim_ascii().is_empty() {
                 continue;
             }
-            match serde_json::from_slice::<serde::de::IgnoredAny>(text) {
-                Ok(_) if rmcp.write_all(&line).await.is_ok() => continue,
-                Ok(_) => return,
-                Err(e) => error(-32700, format!("Parse error: not JSON: {e}")),
+            match check(text) {
+                Ok(()) if rmcp.write_all(&line).await.is_ok() => continue,
+                Ok(()) => return,
+                Err(e) => error(-32700, format!("Parse error: {e}")),
             }
         };
         if answers.send(answer).is_err() {
             return;
         }
+    }
+}
+
+/// How deep a message may nest: serde_json's recursion limit (128) refuses
+/// the 128th level of arrays and objects, in rmcp's parser as in ours.
+pub const MAX_DEPTH: usize = 127;
+
+/// Whether rmcp's parser will read `text` as JSON, and if not, why: it is
+/// UTF-8, and serde_json parses it whole — every string decoded (a lone
+/// surrogate is refused), every number in range, at most [`MAX_DEPTH`]
+/// levels deep — building nothing. (`IgnoredAny` would not do: it skips
+/// strings without decoding them, and nesting without a limit.)
+fn check(text: &[u8]) -> Result<(), String> {
+    let text = std::str::from_utf8(text).map_err(|e| format!("not UTF-8: {e}"))?;
+    match serde_json::from_str::<Wellformed>(text) {
+        Ok(Wellformed) => Ok(()),
+        Err(e) if e.to_string().starts_with("recursion limit exceeded") => {
+            Err(format!("nested more than {MAX_DEPTH} levels deep: {e}"))
+        }
+        Err(e) => Err(format!("not JSON: {e}")),
+    }
+}
+
+/// Any JSON value, read to the end and kept nowhere.
+struct Wellformed;
+
+impl<'de> serde::Deserialize<'de> for Wellformed {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(Wellformed)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Wellformed {
+    type Value = Wellformed;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self, E> {
+        Ok(Wellformed)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self, E> {
+        Ok(Wellformed)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self, E> {
+        Ok(Wellformed)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self, E> {
+        Ok(Wellformed)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self, E> {
+        Ok(Wellformed)
+    }
+
+    fn visit_unit<E>(self) -> Result<Self, E> {
+        Ok(Wellformed)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self, A::Error> {
+        while let Some(Wellformed) = seq.next_element()? {}
+        Ok(Wellformed)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self, A::Error> {
+        while let Some((Wellformed, Wellformed)) = map.next_entry()? {}
+        Ok(Wellformed)
     }
 }
 

@@ -1,6 +1,7 @@
 //! `git loopx mcp` on raw pipes, fed lines no client library sends: one
-//! that is not JSON, one longer than 16 MiB. Each gets a JSON-RPC error,
-//! and the session goes on; a long line is never held whole. Answers are
+//! that is not JSON, one that is not UTF-8 or nests past serde_json's
+//! bound, one longer than 16 MiB. Each gets a JSON-RPC error, and the
+//! session goes on; a long line is never held whole. Answers are
 //! awaited, not timed: the bound (60 s) only keeps a broken server from
 //! hanging the suite.
 
@@ -45,7 +46,12 @@ impl Server {
     }
 
     fn send(&mut self, line: &str) {
-        writeln!(self.stdin, "{line}").expect("the server reads stdin");
+        self.send_bytes(line.as_bytes());
+    }
+
+    fn send_bytes(&mut self, line: &[u8]) {
+        self.stdin.write_all(line).expect("the server reads stdin");
+        self.stdin.write_all(b"\n").expect("the server reads stdin");
     }
 
     fn request(&mut self, id: u64, method: &str, params: Value) {
@@ -118,6 +124,75 @@ fn a_line_that_is_not_json_gets_a_parse_error_and_the_session_goes_on() {
     server.send(r#"{"jsonrpc": "2.0", "id": 2, "method": "ping""#);
     unread(&server.answer(), -32700);
     server.ping(3);
+    server.end();
+}
+
+/// Issue 47, item 9: lines that pass for JSON to a quick scan but that
+/// rmcp's parser refuses, which rmcp then drops without a word (its
+/// "unparsable input"): a string that is not UTF-8, a lone surrogate, a
+/// number past `f64`, nesting past serde_json's bound of 127 levels
+/// (100,000 deep, and a 16 MiB line of it). Each gets a parse error, the
+/// stack holds, and the session goes on; nesting at the bound is served.
+#[test]
+fn lines_not_utf8_or_nested_past_the_bound_get_a_parse_error_and_the_session_goes_on() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("repo");
+    env.loopx(&repo, &["agent", "register", "agent-a"])
+        .success();
+    let mut server = Server::start(&env, &repo);
+    server.initialize();
+
+    let request = br#"{"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"x": "?"}}"#;
+    let not_utf8: Vec<u8> = request
+        .iter()
+        .map(|&b| if b == b'?' { 0xff } else { b })
+        .collect();
+    server.send_bytes(&not_utf8);
+    let said = unread(&server.answer(), -32700);
+    assert!(said.contains("not UTF-8"), "{said}");
+    server.ping(3);
+    server.send_bytes(b"\xc3\x28 \xff");
+    unread(&server.answer(), -32700);
+    server.ping(4);
+
+    let ping = |params: &str| {
+        format!(r#"{{"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {params}}}"#)
+    };
+    for params in [r#"{"x": "\ud800"}"#, r#"{"x": 1e999}"#] {
+        server.send(&ping(params));
+        let said = unread(&server.answer(), -32700);
+        assert!(said.starts_with("Parse error"), "{params}: {said}");
+        server.ping(6);
+    }
+
+    let deep = 100_000;
+    server.send(&format!("{}{}", "[".repeat(deep), "]".repeat(deep)));
+    let said = unread(&server.answer(), -32700);
+    assert!(said.contains("more than 127 levels"), "{said}");
+    server.ping(7);
+    let objects = format!("{}0{}", r#"{"a": "#.repeat(deep), "}".repeat(deep));
+    server.send(&ping(&objects));
+    unread(&server.answer(), -32700);
+    server.ping(8);
+    // A line just under 16 MiB of it: read whole, refused all the same.
+    let half = (16 << 20) / 2 - 1;
+    server.send(&format!("{}{}", "[".repeat(half), "]".repeat(half)));
+    unread(&server.answer(), -32700);
+    server.ping(9);
+
+    // At the bound (the envelope, its params and 125 arrays: 127 levels)
+    // rmcp serves it; one level more, and it is refused, not dropped.
+    let nested = |levels: usize| {
+        let x = format!("{}0{}", "[".repeat(levels), "]".repeat(levels));
+        ping(&format!(r#"{{"x": {x}}}"#))
+    };
+    server.send(&nested(126));
+    unread(&server.answer(), -32700);
+    server.send(&nested(125));
+    assert_eq!(
+        server.answer(),
+        json!({"jsonrpc": "2.0", "id": 5, "result": {}})
+    );
     server.end();
 }
 

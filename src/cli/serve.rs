@@ -155,9 +155,11 @@ const WATCH_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// `watch` beside the server, on a thread of its own, for as long as it
 /// runs: at once, then every [`WATCH_EVERY`]; of its repository, or (no
-/// `dir`) of every repository in the person's list.
+/// `dir`) of every repository in the person's list, each within a time
+/// limit (`ops::repos::read_listed`).
 #[cfg(feature = "serve")]
 fn watch(dir: Option<std::path::PathBuf>, agent: Option<String>, goal: Option<String>) {
+    let all_repos = dir.is_none();
     std::thread::spawn(move || loop {
         let dirs = match &dir {
             Some(dir) => vec![dir.clone()],
@@ -165,8 +167,14 @@ fn watch(dir: Option<std::path::PathBuf>, agent: Option<String>, goal: Option<St
         };
         for dir in dirs {
             let look = super::now().and_then(|now| {
-                let ctx = Context::open(&dir, now, agent.clone(), goal.clone())?;
-                crate::ops::notify::look(&ctx)
+                let look = move |dir: &std::path::Path, agent, goal| {
+                    crate::ops::notify::look(&Context::open(dir, now, agent, goal)?)
+                };
+                let (agent, goal) = (agent.clone(), goal.clone());
+                match all_repos {
+                    true => crate::ops::repos::read_listed(&dir, move |dir| look(dir, agent, goal)),
+                    false => look(&dir, agent, goal),
+                }
             });
             if let Err(e) = look {
                 tracing::warn!("serve: telling the person about {}: {e}", dir.display());

@@ -31,17 +31,20 @@ pub struct Args {
     pub all_repos: bool,
 }
 
-/// `watch --all-repos`: each listed repository looked at in turn; one that
-/// cannot be read, or is refused (another user's, see `gix_store::owner`),
-/// is said so and skipped, its notify command and webhook never run.
+/// `watch --all-repos`: each listed repository looked at in turn, within
+/// a time limit (`ops::repos::read_listed`); one that cannot be read, does
+/// not answer, or is refused (another user's, see `gix_store::owner`), is
+/// said so and skipped, its notify command and webhook never run.
 pub fn all_repos(global: &GlobalArgs, args: &Args) -> Result<Output> {
     loop {
         let mut looks = Vec::new();
         let mut out = String::new();
         for path in crate::ops::repos::read()? {
             let look = super::now().and_then(|now| {
-                let ctx = Context::open(&path, now, global.agent.clone(), global.goal.clone())?;
-                notify::look(&ctx)
+                let (agent, goal) = (global.agent.clone(), global.goal.clone());
+                crate::ops::repos::read_listed(&path, move |path| {
+                    notify::look(&Context::open(path, now, agent, goal)?)
+                })
             });
             match &look {
                 Ok(Some(look)) => out.push_str(&text(look)),

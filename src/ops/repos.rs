@@ -8,6 +8,14 @@
 //! repository, not a worktree: the main worktree's top level, or the git
 //! directory of a bare repository, so every linked worktree of one
 //! repository is one entry.
+//!
+//! Each listed repository is read on its own and within a time limit
+//! ([`read_listed`]): one that is missing, broken, refused or does not
+//! answer is reported in its place and holds up none of the others.
+
+mod bounded;
+
+pub use bounded::read_listed;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -106,23 +114,28 @@ pub fn add(dir: &Path) -> Result<Edited> {
     })
 }
 
-/// Removes `path` from the list: as written there, or as the repository it
-/// names when it still exists.
+/// Removes `path` from the list: as written there, or (only when it is not)
+/// as the repository it names when it still exists, so a listed repository
+/// that cannot be opened is removed without opening it.
 pub fn remove(path: &Path) -> Result<Edited> {
     let file = list_file()?;
     let mut named = vec![path.to_owned()];
     if let Ok(abs) = std::path::absolute(path) {
         named.push(abs);
     }
-    if let Ok(repo) = repository_path(path) {
-        named.push(repo);
-    }
     let mut gone = None;
-    update(&file, |repos| {
-        let at = repos.iter().position(|r| named.contains(r));
-        gone = at.map(|i| repos.remove(i));
-        gone.is_some()
-    })?;
+    let mut take = |named: &[PathBuf]| {
+        update(&file, |repos| {
+            let at = repos.iter().position(|r| named.contains(r));
+            gone = at.map(|i| repos.remove(i));
+            gone.is_some()
+        })
+    };
+    if !take(&named)? {
+        if let Ok(repo) = repository_path(path) {
+            take(&[repo])?;
+        }
+    }
     match gone {
         Some(path) => Ok(Edited {
             path,
@@ -306,7 +319,9 @@ fn repo_status(path: PathBuf, now: Timestamp) -> RepoStatus {
             goals: Vec::new(),
         };
     }
-    let read = Context::open(&path, now, None, None).and_then(|ctx| status_all(&ctx));
+    let read = read_listed(&path, move |path| {
+        Context::open(path, now, None, None).and_then(|ctx| status_all(&ctx))
+    });
     match read {
         Ok(all) => RepoStatus {
             path,

@@ -12,6 +12,7 @@ pub mod gix_store;
 pub mod health;
 mod journal;
 mod message;
+pub mod special;
 pub mod transaction;
 
 use std::collections::BTreeMap;
@@ -145,6 +146,14 @@ pub enum Error {
         id: Oid,
         path: Option<String>,
     },
+    /// Where git reads a file to open the repository there is a named
+    /// pipe, a socket or a device (see `store::special`).
+    #[error("{} is {what}, where git expects a file: the repository is not opened, as reading it could wait forever", .path.display())]
+    SpecialFile {
+        repo: PathBuf,
+        path: PathBuf,
+        what: &'static str,
+    },
     #[error("git: {0}")]
     Git(String),
     #[error("refused to write {}: a reader would refuse it ({})", .0.path, .0.message)]
@@ -165,7 +174,7 @@ impl Error {
             Error::Locked { .. } | Error::Contended { .. } => Code::StateLocked,
             Error::Missing => Code::StateMissing,
             Error::Corrupt { .. } | Error::ObjectMissing { .. } => Code::StateInvalid,
-            Error::Git(_) => Code::GitFailed,
+            Error::Git(_) | Error::SpecialFile { .. } => Code::GitFailed,
             Error::Unwritable(_) => Code::InvalidInput,
             Error::Leak { .. } => Code::LeakDetected,
         }
@@ -205,6 +214,11 @@ impl Error {
                 (`.git/loopx/written/`) no longer holds them; `git loopx doctor --repair` moves \
                 loopx-state back to its newest intact commit and lists the writes it cannot recover"
                 .into(),
+            Error::SpecialFile { repo, .. } => format!(
+                "put back the file git keeps there, or take the repository off your list \
+                 (`git loopx repos remove {}`)",
+                shell_word(&repo.to_string_lossy())
+            ),
             Error::Git(_) => return None,
             Error::Unwritable(_) => {
                 "nothing was written; shorten the text (long output belongs in a commit named by --artifact)".into()

@@ -71,6 +71,7 @@ mod quiet;
 mod race;
 mod report;
 mod repos;
+mod repos_hostile;
 mod require;
 mod retention;
 mod retention_rules;

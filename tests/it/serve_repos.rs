@@ -81,3 +81,41 @@ fn every_repository_on_one_page_the_gate_first_the_corrupt_one_flagged() {
         "the throttled goal says so"
     );
 }
+
+/// Issue 47, item 5: a named pipe in one listed repository (its
+/// `.git/HEAD`, its cache) leaves `/repos.json` answering, the others
+/// shown, the bad ones as error rows; a read given up on is not started
+/// again while it waits, so polling the page piles up no threads.
+#[test]
+fn a_named_pipe_in_one_listed_repository_does_not_hang_the_page() {
+    let env = TestEnv::new();
+    let [gated, head, cache] = crate::repos_hostile::piped(&env);
+    let home = env.path("home");
+    let serving = Serving::start(&env, &home, &[]);
+    let condition = |served: &serde_json::Value, path: &std::path::Path| {
+        let row = served["repos"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["path"] == path.to_str().unwrap())
+            .unwrap_or_else(|| panic!("{} has a row: {served}", path.display()))
+            .clone();
+        let said = row["error"]["message"].as_str().unwrap_or("").to_owned();
+        (row["condition"].as_str().unwrap().to_owned(), said)
+    };
+    for _ in 0..2 {
+        let (code, served) = serving.get("/repos.json");
+        assert_eq!(code, 200, "{served}");
+        assert_eq!(condition(&served, &gated).0, "ok", "{served}");
+        let (broken, said) = condition(&served, &head);
+        assert_eq!(broken, "broken");
+        assert!(said.contains("named pipe"), "{said}");
+        let (broken, said) = condition(&served, &cache);
+        assert_eq!(broken, "broken");
+        assert!(said.contains("not read"), "{said}");
+    }
+    // Its read still waits: the repository is not read again meanwhile.
+    let (_, served) = serving.get("/repos.json");
+    let said = condition(&served, &cache).1;
+    assert!(said.contains("not read again"), "{said}");
+}

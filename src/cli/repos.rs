@@ -13,8 +13,10 @@ use crate::Result;
 ///
 /// It is kept for you alone, outside every repository:
 /// `$XDG_CONFIG_HOME/git-loopx/repos`, else `~/.config/git-loopx/repos`,
-/// one path a line. `init`, `hooks install` and `import` add the repository
-/// they run in (set LOOPX_NO_REPOS_LIST=1 to stop them).
+/// one path a line (a path with a newline or another control character,
+/// trailing white space or bytes that are not UTF-8 cannot be listed).
+/// `init`, `hooks install` and `import` add the repository they run in (set
+/// LOOPX_NO_REPOS_LIST=1 to stop them).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(subcommand)]

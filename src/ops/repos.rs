@@ -7,7 +7,11 @@
 //! the repository they ran in; `repos add|remove` edit it. A path names the
 //! repository, not a worktree: the main worktree's top level, or the git
 //! directory of a bare repository, so every linked worktree of one
-//! repository is one entry.
+//! repository is one entry. A path the list cannot hold as it is written
+//! — one that is not UTF-8, has a control character (a newline would make
+//! it two lines), or ends in white space (the reader trims it) — is
+//! refused by `repos add` (and so by `init`'s registration), and `repos
+//! remove` says the same of it.
 //!
 //! Each listed repository is read on its own and within a time limit
 //! ([`read_listed`]): one that is missing, broken, refused or does not
@@ -96,10 +100,41 @@ pub struct Edited {
     pub file: PathBuf,
 }
 
-/// Adds the repository containing `dir`.
+/// Why the list cannot hold `path` as one line that reads back as it, if
+/// it cannot.
+fn unlistable(path: &Path) -> Option<&'static str> {
+    let Some(text) = path.to_str() else {
+        return Some("it is not UTF-8");
+    };
+    if text.contains('\n') {
+        Some("it has a newline, and the list holds one path a line")
+    } else if text.chars().any(char::is_control) {
+        Some("it has a control character")
+    } else if text.ends_with(char::is_whitespace) {
+        Some("it ends in white space, which the list's reader trims")
+    } else {
+        None
+    }
+}
+
+fn refuse_unlistable(path: &Path, file: &Path, why: &str, hint: &str) -> Error {
+    Refusal::invalid_input(format!(
+        "{path:?} cannot be in the list of repositories ({}): {why}",
+        file.display()
+    ))
+    .with_hint(hint)
+    .into()
+}
+
+/// Adds the repository containing `dir`; a path the list cannot hold (see
+/// the module) is refused.
 pub fn add(dir: &Path) -> Result<Edited> {
     let path = repository_path(dir)?;
     let file = list_file()?;
+    if let Some(why) = unlistable(&path) {
+        let hint = "rename the repository's directory (or a parent of it) and add it again";
+        return Err(refuse_unlistable(&path, &file, why, hint));
+    }
     let changed = update(&file, |repos| {
         let new = !repos.contains(&path);
         if new {
@@ -116,7 +151,8 @@ pub fn add(dir: &Path) -> Result<Edited> {
 
 /// Removes `path` from the list: as written there, or (only when it is not)
 /// as the repository it names when it still exists, so a listed repository
-/// that cannot be opened is removed without opening it.
+/// that cannot be opened is removed without opening it. A path the list
+/// cannot hold is never in it, and is refused as `add` refuses it.
 pub fn remove(path: &Path) -> Result<Edited> {
     let file = list_file()?;
     let mut named = vec![path.to_owned()];
@@ -142,13 +178,19 @@ pub fn remove(path: &Path) -> Result<Edited> {
             changed: true,
             file,
         }),
-        None => Err(Refusal::invalid_input(format!(
-            "{} is not in the list of repositories ({})",
-            path.display(),
-            file.display()
-        ))
-        .with_hint("`git loopx repos list` shows what is listed")
-        .into()),
+        None => match unlistable(path) {
+            Some(why) => {
+                let hint = "an older git-loopx wrote such a path as it was, on several lines if it had newlines: edit the file by hand";
+                Err(refuse_unlistable(path, &file, why, hint))
+            }
+            None => Err(Refusal::invalid_input(format!(
+                "{} is not in the list of repositories ({})",
+                path.display(),
+                file.display()
+            ))
+            .with_hint("`git loopx repos list` shows what is listed")
+            .into()),
+        },
     }
 }
 

@@ -2,11 +2,13 @@
 //! of the others. A named pipe where git reads a file (`.git/HEAD`) is
 //! refused at once, by name; one anywhere else that a read waits on (the
 //! parsed-state cache) is given up on after the time limit; either is an
-//! error row in its place.
+//! error row in its place. A path the list cannot hold as one line is
+//! refused by `repos add`, and `repos remove` says why.
 //!
 //! Every command runs under a watchdog (60 s) that kills it and fails the
 //! test: a bound for "does not hang", not a timing assertion.
 
+use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -155,4 +157,56 @@ fn a_named_pipe_in_one_listed_repository_is_an_error_row_and_the_others_are_show
         .success()
         .stdout;
     assert!(text.contains("Publish under MIT?"), "{text}");
+}
+
+/// A repository with one commit at `dir`, whatever its name.
+fn repo_at(env: &TestEnv, dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    env.git(dir, &["init", "-q", "-b", "main"]);
+    env.git(dir, &["commit", "-q", "--allow-empty", "-m", "base"]);
+}
+
+#[test]
+fn repos_add_refuses_a_path_the_list_cannot_hold_and_remove_says_why() {
+    let env = TestEnv::new();
+    let home = env.path("home");
+    let list = env.path("home/.config/git-loopx/repos");
+    let good = env.state_repo("good");
+    let before = std::fs::read_to_string(&list).unwrap();
+    assert_eq!(before, format!("{}\n", canonical(&good)));
+
+    let not_utf8 = env.path(".").join(std::ffi::OsStr::from_bytes(b"caf\xe9"));
+    let odd = [
+        (env.path("two\nlines"), r#"two\nlines""#, "newline"),
+        (env.path("tab\there"), r#"tab\there""#, "control character"),
+        (env.path("space "), r#"space ""#, "white space"),
+        (not_utf8, r#"caf\xE9""#, "not UTF-8"),
+    ];
+    for (dir, shown, why) in &odd {
+        repo_at(&env, dir);
+        let out = env
+            .loopx(dir, &["--json", "repos", "add"])
+            .failure(2)
+            .json();
+        assert_eq!(out["error"]["code"], "invalid_input", "{out}");
+        let said = out["error"]["message"].as_str().unwrap();
+        assert!(said.contains(shown), "{shown}: {said}");
+        assert!(said.contains(why), "{why}: {said}");
+        assert!(said.contains("cannot be in the list"), "{said}");
+        // `init` there works, and leaves the list as it was.
+        env.loopx(dir, &["init", "--goal-text", "Odd"]).success();
+        assert_eq!(std::fs::read_to_string(&list).unwrap(), before);
+
+        let removed = env
+            .loopx_cmd(&home)
+            .args(["--json", "repos", "remove"])
+            .arg(dir)
+            .output()
+            .unwrap();
+        let out = Run::from(removed).failure(2).json();
+        let said = out["error"]["message"].as_str().unwrap();
+        assert!(said.contains("cannot be in the list"), "{said}");
+        assert!(said.contains(why), "{why}: {said}");
+    }
+    assert_eq!(std::fs::read_to_string(&list).unwrap(), before);
 }

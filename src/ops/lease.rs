@@ -428,6 +428,8 @@ fn claim_shared(
     // Pushes refused in a row although the leases were fetched just before,
     // and of those, refusals by a lease ref that reads as no lease at all.
     let (mut lost, mut unreadable) = (0, 0);
+    // Claims whose push landed too late to trust (see below).
+    let mut late = 0;
     let create_bound = shared::create_bound(ctx)?;
     // The command's clock as the claim goes on.
     let began = std::time::Instant::now();
@@ -532,6 +534,37 @@ fn claim_shared(
         let published = Published::of(&goal, &todo.id, &claim);
         let rider = shared::rider(ctx, &parent, &leases)?;
         let action = match shared::confirm(ctx, remote, &published, lease.map(|r| &r.oid), &rider) {
+            // The claim created the lease ref, deciding on a fetch less than
+            // a quarter of the grace old; but a push can take long to land
+            // (a slow remote, a hook), and an ended lease's ref deleted
+            // meanwhile would let it take a finished todo at a used epoch.
+            // Landed past half the grace, it is not trusted: the ref is
+            // deleted again and the claim decided on a new fetch.
+            Ok(Confirm::Confirmed)
+                if lease.is_none() && {
+                    let half = create_bound * 2;
+                    let in_time = if merged_now {
+                        fetched_at.elapsed() <= half
+                    } else {
+                        shared::merged_within(ctx, remote, now(), half)
+                    };
+                    !in_time
+                } =>
+            {
+                late += 1;
+                let withdrawn = shared::withdraw(ctx, remote, &goal, &todo.id)?;
+                tracing::warn!(
+                    "the lease on {} reached {remote} {:.1}s after the fetch it was decided on, past half of loopx.leaseRefGrace: {}",
+                    todo.id,
+                    fetched_at.elapsed().as_secs_f64(),
+                    if withdrawn { "withdrawn, deciding again" } else { "it moved since" }
+                );
+                if late >= LATE_TRIES {
+                    return Err(too_slow(remote, &todo.id, create_bound * 4));
+                }
+                merge_first = true;
+                continue;
+            }
             Ok(Confirm::Confirmed) => action,
             // The same agent holds this very lease already (its claim from
             // another clone, in the same second): this claim holds it too.
@@ -619,6 +652,22 @@ fn commit_confirmed(
         );
     }
     Ok(commit)
+}
+
+/// Claims withdrawn for landing too late, in a row, before the claim stops.
+const LATE_TRIES: u32 = 3;
+
+/// A claim whose lease push landed past half the grace every time.
+fn too_slow(remote: &str, todo: &str, grace: std::time::Duration) -> crate::Error {
+    Refusal::new(
+        Code::PushRejected,
+        format!(
+            "the lease on {todo} reached {remote} past half of loopx.leaseRefGrace ({}s) after its fetch, {LATE_TRIES} times: it was withdrawn each time",
+            grace.as_secs()
+        ),
+    )
+    .with_hint("raise `git config loopx.leaseRefGrace` on every clone, or find what slows pushes to the remote (a hook, the network)")
+    .into()
 }
 
 /// Refusals by one lease ref, each after its value was fetched, before a

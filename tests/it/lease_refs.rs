@@ -13,8 +13,9 @@ use crate::env::TestEnv;
 
 /// Within the grace of the test's clock (`env::NOW`, 10:00).
 const SOON: &str = "2026-12-02T10:05:00Z";
-/// Past the grace.
-const LATER: &str = "2026-12-02T10:11:00Z";
+/// Past the grace, even for a clone that learned of the end at `SOON`
+/// (the grace counts from then for it: issue 47, item 3).
+const LATER: &str = "2026-12-02T10:16:00Z";
 /// Past four graces: any peer deletes.
 const MUCH_LATER: &str = "2026-12-02T10:41:00Z";
 const LATER_STILL: &str = "2026-12-02T10:42:00Z";
@@ -143,7 +144,11 @@ fn a_stale_clone_cannot_take_a_finished_todo_whose_lease_ref_is_gone() {
     env.loopx(b, &["sync"]).success();
     env.loopx(c, &["sync"]).success();
     claim_and_finish(&env, a, "x", &t);
-    env.loopx_at(b, MUCH_LATER, &["sync"]).success();
+    // b learns of the end five minutes on, and deletes its ref a grace
+    // after that (by its own clock: issue 47, item 3).
+    env.loopx_at(b, SOON, &["sync"]).success();
+    env.loopx_at(b, "2026-12-02T10:16:00Z", &["sync", "--prune-leases"])
+        .success();
     assert!(lease_refs(&env, &remote).is_empty());
 
     // c's own state still says the todo is ready, and c knows no lease.
@@ -263,4 +268,135 @@ fn a_bad_grace_is_refused_by_name() {
     let message = json["error"]["message"].as_str().unwrap();
     assert!(message.contains("loopx.leaseRefGrace"), "{json}");
     assert!(message.contains("`2s`"), "{json}");
+}
+
+/// Issue 47, item 3 (a): a clone whose clock runs ten minutes ahead runs
+/// `sync --prune-leases` just after a todo was finished. It has just learned
+/// of the end, so the grace counts from then by its own clock, not from the
+/// publisher's stamp: the ref stays, and a clone that synced a minute
+/// before the claim cannot take the finished todo again at its epoch.
+#[test]
+fn a_clock_ahead_deletes_no_ref_a_stale_clone_could_still_claim() {
+    let env = TestEnv::new();
+    let (remote, dirs) = env.shared_state(&["a", "b", "c"]);
+    let (a, b, c) = (&dirs[0], &dirs[1], &dirs[2]);
+    let t = env.add_todo(a, "finish me once");
+    for dir in [a, b, c] {
+        env.loopx(dir, &["sync"]).success();
+    }
+    claim_and_finish(&env, a, "x", &t);
+    let name = format!("refs/loopx/leases/main/{t}");
+    assert_eq!(lease_refs(&env, &remote), vec![name.clone()]);
+
+    let ahead = "2026-12-02T10:11:00Z";
+    env.loopx_at(c, ahead, &["sync", "--prune-leases"])
+        .success();
+    assert_eq!(
+        lease_refs(&env, &remote),
+        vec![name.clone()],
+        "a clock ahead deleted the ref of an end it had just learned of"
+    );
+
+    // b synced at 10:00, before the claim: fresh enough to claim without a
+    // fetch, and its state says the todo is open.
+    let run = env.loopx_at(
+        b,
+        "2026-12-02T10:01:00Z",
+        &["--json", "--agent", "y", "todo", "claim", &t, "--sync"],
+    );
+    assert_ne!(
+        run.code, 0,
+        "a finished todo was granted again: {}",
+        run.stdout
+    );
+    let lease = env.git(&remote, &["log", "-1", "--format=%B", &name]);
+    assert!(
+        lease.contains("Loopx-Agent: x") && lease.contains("Loopx-Lease: done"),
+        "{lease}"
+    );
+
+    // From c's first sight of the end, a grace later by c's clock, it goes.
+    env.loopx_at(c, "2026-12-02T10:22:00Z", &["sync", "--prune-leases"])
+        .success();
+    assert!(lease_refs(&env, &remote).is_empty());
+}
+
+/// Issue 47, item 3 (b): with the grace at its 8 s minimum, a claim's push
+/// held back 12 s by the remote's `pre-receive` hook lands after the todo
+/// was claimed, finished and its lease ref deleted by another clone. Landed
+/// past half the grace after its fetch, the claim is not trusted: its ref
+/// is withdrawn and the claim decided again on a new fetch, which finds the
+/// todo done. No epoch is granted twice.
+#[test]
+fn a_claim_push_that_lands_past_half_the_grace_is_withdrawn() {
+    let env = TestEnv::new();
+    let (remote, dirs) = env.shared_state(&["a", "b"]);
+    let (a, b) = (&dirs[0], &dirs[1]);
+    for dir in [a, b] {
+        env.git(dir, &["config", "loopx.leaseRefGrace", "8s"]);
+    }
+    let t = env.add_todo(a, "finish me once");
+    for dir in [a, b] {
+        env.loopx(dir, &["sync"]).success();
+    }
+    let held = env.path("held");
+    let hook = remote.join("hooks/pre-receive");
+    env.write_script(
+        &hook,
+        &format!(
+            r#"#!/bin/sh
+# Holds back a push that creates a lease ref for the agent `slow`.
+while read old new ref; do
+  case "$ref" in refs/loopx/leases/*) ;; *) continue ;; esac
+  [ "$old" = 0000000000000000000000000000000000000000 ] || continue
+  if git log -1 --format=%B "$new" | grep -q '^Loopx-Agent: slow$'; then
+    touch '{held}'
+    sleep 12
+  fi
+done
+exit 0
+"#,
+            held = held.display()
+        ),
+    );
+    let slow = env
+        .loopx_cmd(b)
+        .args(["--json", "--agent", "slow", "todo", "claim", &t, "--sync"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !held.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(held.exists(), "the slow claim never reached the hook");
+
+    // While it is held: claimed, finished, published, and past the grace
+    // deleted.
+    claim_and_finish(&env, a, "x", &t);
+    env.loopx_at(a, "2026-12-02T10:00:30Z", &["sync", "--prune-leases"])
+        .success();
+    let name = format!("refs/loopx/leases/main/{t}");
+    assert!(
+        lease_refs(&env, &remote).is_empty(),
+        "the finished lease's ref was not deleted before the slow push landed"
+    );
+
+    let out = slow.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_ne!(
+        out.status.code(),
+        Some(0),
+        "the finished todo was granted again at a used epoch: {stdout}"
+    );
+    assert!(
+        env.git(&remote, &["for-each-ref", &name]).trim().is_empty(),
+        "the late lease ref stays on the remote"
+    );
+    let show = env
+        .loopx(b, &["--json", "todo", "show", &t])
+        .success()
+        .json();
+    assert_eq!(show["todo"]["status"], "done", "{show}");
 }

@@ -99,7 +99,9 @@ fn race_over(env: &TestEnv, remote: &Path, dirs: &[PathBuf], url: &str, ssh: Opt
         ],
     );
     assert!(ended.contains("Loopx-Lease: done"), "{ended}");
-    // Past four graces any peer deletes it, over this transport.
+    // Past four graces any peer deletes it, over this transport (one that
+    // learned of the end a minute after it was published: issue 47, item 3).
+    env.loopx_at(a, "2026-12-02T10:01:00Z", &["sync"]).success();
     let json = env
         .loopx_at(a, MUCH_LATER, &["--json", "sync"])
         .success()

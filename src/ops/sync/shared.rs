@@ -476,6 +476,10 @@ fn lease_updates(ctx: &Context, state: &State, leases: &Leases) -> Result<Vec<Up
             continue;
         };
         let commit = lease_commit(ctx, &next)?;
+        if next.ended_at.is_some() {
+            // This clone learns of the end as it publishes it.
+            ended_seen(ctx, &commit);
+        }
         updates.push(Update {
             src: commit.0,
             dst: lease_ref(&next.goal, &next.todo),
@@ -504,8 +508,10 @@ pub const MAX_LEASE_DELETIONS: usize = 256;
 /// decides on the remote's `loopx-state` fetched less than a quarter of
 /// this ago ([`create_bound`]): a ref deleted before that fetch has its end
 /// on the `loopx-state` fetched, and one created and deleted after it would
-/// have needed the whole grace in between. Every clone of a remote should
-/// use the same value, and clocks may differ by less than the rest.
+/// have needed the whole grace in between; a claim whose push landed past
+/// half the grace after its fetch withdraws its ref (`ops::lease`), and a
+/// deleter counts the grace by its own clock from when it learned of the
+/// end ([`deletable`]). Every clone of a remote should use the same value.
 pub fn lease_ref_grace(ctx: &Context) -> Result<i64> {
     let Some(text) = ctx.store.config_string("loopx.leaseRefGrace") else {
         return Ok(LEASE_REF_GRACE);
@@ -569,6 +575,7 @@ const FALLBACK_GRACES: i64 = 4;
 /// --prune-leases`) deletes every ref past the grace.
 fn lease_deletions(ctx: &Context, fetched: &Fetched, me: &str, all: bool) -> Result<Vec<Update>> {
     let grace = lease_ref_grace(ctx)?;
+    forget_ended_seen(ctx, &fetched.leases, grace * FALLBACK_GRACES);
     let peers: Vec<&str> = fetched.peers.keys().map(String::as_str).collect();
     let wait = |r: &RemoteLease| {
         if all || deleter(&peers, &r.lease.todo).is_none_or(|d| d == me) {
@@ -578,7 +585,7 @@ fn lease_deletions(ctx: &Context, fetched: &Fetched, me: &str, all: bool) -> Res
         }
     };
     Ok(
-        deletable(ctx, &fetched.leases, fetched.state.as_ref(), wait)?
+        deletable(ctx, &fetched.leases, fetched.state.as_ref(), grace, wait)?
             .into_iter()
             .take(MAX_LEASE_DELETIONS)
             .map(|r| Update {
@@ -599,23 +606,78 @@ fn deleter<'a>(peers: &[&'a str], todo: &str) -> Option<&'a str> {
         .max_by_key(|p| crate::model::lease::rendezvous(p, todo))
 }
 
+/// The host record of when this clone first knew of the lease end at
+/// `commit` (by its own clock), written now if it did not know before.
+fn ended_seen(ctx: &Context, commit: &Oid) -> i64 {
+    let key = format!("{ENDED_SEEN}{}", commit.0);
+    let known = ctx
+        .store
+        .host_record(&key)
+        .and_then(|b| String::from_utf8(b).ok())
+        .and_then(|t| t.parse::<i64>().ok());
+    known.unwrap_or_else(|| {
+        let now = ctx.now.unix();
+        ctx.store.set_host_record(&key, now.to_string().as_bytes());
+        now
+    })
+}
+
+/// Host records of when this clone first knew of a lease's end.
+const ENDED_SEEN: &str = "ended-seen/";
+
+/// Forgets when this clone first knew of ends whose refs `leases` (a full
+/// fetch of the remote's) no longer has, once that is more than `keep`
+/// seconds ago (an end this sync is about to publish is not listed yet).
+fn forget_ended_seen(ctx: &Context, leases: &Leases, keep: i64) {
+    let listed: std::collections::HashSet<&str> =
+        leases.0.values().map(|r| r.oid.0.as_str()).collect();
+    let now = ctx.now.unix();
+    for key in ctx.store.host_record_keys(ENDED_SEEN) {
+        if listed.contains(&key[ENDED_SEEN.len()..]) {
+            continue;
+        }
+        let seen = ctx
+            .store
+            .host_record(&key)
+            .and_then(|b| String::from_utf8(b).ok())
+            .and_then(|t| t.parse::<i64>().ok());
+        if seen.is_none_or(|t| now - t > keep) {
+            ctx.store.set_host_record(&key, b"");
+        }
+    }
+}
+
 /// The leases of `leases` whose refs may go, given the remote's
 /// `loopx-state` at `state`: ended at least `wait(lease)` seconds ago (see
-/// [`lease_deletions`]).
+/// [`lease_deletions`]). Counted from the end's publication (the
+/// publisher's clock, `Loopx-Ended`) when this clone first knew of it within
+/// an eighth of the `grace` after that (their clocks agree, near enough);
+/// else from the moment it first knew of it (its own clock): a clone whose
+/// clock runs ahead of the publisher's would otherwise delete the ref at
+/// once, while a clone that fetched a moment before could still claim the
+/// finished todo.
 fn deletable<'a>(
     ctx: &Context,
     leases: &'a Leases,
     state: Option<&Oid>,
+    grace: i64,
     wait: impl Fn(&RemoteLease) -> i64,
 ) -> Result<Vec<&'a RemoteLease>> {
     let now = ctx.now.unix();
     let ended: Vec<&RemoteLease> = leases
         .0
         .values()
+        .filter(|r| r.lease.status != LeaseStatus::Held)
         .filter(|r| {
             // Written before `Loopx-Ended` existed: the commit's own time.
-            let ended = r.lease.ended_at.map_or(r.time, |t| t.unix());
-            r.lease.status != LeaseStatus::Held && now - ended >= wait(r)
+            let published = r.lease.ended_at.map_or(r.time, |t| t.unix());
+            let seen = ended_seen(ctx, &r.oid);
+            let ended = if seen - published <= grace / 8 {
+                published
+            } else {
+                seen
+            };
+            now - ended >= wait(r)
         })
         .collect();
     let Some(tip) = state.filter(|_| !ended.is_empty()) else {
@@ -648,7 +710,7 @@ pub fn lingering_leases(ctx: &Context, remote: &str) -> Result<usize> {
     }
     let state = ctx.store.try_find_ref(&super::remote_ref(remote))?;
     let wait = |_: &RemoteLease| grace * FALLBACK_GRACES;
-    Ok(deletable(ctx, &leases, state.as_ref(), wait)?.len())
+    Ok(deletable(ctx, &leases, state.as_ref(), grace, wait)?.len())
 }
 
 /// Forgets this clone's copies of lease refs the remote no longer has.
@@ -1023,6 +1085,29 @@ pub fn confirm(
             Ok(Confirm::LostLease)
         }
     }
+}
+
+/// Deletes on `remote` the lease ref of `goal`'s `todo` that this clone's
+/// claim just created, if it still holds what the claim pushed (its
+/// tracking copy): a claim whose push landed too late to trust (see
+/// `ops::lease`). Returns whether the remote took the deletion.
+pub fn withdraw(ctx: &Context, remote: &str, goal: &str, todo: &str) -> Result<bool> {
+    let tracking = format!("{}leases/{goal}/{todo}", transport::tracking_prefix(remote));
+    let Some(pushed) = ctx.store.try_find_ref(&tracking)? else {
+        return Ok(false);
+    };
+    let update = Update {
+        src: String::new(),
+        dst: lease_ref(goal, todo),
+        lease: Some(pushed.0.clone()),
+    };
+    let statuses = transport::push(ctx.repo_dir(), remote, std::slice::from_ref(&update), false)
+        .map_err(git_failed)?;
+    let taken = matches!(statuses.first(), Some(PushStatus::Updated));
+    if taken {
+        let _ = ctx.store.delete_refs(&[(tracking, pushed)]);
+    }
+    Ok(taken)
 }
 
 /// The error for a lease ref on `remote` that refuses a claim however often

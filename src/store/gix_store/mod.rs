@@ -164,6 +164,16 @@ impl GixStore {
         self.records.get(key).filter(|v| !v.is_empty())
     }
 
+    /// The keys of the host-local records under `prefix`.
+    pub fn host_record_keys(&self, prefix: &str) -> Vec<String> {
+        self.records
+            .entries()
+            .into_iter()
+            .map(|(k, _)| k)
+            .filter(|k| k.starts_with(prefix))
+            .collect()
+    }
+
     /// Sets a host-local record; an empty value clears it.
     pub fn set_host_record(&self, key: &str, value: &[u8]) {
         self.records.append(key, value);

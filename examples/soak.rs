@@ -18,15 +18,21 @@
 //! epoch while an acknowledged earlier lease was still live at the new
 //! grant's `LOOPX_NOW`. It prints the figures and exits 1 if anything failed.
 //!
-//! A writer killed while it held the state ref's `.lock` leaves that file
-//! behind, and every later write refuses (exit 3) until it is removed; the
-//! soak runs `git loopx doctor --repair` once such a lock is 5 s old (no live
-//! writer holds the ref lock that long) and counts what it removed, as an
-//! operator would.
+//! A writer killed inside its ref update leaves a lock file behind; the next
+//! writer removes it once it is older than a live one can be (5 s), so the
+//! soak counts every command that still failed with `state_locked` and
+//! fails if there is one.
+//!
+//! `--maintenance chaos` replaces the `git gc` loop by the harshest
+//! maintenance git has, in turn: a bare `git prune --expire=now` (it takes no
+//! `gc.pid` and spares nothing by date), `git gc --prune=now`, `git repack
+//! -a -d`, `git pack-refs --all` and `git maintenance run`. At the end one
+//! more write runs (it writes back what a prune took from older commits)
+//! before `git fsck`.
 //!
 //! Options: `--seconds N` (default 300), `--writers N` (16), `--worktrees N`
 //! (4), `--kill-percent P` (share of commands killed, default 10),
-//! `--seed N`.
+//! `--maintenance gc|chaos` (gc), `--seed N`.
 
 #[path = "support/binary.rs"]
 mod binary;
@@ -53,6 +59,9 @@ usage: cargo run --release --example soak -- [options]
   --writers N        writer threads, each its own agent (default 16)
   --worktrees N      linked worktrees the writers are spread over (default 4)
   --kill-percent P   share of commands SIGKILLed mid-command (default 10)
+  --maintenance M    gc: `git gc` in a loop (default); chaos: bare `git prune
+                     --expire=now`, `gc --prune=now`, `repack -a -d`,
+                     `pack-refs --all` and `maintenance run` in turn
   --seed N           seed of the random choices (default: from the clock)
 
 Run under cargo, which builds the git-loopx binary first (else: cargo build --release).";
@@ -62,6 +71,7 @@ struct Opts {
     writers: usize,
     worktrees: usize,
     kill_percent: u64,
+    chaos: bool,
     seed: u64,
 }
 
@@ -72,6 +82,7 @@ fn opts() -> Opts {
         writers: 16,
         worktrees: 4,
         kill_percent: 10,
+        chaos: false,
         seed: SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(1, |d| d.as_nanos() as u64),
@@ -92,6 +103,16 @@ fn opts() -> Opts {
             "--writers" => o.writers = number(i, "--writers").max(1) as usize,
             "--worktrees" => o.worktrees = number(i, "--worktrees").max(1) as usize,
             "--kill-percent" => o.kill_percent = number(i, "--kill-percent").min(100),
+            "--maintenance" => {
+                o.chaos = match args.get(i + 1).map(String::as_str) {
+                    Some("gc") => false,
+                    Some("chaos") => true,
+                    _ => {
+                        eprintln!("--maintenance takes gc or chaos\n\n{USAGE}");
+                        std::process::exit(2);
+                    }
+                };
+            }
             "--seed" => o.seed = number(i, "--seed"),
             "--help" | "-h" => {
                 println!("{USAGE}");
@@ -344,53 +365,37 @@ impl Soak {
         }
     }
 
-    /// `git gc` (the default prune grace) in a loop: (runs, failures by
-    /// the first line git printed).
-    fn gc_loop(&self, repo: &Path) -> (u64, BTreeMap<String, u64>) {
+    /// `git gc` (the default prune grace) in a loop, or with `chaos` git's
+    /// harshest maintenance in turn (see the module docs): (runs, failures
+    /// by the first line git printed).
+    fn gc_loop(&self, repo: &Path, chaos: bool) -> (u64, BTreeMap<String, u64>) {
+        let steps: &[&[&str]] = if chaos {
+            &[
+                &["prune", "--expire=now"],
+                &["gc", "--prune=now", "--quiet"],
+                &["prune", "--expire=now"],
+                &["repack", "-a", "-d", "-q"],
+                &["prune", "--expire=now"],
+                &["pack-refs", "--all"],
+                &["prune", "--expire=now"],
+                &["maintenance", "run", "--quiet"],
+            ]
+        } else {
+            &[&["gc", "--quiet"]]
+        };
         let (mut runs, mut failed) = (0, BTreeMap::new());
         while !self.stop.load(Ordering::Relaxed) {
+            let step = steps[runs as usize % steps.len()];
             runs += 1;
-            let out = self.git(repo, &["gc", "--quiet"]);
+            let out = self.git(repo, step);
             if !out.status.success() {
                 let stderr = String::from_utf8_lossy(&out.stderr);
                 let first = normalize(stderr.lines().next().unwrap_or(""));
-                *failed.entry(first).or_default() += 1;
+                *failed.entry(format!("{}: {first}", step[0])).or_default() += 1;
             }
-            std::thread::sleep(Duration::from_millis(200));
+            std::thread::sleep(Duration::from_millis(if chaos { 50 } else { 200 }));
         }
         (runs, failed)
-    }
-
-    /// Runs `git loopx doctor --repair` once the state ref's lock is 5 s
-    /// old (a killed writer's), as an operator would, and counts the locks
-    /// it removed. The repair removes one only while no live writer holds
-    /// the writer lock; otherwise it is tried again on the next round.
-    fn janitor(&self, repo: &Path, git_dir: &Path) -> u64 {
-        let lock = git_dir.join("refs/heads/loopx-state.lock");
-        let mut cleared = 0;
-        while !self.stop.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(500));
-            let age = std::fs::metadata(&lock)
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|t| t.elapsed().ok());
-            if age.is_none_or(|a| a <= Duration::from_secs(5)) {
-                continue;
-            }
-            let out = hermetic(Command::new(&self.bin).current_dir(repo), &self.home)
-                .env("LOOPX_NOW", self.now().to_string())
-                .args(["--json", "doctor", "--repair"])
-                .output()
-                .expect("git-loopx runs");
-            let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-            cleared += report["repaired"].as_array().map_or(0, |lines| {
-                lines
-                    .iter()
-                    .filter(|l| l.as_str().is_some_and(|l| l.starts_with("removed ")))
-                    .count()
-            }) as u64;
-        }
-        cleared
     }
 }
 
@@ -589,15 +594,18 @@ fn main() {
             dir
         })
         .collect();
+    let maintenance = if o.chaos {
+        "bare prune, gc --prune=now, repack -a -d, pack-refs and maintenance run"
+    } else {
+        "gc"
+    };
     println!(
-        "soak: {} writers over {} worktrees for {} s, {}% of commands killed, gc looping (seed {})",
+        "soak: {} writers over {} worktrees for {} s, {}% of commands killed, {maintenance} looping (seed {})",
         o.writers, o.worktrees, o.seconds, o.kill_percent, o.seed
     );
     let soak = &soak;
-    let git_dir = repo.join(".git");
-    let ((gc_runs, gc_failed), cleared) = std::thread::scope(|s| {
-        let gc = s.spawn(|| soak.gc_loop(&repo));
-        let janitor = s.spawn(|| soak.janitor(&repo, &git_dir));
+    let (gc_runs, gc_failed) = std::thread::scope(|s| {
+        let gc = s.spawn(|| soak.gc_loop(&repo, o.chaos));
         let mut seeds = Rng(o.seed);
         for w in 0..o.writers {
             let dir = &worktrees[w % worktrees.len()];
@@ -609,9 +617,22 @@ fn main() {
             std::thread::sleep(Duration::from_millis(250));
         }
         soak.stop.store(true, Ordering::Relaxed);
-        (gc.join().unwrap(), janitor.join().unwrap())
+        gc.join().unwrap()
     });
     let seconds = soak.started.elapsed().as_secs_f64();
+    // One more write: it writes back what the last prunes took from the
+    // commits before the tip (see `GixStore::heal_after_prune`).
+    let last = hermetic(Command::new(&soak.bin).current_dir(&repo), &soak.home)
+        .env("LOOPX_NOW", soak.now().to_string())
+        .args(["--json", "todo", "add", "after the soak"])
+        .output()
+        .expect("git-loopx runs");
+    if !last.status.success() {
+        println!(
+            "  the write after the soak failed: {}",
+            String::from_utf8_lossy(&last.stdout)
+        );
+    }
 
     // Background roll-ups the writers started may still be running.
     let mut fsck = soak.git(&repo, &["fsck", "--strict", "--no-progress"]);
@@ -667,7 +688,13 @@ fn main() {
             what.chars().take(200).collect::<String>()
         );
     }
-    println!("  stale ref locks      {cleared} cleared");
+    let stale: u64 = ledger
+        .errors
+        .iter()
+        .filter(|(what, _)| what.contains("state_locked"))
+        .map(|(_, n)| n)
+        .sum();
+    println!("  failed by a lock     {stale}");
     println!(
         "  refusals (exit 1)    {}",
         soak.refusals.load(Ordering::Relaxed)
@@ -690,7 +717,8 @@ fn main() {
     for line in lost.iter().chain(&doubles).take(20) {
         println!("  ! {line}");
     }
-    if !lost.is_empty() || !doubles.is_empty() || !fsck_clean {
+    if !lost.is_empty() || !doubles.is_empty() || !fsck_clean || stale > 0 || !last.status.success()
+    {
         std::process::exit(1);
     }
 }

@@ -50,16 +50,19 @@ pub fn encode<T: Serialize>(entity: &T) -> Vec<u8> {
 /// Parses one entity file; the error names the file, the field and the line.
 pub fn decode<T: DeserializeOwned>(path: &str, bytes: &[u8]) -> Result<T, Error> {
     if bytes.len() > MAX_FILE_BYTES {
-        return Err(err(
-            path,
-            format!(
-                "file is {} bytes, more than the {MAX_FILE_BYTES} allowed",
-                bytes.len()
-            ),
-        ));
+        return Err(too_large(path, bytes.len() as u64));
     }
     check_nesting(bytes).map_err(|message| err(path, message))?;
     serde_norway::from_slice(bytes).map_err(|e| err(path, e.to_string()))
+}
+
+/// The refusal of a file of `size` bytes, more than a reader takes
+/// (also said by the store, which reads an object's size before its bytes).
+pub fn too_large(path: &str, size: u64) -> Error {
+    err(
+        path,
+        format!("file is {size} bytes, more than the {MAX_FILE_BYTES} allowed"),
+    )
 }
 
 /// The most `[`/`{` a file may leave open at once. libyaml's work grows

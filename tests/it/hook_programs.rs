@@ -83,7 +83,24 @@ fn loop_guard_releases_an_agent_that_never_writes_back() {
         .count();
     assert_eq!(receipts, 1, "one receipt per turn key");
 
-    // From git config.
+    // From git config (after a writeback: the guard let agent-a go, and
+    // keeps letting it go until it writes back).
+    let reset = |turn: &str| {
+        env.loopx(
+            &repo,
+            &[
+                "writeback",
+                "--turn",
+                turn,
+                "--outcome",
+                "surface_only",
+                "--summary",
+                "looked",
+            ],
+        )
+        .success();
+    };
+    reset("reset-1");
     env.git(&repo, &["config", "loopx.hookMaxBlocks", "5"]);
     let mut session = Session::new(&env, &repo, Runtime::ClaudeCode, "s2");
     session.start();
@@ -100,6 +117,7 @@ fn loop_guard_releases_an_agent_that_never_writes_back() {
             &input,
         )
     };
+    reset("reset-2");
     assert!(stop("1").stdout.contains(r#""decision":"block""#));
     assert_open(&stop("1"), "limit is 1");
     let input4 = json!({"session_id": "s4", "hook_event_name": "Stop"}).to_string();
@@ -112,6 +130,7 @@ fn loop_guard_releases_an_agent_that_never_writes_back() {
     assert_open(&zero, "limit is 0");
 
     // A bad config value is reported, and the default used.
+    reset("reset-3");
     env.git(&repo, &["config", "loopx.hookMaxBlocks", "lots"]);
     let input5 = json!({"session_id": "s5"}).to_string();
     let run = hook(&env, &repo, &["hook", "claude-code", "stop"], &input5);
@@ -338,7 +357,23 @@ fn the_loop_guard_counts_per_agent_not_per_session() {
     }
     assert_open(&stop("fresh-4"), "3 block(s) in a row");
 
-    // Session a idles while a sibling session of the same agent writes back.
+    // Session a idles while a sibling session of the same agent writes back
+    // (after a writeback of the agent's: until one, it stays let go).
+    env.loopx(
+        &repo,
+        &[
+            "--agent",
+            "agent-a",
+            "writeback",
+            "--turn",
+            "b-0",
+            "--outcome",
+            "outcome_progress",
+            "--summary",
+            "sibling work",
+        ],
+    )
+    .success();
     for i in 1..=3 {
         let run = stop("a");
         assert!(
@@ -363,6 +398,61 @@ fn the_loop_guard_counts_per_agent_not_per_session() {
         .success();
     }
     assert_open(&stop("a"), "3 block(s) in a row");
+}
+
+/// Issue 47, item 8: once the guard let an agent go, it stays let go over
+/// every later stop until it writes back: twenty stops, each with a fresh
+/// session id, block three times in all (before, fifteen: each release
+/// started the count over); an idle session whose sibling writes back
+/// after each stop is blocked three times of ten (before, eight). A
+/// writeback of the agent's own starts the count over.
+#[test]
+fn a_released_agent_stays_released_until_it_writes_back() {
+    let env = TestEnv::new();
+    let repo = one_todo_repo(&env);
+    let stop = |session: &str| {
+        let input = json!({"session_id": session, "hook_event_name": "Stop"}).to_string();
+        hook(&env, &repo, &["hook", "claude-code", "stop"], &input)
+    };
+    let blocked = |run: &Run| run.stdout.contains(r#""decision":"block""#);
+    let fresh = (1..=20)
+        .filter(|i| blocked(&stop(&format!("fresh-{i}"))))
+        .count();
+    assert_eq!(
+        fresh, 3,
+        "stops with a fresh session id each time that blocked"
+    );
+
+    let writeback = |turn: &str| {
+        env.loopx(
+            &repo,
+            &[
+                "--agent",
+                "agent-a",
+                "writeback",
+                "--turn",
+                turn,
+                "--outcome",
+                "outcome_progress",
+                "--summary",
+                "work",
+            ],
+        )
+        .success();
+    };
+    // The agent's own writeback: three more blocks for it.
+    writeback("fresh-1-1");
+    let idle = (1..=10)
+        .filter(|i| {
+            let run = stop("idle");
+            writeback(&format!("sibling-{i}"));
+            blocked(&run)
+        })
+        .count();
+    assert_eq!(
+        idle, 3,
+        "stops of an idle session that blocked while a sibling wrote back"
+    );
 }
 
 /// A stop hook run with nothing on stdin, or for an event that is not a

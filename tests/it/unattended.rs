@@ -230,3 +230,53 @@ fn objects_pruned_from_under_the_tip_are_written_again() {
     let report = env.loopx(&repo, &["--json", "doctor"]).success().json();
     assert_eq!(report["healthy"], true, "{report}");
 }
+
+/// Item 6: a blob at a todo's path that inflates to 512 MiB (about half a
+/// megabyte in git) is refused by the size its object header gives, before
+/// a byte of it is inflated: `status` and `doctor` run under a 400 MB
+/// address-space limit, exit 3 and name the file, the commit and the size.
+/// Before, they inflated it whole first (2.1 and 3.2 GB at 1 GiB).
+#[test]
+fn an_inflate_bomb_is_refused_by_its_size_before_it_is_inflated() {
+    use std::io::Write as _;
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let todo = env.add_todo(&repo, "kept");
+    let path = env.state_path_of(&repo, &todo);
+    let mut hash = env
+        .git_cmd(&repo)
+        .args(["hash-object", "-w", "--stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        let mut stdin = hash.stdin.take().unwrap();
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..512 {
+            stdin.write_all(&zeros).unwrap();
+        }
+    }
+    let out = hash.wait_with_output().unwrap();
+    let blob = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let bomb = env.commit_state_entry(&repo, "100644", &path, &blob);
+    std::fs::remove_dir_all(repo.join(".git/loopx/cache")).ok();
+
+    for args in [&["--json", "status"][..], &["--json", "doctor"]] {
+        let out = env
+            .command(Path::new("sh"), &repo)
+            .args(["-c", "ulimit -v 400000; exec \"$@\"", "sh"])
+            .arg(crate::env::loopx_bin())
+            .args(args)
+            .env("LOOPX_NOW", "2026-12-02T10:00:00Z")
+            .output()
+            .unwrap();
+        let run: crate::env::Run = out.into();
+        assert_eq!(run.code, 3, "{args:?}: {}{}", run.stdout, run.stderr);
+        let said = run.stdout.clone();
+        assert!(
+            said.contains(&path) && said.contains("536870912 bytes") && said.contains(&bomb[..10]),
+            "{args:?}: {said}"
+        );
+    }
+}

@@ -285,8 +285,10 @@ pub fn stop(
         |blocks| blocks < max_blocks,
     )?;
     let turn = session::turn_key(&session, step.turn);
-    // Blocks in a row as reported, and as kept for the next stop: a
-    // session that is let go starts its next streak from zero.
+    // Blocks in a row as reported, and as kept for the next stop. A session
+    // the guard let go stays let go, and so does every session of its agent,
+    // until a writeback (the session's own, the agent's) starts the count
+    // over: a fresh session id, or a sibling's work, buys no new blocks.
     let streak = step.blocks.max(step.agent_blocks);
     let waiting = step.decision.gates.clone();
     let (outcome, blocks, kept, agent_kept) =
@@ -300,7 +302,12 @@ pub fn stop(
                 step.blocks + 1,
                 step.agent_blocks + 1,
             ),
-            (true, _, _) => (StopOutcome::Guard { blocks: streak }, streak, 0, 0),
+            (true, _, _) => (
+                StopOutcome::Guard { blocks: streak },
+                streak,
+                step.blocks,
+                step.agent_blocks,
+            ),
             (false, _, _) => (
                 StopOutcome::Skip {
                     effective_action: step.decision.effective_action,

@@ -103,10 +103,7 @@ impl GixStore {
             return Ok(None);
         }
         let repo = self.repo.borrow();
-        let blob = repo
-            .find_blob(id)
-            .map_err(|e| git_err(&format!("reading {path}"), e))?;
-        Ok(Some(blob.data.clone()))
+        blob_bytes(&repo, commit, path, id).map(Some)
     }
 
     pub(super) fn try_read_dir(
@@ -149,10 +146,8 @@ impl GixStore {
                 self.collect(commit, id, &path, &mut files)?;
             } else if mode.is_blob() {
                 let repo = self.repo.borrow();
-                let blob = repo
-                    .find_blob(id)
-                    .map_err(|e| git_err(&format!("reading {path}"), e))?;
-                files.insert(path, blob.data.clone());
+                let bytes = blob_bytes(&repo, commit, &path, id)?;
+                files.insert(path, bytes);
             }
         }
         Ok(files)
@@ -234,10 +229,8 @@ impl GixStore {
             match is {
                 Some((mode, id)) if mode.is_blob() => {
                     let repo = self.repo.borrow();
-                    let blob = repo
-                        .find_blob(*id)
-                        .map_err(|e| git_err(&format!("reading {path}"), e))?;
-                    out.push((path, Some(blob.data.clone())));
+                    let bytes = blob_bytes(&repo, commit, &path, *id)?;
+                    out.push((path, Some(bytes)));
                 }
                 Some((mode, _)) if !mode.is_tree() => return Err(not_a_file(commit, path, *mode)),
                 // Gone, or a directory now where a file was.
@@ -270,10 +263,8 @@ impl GixStore {
             if entry.mode.is_tree() {
                 self.collect(commit, entry.oid.to_owned(), &path, files)?;
             } else if entry.mode.is_blob() {
-                let blob = repo
-                    .find_blob(entry.oid)
-                    .map_err(|e| git_err(&format!("reading {path}"), e))?;
-                files.insert(path, blob.data.clone());
+                let bytes = blob_bytes(&repo, commit, &path, entry.oid.to_owned())?;
+                files.insert(path, bytes);
             } else {
                 return Err(not_a_file(commit, path, entry.mode));
             }
@@ -766,6 +757,32 @@ fn loose_path(repo: &gix::Repository, id: &ObjectId) -> PathBuf {
         .path()
         .join(&hex[..2])
         .join(&hex[2..])
+}
+
+/// The bytes of the state file `path` of `commit`, blob `id`. Its size is
+/// read from the object's header first (a few bytes inflated, or a pack
+/// entry's header): a file larger than a reader takes is refused by its
+/// size, never inflated, so a small blob that inflates to a gigabyte costs
+/// nothing.
+fn blob_bytes(
+    repo: &gix::Repository,
+    commit: &Oid,
+    path: &str,
+    id: ObjectId,
+) -> Result<Vec<u8>, Error> {
+    let header = repo
+        .find_header(id)
+        .map_err(|e| git_err(&format!("reading {path}"), e))?;
+    if header.size() > crate::codec::MAX_FILE_BYTES as u64 {
+        return Err(Error::Corrupt {
+            commit: commit.clone(),
+            source: crate::codec::too_large(path, header.size()),
+        });
+    }
+    let blob = repo
+        .find_blob(id)
+        .map_err(|e| git_err(&format!("reading {path}"), e))?;
+    Ok(blob.data.clone())
 }
 
 /// An object's canonical bytes, as git hashes and stores them.

@@ -500,3 +500,30 @@ fn a_session_stopping_at_a_gate_tells_the_person_what_waits() {
         "{message}"
     );
 }
+
+/// Issue 47, item 11: Codex hands a Stop hook's reason to the model
+/// XML-escaped (`&lt;commit&gt;`), so its prompts write each placeholder
+/// `{commit}`; other runtimes keep `<commit>`.
+#[test]
+fn codex_prompts_use_placeholders_that_survive_xml_escaping() {
+    let env = TestEnv::new();
+    let repo = one_todo_repo(&env);
+    let prompt = |runtime: &str| {
+        env.loopx(&repo, &["--json", "prompt", "--runtime", runtime])
+            .success()
+            .json()["prompt"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let codex = prompt("codex");
+    assert!(
+        codex.contains("{commit}") && codex.contains("{proof}"),
+        "{codex}"
+    );
+    for escaped in ["<commit>", "<proof>", "<what changed>", "<follow-up>"] {
+        assert!(!codex.contains(escaped), "{escaped} in {codex}");
+    }
+    let claude = prompt("claude-code");
+    assert!(claude.contains("<commit>"), "{claude}");
+}

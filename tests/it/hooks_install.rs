@@ -800,3 +800,119 @@ fn hook_commands(env: &TestEnv, repo: &Path) -> Vec<String> {
         .map(|c| c.as_str().unwrap().to_owned())
         .collect()
 }
+
+/// Issue 47, item 11: OpenCode adds `"$schema"` to `opencode.json` on its
+/// first run and writes the file back in its own layout. That is not a
+/// change by hand: `hooks status` says so only when something else changed.
+#[test]
+fn opencode_adding_its_schema_is_not_a_change_by_hand() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    env.loopx(&repo, &["hooks", "install", "--opencode"])
+        .success();
+    let path = repo.join("opencode.json");
+    let ours: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let mut theirs = serde_json::Map::new();
+    theirs.insert("$schema".into(), "https://opencode.ai/config.json".into());
+    theirs.extend(ours.as_object().unwrap().clone());
+    std::fs::write(&path, serde_json::to_string(&theirs).unwrap()).unwrap();
+    let changed = |env: &TestEnv| {
+        let status = env
+            .loopx(&repo, &["--json", "hooks", "status", "--opencode"])
+            .success()
+            .json();
+        let file = status["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"].as_str().unwrap().ends_with("opencode.json"))
+            .cloned()
+            .unwrap();
+        file["changed_by_hand"].clone()
+    };
+    assert_eq!(changed(&env), false);
+
+    theirs.insert("theme".into(), "dark".into());
+    std::fs::write(&path, serde_json::to_string(&theirs).unwrap()).unwrap();
+    assert_eq!(changed(&env), true);
+}
+
+/// Issue 47, item 11: Gemini CLI hides git config from its shell
+/// (`GIT_CONFIG_GLOBAL=/dev/null`), so an identity set only in the person's
+/// global config is gone there and the agent's commits fail "Author
+/// identity unknown". `hooks install --gemini` writes that identity into
+/// `.gemini/.env` (which Gemini CLI's shell inherits) as `GIT_AUTHOR_*`
+/// and `GIT_COMMITTER_*`; with no identity at all it says so.
+#[test]
+fn gemini_gets_the_persons_git_identity_its_shell_would_hide() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let global = env.path("person.gitconfig");
+    std::fs::write(
+        &global,
+        "[user]\n\tname = Pat Q. Person\n\temail = pat@example.com\n",
+    )
+    .unwrap();
+    let out = env
+        .loopx_cmd(&repo)
+        .env("GIT_CONFIG_GLOBAL", &global)
+        .args(["--json", "hooks", "install", "--gemini"])
+        .output()
+        .unwrap();
+    crate::env::Run::from(out).success();
+    let dotenv = std::fs::read_to_string(repo.join(".gemini/.env")).unwrap();
+    let vars: Vec<(String, String)> = dotenv
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.trim_matches('"').to_owned()))
+        .collect();
+    for (key, value) in [
+        ("GIT_AUTHOR_NAME", "Pat Q. Person"),
+        ("GIT_AUTHOR_EMAIL", "pat@example.com"),
+        ("GIT_COMMITTER_NAME", "Pat Q. Person"),
+        ("GIT_COMMITTER_EMAIL", "pat@example.com"),
+    ] {
+        assert!(
+            vars.iter().any(|(k, v)| k == key && v == value),
+            "{key} in {dotenv}"
+        );
+    }
+
+    // A commit as Gemini CLI's shell makes it: no git config, no identity
+    // in the environment but what the env file gives (without it, git fails
+    // "Author identity unknown" where it cannot guess one).
+    std::fs::write(repo.join("work.txt"), "w\n").unwrap();
+    env.git(&repo, &["add", "work.txt"]);
+    let commit = |with: &[(String, String)]| {
+        let mut cmd = env.git_cmd(&repo);
+        for key in [
+            "GIT_AUTHOR_NAME",
+            "GIT_AUTHOR_EMAIL",
+            "GIT_COMMITTER_NAME",
+            "GIT_COMMITTER_EMAIL",
+        ] {
+            cmd.env_remove(key);
+        }
+        cmd.env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .envs(with.iter().map(|(k, v)| (k, v)))
+            .args(["commit", "-q", "-m", "agent work"])
+            .output()
+            .unwrap()
+    };
+    let with = commit(&vars);
+    assert!(
+        with.status.success(),
+        "{}",
+        String::from_utf8_lossy(&with.stderr)
+    );
+    let author = env.git(&repo, &["log", "-1", "--format=%an <%ae>"]);
+    assert_eq!(author.trim(), "Pat Q. Person <pat@example.com>");
+
+    // No identity anywhere: the install says what will fail.
+    let bare_repo = env.state_repo("s");
+    let report = env
+        .loopx(&bare_repo, &["--json", "hooks", "install", "--gemini"])
+        .success()
+        .stdout;
+    assert!(report.contains("Author identity unknown"), "{report}");
+}

@@ -148,6 +148,7 @@ fn targets(ctx: &Context, which: &[Integration], baked: Baked) -> Result<Vec<Tar
                     common_dir: ctx.store.common_dir(),
                     baked,
                     home: home.as_deref(),
+                    identity: ctx.store.config_identity(),
                 };
                 for file in runtimes::files(runtime, &site) {
                     out.push(Target {
@@ -299,6 +300,9 @@ pub fn install(ctx: &Context, which: &[Integration], baked: Baked) -> Result<Hoo
                 if project_env.as_deref().is_some_and(Path::exists) && current.is_none() {
                     notes.push("Gemini CLI loads only the first env file it finds: this one now hides the project's .env from Gemini CLI (copy what Gemini needs from it here)".to_owned());
                 }
+                if !lines.contains("GIT_AUTHOR_NAME=") {
+                    notes.push("Gemini CLI hides git config from its shell, and no user.name and user.email are set: the agent's commits there fail \"Author identity unknown\" (set them, then install again)".to_owned());
+                }
                 owned::env_install(&shown, text()?, lines)?
             }
             Kind::McpJson => {
@@ -364,9 +368,10 @@ fn write_installed(
     let previous = record::load(ctx, &target.path);
     let (record, original) = match (current, previous) {
         (Some(now), Some((mut record, original))) => {
-            let untouched = digest(now) == record.written;
+            let untouched = record::holds_ours(&record, now);
             record.exact = record.exact && untouched;
             record.written = digest(bytes);
+            record.written_value = record::value_digest(bytes);
             let original = if record.exact { original } else { None };
             (record, original)
         }
@@ -376,6 +381,7 @@ fn write_installed(
                 created: false,
                 dirs: Vec::new(),
                 written: digest(bytes),
+                written_value: record::value_digest(bytes),
                 exact: true,
             },
             Some(now.to_vec()),
@@ -386,6 +392,7 @@ fn write_installed(
                 created: true,
                 dirs: missing_dirs(&target.path),
                 written: digest(bytes),
+                written_value: record::value_digest(bytes),
                 exact: true,
             },
             None,
@@ -427,7 +434,7 @@ pub fn uninstall(ctx: &Context, which: &[Integration]) -> Result<HooksReport> {
             (None, _) => None,
             (Some(now), Some((record, original)))
                 if record.exact
-                    && digest(now) == record.written
+                    && record::holds_ours(record, now)
                     && (record.created || original.is_some()) =>
             {
                 match original {

@@ -27,6 +27,10 @@ pub struct Record {
     pub dirs: Vec<PathBuf>,
     /// SHA-1 of the bytes we last wrote.
     pub written: String,
+    /// For a JSON file, SHA-1 of the value we last wrote without a
+    /// top-level `$schema` (see [`holds_ours`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written_value: Option<String>,
     /// The `.orig` bytes are the user's file before we touched it, and the
     /// file has not been changed by hand between two installs.
     #[serde(default)]
@@ -35,6 +39,26 @@ pub struct Record {
 
 pub fn digest(bytes: &[u8]) -> String {
     sha1_smol::Sha1::from(bytes).digest().to_string()
+}
+
+/// SHA-1 of a JSON file's value without its top-level `$schema` key, in
+/// one canonical form; `None` when the bytes are not a JSON object.
+/// OpenCode adds `"$schema"` to `opencode.json` on its first run (and writes
+/// the file back in its own layout): that is not a change by hand.
+pub fn value_digest(bytes: &[u8]) -> Option<String> {
+    let mut value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    value.as_object_mut()?.shift_remove("$schema");
+    Some(digest(value.to_string().as_bytes()))
+}
+
+/// Whether `now` is still what we wrote: the same bytes, or, for a JSON
+/// file, the same value once a `$schema` a runtime added is set aside.
+pub fn holds_ours(record: &Record, now: &[u8]) -> bool {
+    digest(now) == record.written
+        || record
+            .written_value
+            .as_ref()
+            .is_some_and(|ours| value_digest(now).as_ref() == Some(ours))
 }
 
 fn dir(ctx: &Context) -> PathBuf {

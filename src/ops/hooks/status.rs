@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::record::{self, digest};
+use super::record;
 use super::{
     is_unexecutable, json_edit, mcp_json, owned, read, runtime_json, shim, targets, toml_conf,
     utf8, Integration, Kind,
@@ -105,7 +105,7 @@ pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
         let current = read(&target.path)?;
         let shown = target.path.display().to_string();
         let changed_by_hand = match (&current, record::load(ctx, &target.path)) {
-            (Some(now), Some((record, _))) => Some(digest(now) != record.written),
+            (Some(now), Some((record, _))) => Some(!record::holds_ours(&record, now)),
             (None, Some(_)) => Some(true),
             _ => None,
         };

@@ -176,6 +176,9 @@ pub fn report(
         prompt: String::new(),
     };
     report.prompt = text::prompt(&report, now, surface);
+    if runtime == Runtime::Codex {
+        report.prompt = text::braced_placeholders(&report.prompt);
+    }
     report
 }
 

@@ -366,3 +366,30 @@ fn monitor(out: &mut String, todo: &crate::model::Todo, s: Surface) {
         );
     }
 }
+
+/// The placeholders the prompt's commands carry (`<commit>`), as the agent
+/// fills them in.
+const PLACEHOLDERS: &[&str] = &[
+    "what changed",
+    "commit",
+    "proof",
+    "follow-up",
+    "question",
+    "todo",
+    "id",
+    "why",
+    "text",
+    "check",
+    "agent",
+];
+
+/// `prompt` with each placeholder written `{commit}` instead of
+/// `<commit>`: Codex hands a Stop hook's reason to the model XML-escaped
+/// (`&lt;commit&gt;`), which a model copies into the command as is.
+pub fn braced_placeholders(prompt: &str) -> String {
+    let mut out = prompt.to_owned();
+    for name in PLACEHOLDERS {
+        out = out.replace(&format!("<{name}>"), &format!("{{{name}}}"));
+    }
+    out
+}

@@ -266,6 +266,20 @@ impl GixStore {
         )
     }
 
+    /// The person's identity as git config gives it (`user.name` and
+    /// `user.email`, from any of git's config files), if both are set.
+    pub fn config_identity(&self) -> Option<(String, String)> {
+        let repo = self.repo.borrow();
+        let config = repo.config_snapshot();
+        let get = |key: &str| {
+            config
+                .string(key)
+                .map(|v| v.to_str_lossy().trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        Some((get("user.name")?, get("user.email")?))
+    }
+
     /// Who the state commits of this process are by, as git would name the
     /// committer: `name <email>` (`GIT_COMMITTER_*`, else `committer.*` or
     /// `user.*` config).

@@ -9,7 +9,11 @@
 //!
 //! Gemini CLI empties `core.hooksPath` for the commands its agent runs, so
 //! git's hooks do not run there: the turn's prompt asks for the
-//! `Loopx-Todo` trailer on the commit itself.
+//! `Loopx-Todo` trailer on the commit itself. It also hides the person's
+//! git config from them (`GIT_CONFIG_GLOBAL=/dev/null`), so the agent's
+//! commits would fail "Author identity unknown" and state commits be
+//! signed `git-loopx`: the `.env` carries the person's identity as
+//! `GIT_AUTHOR_*` and `GIT_COMMITTER_*`, which git reads before config.
 
 use super::{identity_env, owned, File, Site};
 use crate::model::runtime::Runtime;
@@ -21,10 +25,20 @@ pub const POLICY: &str = include_str!("../../../../hooks/gemini/policy.toml");
 
 pub fn files(site: &Site) -> Vec<File> {
     let dir = site.root.join(".gemini");
-    let env: String = identity_env(Runtime::Gemini, site.baked)
+    let mut env: String = identity_env(Runtime::Gemini, site.baked)
         .into_iter()
         .map(|(k, v)| format!("{k}={v}\n"))
         .collect();
+    if let Some((name, email)) = &site.identity {
+        for (key, value) in [
+            ("GIT_AUTHOR_NAME", name),
+            ("GIT_AUTHOR_EMAIL", email),
+            ("GIT_COMMITTER_NAME", name),
+            ("GIT_COMMITTER_EMAIL", email),
+        ] {
+            env.push_str(&format!("{key}={}\n", dotenv_value(value)));
+        }
+    }
     let mut files = vec![
         File {
             path: dir.join("settings.json"),
@@ -54,4 +68,24 @@ pub fn files(site: &Site) -> Vec<File> {
         });
     }
     files
+}
+
+/// A dotenv value: as it is when it is plain, else double-quoted with `\`
+/// and `"` escaped (a name has spaces).
+fn dotenv_value(value: &str) -> String {
+    let plain = value
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "@._-+".contains(c));
+    if plain {
+        return value.to_owned();
+    }
+    let escaped: String = value
+        .chars()
+        .filter(|c| !c.is_control())
+        .flat_map(|c| match c {
+            '"' | '\\' => vec!['\\', c],
+            c => vec![c],
+        })
+        .collect();
+    format!("\"{escaped}\"")
 }

@@ -33,6 +33,9 @@ pub struct Site<'a> {
     /// The person's home directory, for a runtime that reads a setting only
     /// from there.
     pub home: Option<&'a Path>,
+    /// The person's git identity from git config (`user.name`,
+    /// `user.email`), for a runtime that hides git config from its shell.
+    pub identity: Option<(String, String)>,
 }
 
 /// One file of a runtime's installation.

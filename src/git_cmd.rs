@@ -448,6 +448,30 @@ pub fn wait_limited(
     }
 }
 
+/// Stops what is left of the process group `leader` led, once the leader
+/// itself was reaped: SIGTERM, then SIGKILL for whatever is left after
+/// [`STOP_GRACE`]. Nothing when the group is gone already.
+pub fn stop_group(leader: u32) {
+    use rustix::process::{kill_process_group, test_kill_process_group, Signal};
+    let Some(group) = i32::try_from(leader)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return;
+    };
+    if kill_process_group(group, Signal::TERM).is_err() {
+        return;
+    }
+    let sent = Instant::now();
+    while test_kill_process_group(group).is_ok() {
+        if sent.elapsed() >= STOP_GRACE {
+            let _ = kill_process_group(group, Signal::KILL);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Parses `git push --porcelain`: `<flag>\t<src>:<dst>\t<summary>` for `dst`.
 pub fn parse_push_porcelain(stdout: &str, dst: &str) -> Option<PushStatus> {
     stdout.lines().find_map(|line| {

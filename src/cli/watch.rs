@@ -15,7 +15,10 @@ use crate::Result;
 /// `loopx.notify.webhookFormat=slack` posts `{"text": …}`), and
 /// `loopx.notify.desktop=true` (notify-send). What was sent is recorded on
 /// this host (`.git/loopx/notify.json`), so a restart sends nothing twice; a
-/// failed delivery is retried with backoff and shown by `doctor`. `serve`
+/// failed delivery is retried with backoff and shown by `doctor`. A look
+/// sends at most ten events one by one, and the rest due in one
+/// `more_events` notification; a notify command has 30 s, and what it
+/// leaves running in its process group is stopped when it exits. `serve`
 /// does the same while it runs. examples/systemd/ has a user unit.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -94,6 +97,9 @@ fn text(look: &notify::Look) -> String {
     let mut out = String::new();
     if look.sinks.is_empty() {
         out.push_str("no loopx.notify.command, loopx.notify.webhook or loopx.notify.desktop set: nothing to send\n");
+    }
+    for warning in &look.warnings {
+        out.push_str(&format!("warning: {warning}\n"));
     }
     for event in &look.new {
         out.push_str(&notify::line(event));

@@ -206,6 +206,9 @@ pub fn doctor(ctx: &Context, fsck: bool, repair: bool) -> Result<DoctorReport> {
     if let Some(c) = leases_check(ctx) {
         checks.push(c);
     }
+    if let Some((detail, fix)) = crate::ops::notify::record_problem(ctx) {
+        checks.push(check("notify", Level::Warn, detail, Some(fix)));
+    }
     let undelivered = crate::ops::notify::undelivered(ctx);
     if let Some((key, attempts, error)) = undelivered.first() {
         checks.push(check(

@@ -55,6 +55,7 @@ mod mcp_turns;
 mod merge_rules;
 mod monitor;
 mod notify;
+mod notify_faults;
 // Only a build that leaves a front end out has something to test here.
 #[cfg(not(all(feature = "serve", feature = "mcp", feature = "import-loopx")))]
 mod not_built;

@@ -448,7 +448,7 @@ fn ctrl_c_at_a_terminal_ends_the_agent_and_the_loop_with_130() {
 }
 
 /// Whether process `pid` is alive (a zombie is not), from /proc.
-fn alive(pid: &str) -> bool {
+pub(crate) fn alive(pid: &str) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
         !stat
             .rsplit(')')

@@ -35,7 +35,11 @@ use crate::{Error, Result};
 ///
 /// The agent command leads a process group of its own: a turn that runs
 /// past --turn-timeout is stopped whole (SIGTERM, then SIGKILL 5s later),
-/// and it cannot read the terminal (its input is the prompt).
+/// and it cannot read the terminal (its input is the prompt). A stopped
+/// turn is over for good: every later write naming it (--turn K, or
+/// $LOOPX_TURN, which whatever the agent starts inherits) is refused, so a
+/// process that left the group (setsid, a daemon) cannot write back for
+/// it, and on Linux every process still carrying its $LOOPX_TURN is killed.
 ///
 /// The loop ends (exit 0) when the goal is stopped or finished, after
 /// --max-turns turns, or with --until-idle at the first decision that is
@@ -44,8 +48,9 @@ use crate::{Error, Result};
 /// out, or recorded no writeback for its turn. Ctrl-C (SIGINT) or SIGTERM
 /// ends it with exit 130 (`interrupted`), nothing left half-written: a
 /// SIGINT is passed on to a running agent, as a terminal passes Ctrl-C to
-/// a shell's job, while on SIGTERM a running turn is let finish; a wait is
-/// cut short. Decisions use $LOOPX_NOW when it is set; waits always use the
+/// a shell's job, while on SIGTERM a running turn is let finish; SIGHUP (the
+/// terminal went away) stops the running turn as --turn-timeout does, then
+/// ends the loop the same way; a wait is cut short. Decisions use $LOOPX_NOW when it is set; waits always use the
 /// real clock.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -95,8 +100,9 @@ pub fn run(ctx: &mut Context, args: &Args) -> Result<Output> {
 /// a line on standard output per turn (none under --json).
 struct Terminal {
     json: bool,
-    /// Whether SIGINT, and SIGTERM, arrived; and SIGINT since last asked.
-    signalled: [Arc<AtomicBool>; 3],
+    /// Whether SIGINT, SIGTERM, and SIGHUP arrived; and SIGINT since last
+    /// asked.
+    signalled: [Arc<AtomicBool>; 4],
     /// Read end of the pipe the signal handlers write to, to wake a wait.
     wake: UnixStream,
     handlers: Vec<signal_hook::SigId>,
@@ -105,17 +111,23 @@ struct Terminal {
 impl Terminal {
     fn new(json: bool) -> Result<Self> {
         let fail = |e: std::io::Error| {
-            Error::invalid_input(format!("cannot install the SIGINT/SIGTERM handlers: {e}"))
+            Error::invalid_input(format!(
+                "cannot install the SIGINT/SIGTERM/SIGHUP handlers: {e}"
+            ))
         };
-        let signalled = [(); 3].map(|()| Arc::new(AtomicBool::new(false)));
+        let signalled = [(); 4].map(|()| Arc::new(AtomicBool::new(false)));
         let (wake, wake_writer) = UnixStream::pair().map_err(fail)?;
         let mut handlers = Vec::new();
-        let [int, term] = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM];
-        for (signal, flag) in [int, term, int].into_iter().zip(&signalled) {
+        let [int, term, hup] = [
+            signal_hook::consts::SIGINT,
+            signal_hook::consts::SIGTERM,
+            signal_hook::consts::SIGHUP,
+        ];
+        for (signal, flag) in [int, term, hup, int].into_iter().zip(&signalled) {
             handlers.push(signal_hook::flag::register(signal, flag.clone()).map_err(fail)?);
         }
         // After the flags: handlers run in order, so a woken wait sees them.
-        for signal in [int, term] {
+        for signal in [int, term, hup] {
             let writer = wake_writer.try_clone().map_err(fail)?;
             handlers.push(signal_hook::low_level::pipe::register(signal, writer).map_err(fail)?);
         }
@@ -164,11 +176,15 @@ impl Host for Terminal {
     }
 
     fn interrupted(&self) -> bool {
-        self.signalled[..2].iter().any(|s| s.load(Ordering::SeqCst))
+        self.signalled[..3].iter().any(|s| s.load(Ordering::SeqCst))
     }
 
     fn ctrl_c(&self) -> bool {
-        self.signalled[2].swap(false, Ordering::SeqCst)
+        self.signalled[3].swap(false, Ordering::SeqCst)
+    }
+
+    fn hangup(&self) -> bool {
+        self.signalled[2].load(Ordering::SeqCst)
     }
 
     fn turn(&mut self, turn: &Turn) {

@@ -526,6 +526,7 @@ pub fn transact<R>(
             let mut write = mutate(state)?;
             if write.message.is_some() {
                 ctx.actor()?;
+                local::check_own_turn_open(ctx)?;
                 if let (Some(agent), Some(state)) = (ctx.agent(), state.as_ref()) {
                     state.check_registered(agent)?;
                 }

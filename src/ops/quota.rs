@@ -84,6 +84,7 @@ pub fn spend(ctx: &Context, args: &SpendArgs) -> Result<SpendReport> {
                     {
                         return Ok(((gs.runs[old.id].clone(), true), None));
                     }
+                    crate::ops::local::check_turn_open(ctx, t)?;
                 }
                 let spent: Vec<&str> = live_spends.iter().filter_map(|r| r.writeback).collect();
                 let mut candidates: Vec<RunFacts<'_>> = gs

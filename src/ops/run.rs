@@ -10,6 +10,16 @@
 //! ([`Host::interrupted`]), and every write is one compare-and-swap
 //! commit, so what a turn wrote is whole or absent.
 //!
+//! A turn stopped — past `--turn-timeout`, on SIGHUP, or while the loop
+//! was told to end — is over for good: `run` records it
+//! (`local::end_turn`), and from then on every write naming the turn
+//! (`--turn K`, or `LOOPX_TURN=K` in the writer's environment, which all
+//! the agent starts inherits) is refused, so a process that escaped the
+//! turn's process group (`setsid`, a daemon) cannot write back with the
+//! turn's claim. Best effort beside that fence: what is left of the group,
+//! and on Linux every process of this user whose environment carries the
+//! turn's key, is killed.
+//!
 //! The clock, the waiting, the signals and the progress output belong to the
 //! caller ([`Host`]); this module decides, runs the agent and reports.
 
@@ -25,7 +35,7 @@ use serde_json::Value;
 
 use crate::model::{Code, Refusal, RunKind, Timestamp};
 use crate::ops::prompt::{self, Runtime, Surface};
-use crate::ops::{non_empty, should_run, Context};
+use crate::ops::{local, non_empty, should_run, Context};
 use crate::{Error, Result};
 
 /// What the loop needs from its surroundings.
@@ -39,6 +49,9 @@ pub trait Host {
     /// Whether SIGINT (Ctrl-C) arrived since last asked: each is passed on
     /// to a running agent.
     fn ctrl_c(&self) -> bool;
+    /// Whether SIGHUP arrived (the terminal went away): a running agent is
+    /// stopped, and the loop ends ([`Host::interrupted`] says so too).
+    fn hangup(&self) -> bool;
     /// One turn is over (called once per turn, in order; not for a last
     /// decision that ends the loop, which the report's `end` tells).
     fn turn(&mut self, turn: &Turn);
@@ -235,6 +248,15 @@ pub fn run(
         };
         turn.agent_ran = true;
         turn.timed_out = status.is_none();
+        if turn.timed_out || host.interrupted() {
+            let why = match (turn.timed_out, host.hangup()) {
+                (true, _) => "stopped at --turn-timeout",
+                (false, true) => "stopped: `git loopx run` got SIGHUP",
+                (false, false) => "`git loopx run` was interrupted during it",
+            };
+            local::end_turn(ctx, &key, &format!("{why} at {}", host.now()?));
+            stop_strays(&key);
+        }
         turn.exit_code = status.and_then(|s| s.code());
         turn.signal = status.and_then(|s| s.signal());
         report.turns_run += 1;
@@ -388,14 +410,78 @@ fn run_agent(
     std::thread::spawn(move || {
         let _ = stdin.write_all(text.as_bytes());
     });
+    use rustix::process::{kill_process_group, Signal};
     let group = rustix::process::Pid::from_raw(child.id() as i32).expect("a child has a pid");
     let limit = args.turn_timeout.unwrap_or(Duration::MAX);
-    crate::git_cmd::wait_limited(&mut child, limit, true, &mut |_| {
+    let mut hung_up: Option<std::time::Instant> = None;
+    let status = crate::git_cmd::wait_limited(&mut child, limit, true, &mut |_| {
         if host.ctrl_c() {
-            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::INT);
+            let _ = kill_process_group(group, Signal::INT);
+        }
+        match hung_up {
+            None if host.hangup() => {
+                let _ = kill_process_group(group, Signal::TERM);
+                hung_up = Some(std::time::Instant::now());
+            }
+            Some(at) if at.elapsed() >= crate::git_cmd::STOP_GRACE => {
+                let _ = kill_process_group(group, Signal::KILL);
+            }
+            _ => {}
         }
     })
-    .map_err(spawn_error)
+    .map_err(spawn_error)?;
+    if hung_up.is_some() {
+        crate::git_cmd::stop_group(child.id());
+    }
+    Ok(status)
+}
+
+/// Kills, on Linux, every process of this user whose environment holds
+/// `LOOPX_TURN=<key>`: what a stopped turn left running, in its process
+/// group or out of it. A turn's key is unique (`turn_series`), so no
+/// other turn's process is touched. Elsewhere, or for a process that
+/// cleared the variable, the fence of [`local::check_turn_open`] stands
+/// alone.
+fn stop_strays(key: &str) {
+    let wanted = format!("LOOPX_TURN={key}");
+    let me = std::process::id();
+    for _ in 0..20 {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        let mut found = false;
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if pid == me {
+                continue;
+            }
+            let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+                continue;
+            };
+            if !environ.split(|b| *b == 0).any(|v| v == wanted.as_bytes()) {
+                continue;
+            }
+            let target = i32::try_from(pid)
+                .ok()
+                .and_then(rustix::process::Pid::from_raw);
+            if let Some(target) = target {
+                if rustix::process::kill_process(target, rustix::process::Signal::KILL).is_ok() {
+                    found = true;
+                }
+            }
+        }
+        if !found {
+            return;
+        }
+        // One that forked while it was looked for is found next time.
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// This host's record of an agent's `run` turns that failed in a row in a

@@ -187,6 +187,7 @@ pub fn writeback(ctx: &Context, args: &WritebackArgs) -> Result<WritebackReport>
             }) {
                 return Ok(((gs.runs[old.id].clone(), true), None));
             }
+            local::check_turn_open(ctx, t)?;
         }
         let standing = match &todo_id {
             Some(id) => {

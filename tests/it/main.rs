@@ -78,6 +78,7 @@ mod retention;
 mod retention_rules;
 mod reviewing;
 mod run;
+mod run_escape;
 mod runtimes;
 mod scope;
 #[cfg(feature = "serve")]

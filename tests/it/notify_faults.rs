@@ -27,7 +27,7 @@ impl Drop for Strays {
 
 /// Runs `cmd` to its end, or fails the test once `limit` has passed (the
 /// process killed and reaped first).
-fn bounded(mut cmd: Command, limit: Duration) -> Run {
+pub(crate) fn bounded(mut cmd: Command, limit: Duration) -> Run {
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -205,14 +205,35 @@ impl Output {
 }
 
 /// The current time: `LOOPX_NOW` when set (RFC 3339), else the system clock.
+///
+/// `LOOPX_NOW` pins the clock (tests, replays); it may not run more than
+/// [`MAX_AHEAD`] past the system clock unless `LOOPX_ALLOW_FUTURE=1` (a
+/// simulation of days to come): one write dated in year 9999 archived every
+/// run of its goal's window, the quota then read no spends, and no archive
+/// could happen again before 9999.
 fn now() -> Result<Timestamp> {
+    let system = Timestamp::from_unix(chrono::Utc::now().timestamp());
     match std::env::var("LOOPX_NOW") {
-        Ok(text) if !text.is_empty() => Timestamp::parse(&text).ok_or_else(|| {
-            Error::invalid_input(format!("LOOPX_NOW=`{text}` is not an RFC 3339 time"))
-        }),
-        _ => Ok(Timestamp::from_unix(chrono::Utc::now().timestamp())),
+        Ok(text) if !text.is_empty() => {
+            let pinned = Timestamp::parse(&text).ok_or_else(|| {
+                Error::invalid_input(format!("LOOPX_NOW=`{text}` is not an RFC 3339 time"))
+            })?;
+            let allowed = std::env::var_os("LOOPX_ALLOW_FUTURE").is_some_and(|v| v == "1");
+            if pinned.unix() - system.unix() > MAX_AHEAD && !allowed {
+                return Err(crate::model::Refusal::invalid_input(format!(
+                    "LOOPX_NOW=`{text}` is more than a day after this machine's clock ({system}): a state dated there would archive every run of the goal's window"
+                ))
+                .with_hint("unset LOOPX_NOW, or set LOOPX_ALLOW_FUTURE=1 to simulate days to come")
+                .into());
+            }
+            Ok(pinned)
+        }
+        _ => Ok(system),
     }
 }
+
+/// How far past the system clock `LOOPX_NOW` may run (see [`now`]).
+const MAX_AHEAD: i64 = 24 * 3600;
 
 /// The answer of a command whose Cargo feature this build left out. The
 /// command stays listed (help, completions, manual pages), so that a script

@@ -280,3 +280,65 @@ fn an_inflate_bomb_is_refused_by_its_size_before_it_is_inflated() {
         );
     }
 }
+
+/// Item 7: one write at `LOOPX_NOW=9999-12-30` archived every run of the
+/// goal's window (the quota then read no spends, and no archive could happen
+/// again before 9999). `LOOPX_NOW` more than a day past this machine's
+/// clock is refused (exit 2) before anything is written, unless
+/// `LOOPX_ALLOW_FUTURE=1` asks for a simulation of days to come.
+#[test]
+fn a_write_dated_far_past_this_machines_clock_is_refused() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let todo = env.add_todo(&repo, "work");
+    env.loopx(
+        &repo,
+        &[
+            "--agent",
+            "a",
+            "writeback",
+            "--todo",
+            &todo,
+            "--outcome",
+            "outcome_progress",
+            "--summary",
+            "one",
+        ],
+    )
+    .success();
+    let tip = env.tip(&repo);
+    let far = [
+        "--json",
+        "--agent",
+        "a",
+        "writeback",
+        "--todo",
+        &todo,
+        "--outcome",
+        "outcome_progress",
+        "--summary",
+        "far",
+    ];
+    let out = env
+        .loopx_at(&repo, "9999-12-30T00:00:00Z", &far)
+        .failure(2)
+        .json();
+    let message = out["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("9999-12-30T00:00:00Z") && message.contains("this machine's clock"),
+        "{message}"
+    );
+    assert_eq!(env.tip(&repo), tip, "nothing was written");
+    let goal = env.state_file(&repo, "goals/main/goal.yaml");
+    assert!(!goal.contains("archive"), "{goal}");
+
+    // A simulation asks for it.
+    let out = env
+        .loopx_cmd(&repo)
+        .env("LOOPX_NOW", "2030-01-01T00:00:00Z")
+        .env("LOOPX_ALLOW_FUTURE", "1")
+        .args(["--json", "status"])
+        .output()
+        .unwrap();
+    crate::env::Run::from(out).success();
+}

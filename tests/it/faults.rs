@@ -348,7 +348,6 @@ fn writes_are_synced_as_core_fsync_asks() {
 /// `LOOPX_PRUNE_ROUNDS` sets how many rounds (default 2).
 #[test]
 fn maintenance_beside_writers_never_loses_an_acknowledged_write() {
-    use std::sync::atomic::{AtomicBool, Ordering};
     let rounds: usize = std::env::var("LOOPX_PRUNE_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -356,80 +355,13 @@ fn maintenance_beside_writers_never_loses_an_acknowledged_write() {
     for round in 1..=rounds {
         let env = TestEnv::new();
         let repo = env.state_repo("r");
-        let acked = std::sync::Mutex::new(Vec::new());
-        let failed = std::sync::Mutex::new(Vec::new());
-        let stop = AtomicBool::new(false);
-        let mut maintenance = 0;
-        std::thread::scope(|s| {
-            for w in 0..3 {
-                let (env, repo, stop) = (&env, &repo, &stop);
-                let (acked, failed) = (&acked, &failed);
-                s.spawn(move || {
-                    let mut i = 0;
-                    while !stop.load(Ordering::Relaxed) {
-                        let text = format!("round {round} writer {w} write {i}");
-                        let out = add(env, repo, &text);
-                        if out.code == 0 {
-                            acked.lock().unwrap().push(text);
-                        } else {
-                            failed
-                                .lock()
-                                .unwrap()
-                                .push(format!("{text}: {}{}", out.stdout, out.stderr));
-                        }
-                        i += 1;
-                    }
-                });
-            }
-            let deadline = std::time::Instant::now() + Duration::from_secs(6);
-            let steps: [&[&str]; 3] = [
-                &["gc", "--prune=now", "--quiet"],
-                &["repack", "-a", "-d", "-q"],
-                &["maintenance", "run", "--quiet"],
-            ];
-            while std::time::Instant::now() < deadline {
-                // A step may lose a race with another (a lock held): that is
-                // git's to say, and the next one runs.
-                env.git_ok(&repo, steps[maintenance % steps.len()]);
-                maintenance += 1;
-            }
-            stop.store(true, Ordering::Relaxed);
-        });
-        let acked = acked.into_inner().unwrap();
-        let failed = failed.into_inner().unwrap();
-        eprintln!(
-            "round {round}: {} writes acknowledged beside {maintenance} maintenance runs",
-            acked.len()
-        );
-        assert!(
-            failed.is_empty(),
-            "round {round}: {} writes failed, such as {:#?}",
-            failed.len(),
-            &failed[..failed.len().min(3)]
-        );
-        assert!(acked.len() > 10, "round {round}: too few writes");
-        std::fs::remove_dir_all(repo.join(".git/loopx/cache")).ok();
-        let list = env
-            .loopx(&repo, &["--json", "todo", "list", "--all"])
-            .success()
-            .json();
-        let titles: std::collections::BTreeSet<&str> = list["todos"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|t| t["text"].as_str())
-            .collect();
-        let lost: Vec<&String> = acked
-            .iter()
-            .filter(|t| !titles.contains(t.as_str()))
-            .collect();
-        assert!(
-            lost.is_empty(),
-            "round {round}: {} of {} acknowledged writes are not in the tip, such as {:?}",
-            lost.len(),
-            acked.len(),
-            &lost[..lost.len().min(5)]
-        );
+        let steps: [&[&str]; 3] = [
+            &["gc", "--prune=now", "--quiet"],
+            &["repack", "-a", "-d", "-q"],
+            &["maintenance", "run", "--quiet"],
+        ];
+        let race = crate::unattended::Race::run(&env, &repo, round, &steps);
+        race.check(&env, &repo);
         env.fsck(&repo, &["--full"]);
         let keeps: Vec<_> = std::fs::read_dir(repo.join(".git/objects/pack"))
             .unwrap()

@@ -56,6 +56,25 @@ fn turn_of(prompt: &str) -> &str {
         .unwrap_or_else(|| panic!("no turn in {first}"))
 }
 
+/// A writeback by agent-a under `turn`, with no todo.
+fn write_back(env: &TestEnv, repo: &Path, turn: &str) {
+    env.loopx(
+        repo,
+        &[
+            "--agent",
+            "agent-a",
+            "writeback",
+            "--turn",
+            turn,
+            "--outcome",
+            "outcome_progress",
+            "--summary",
+            "work",
+        ],
+    )
+    .success();
+}
+
 #[test]
 fn loop_guard_releases_an_agent_that_never_writes_back() {
     let env = TestEnv::new();
@@ -85,21 +104,7 @@ fn loop_guard_releases_an_agent_that_never_writes_back() {
 
     // From git config (after a writeback: the guard let agent-a go, and
     // keeps letting it go until it writes back).
-    let reset = |turn: &str| {
-        env.loopx(
-            &repo,
-            &[
-                "writeback",
-                "--turn",
-                turn,
-                "--outcome",
-                "surface_only",
-                "--summary",
-                "looked",
-            ],
-        )
-        .success();
-    };
+    let reset = |turn: &str| write_back(&env, &repo, turn);
     reset("reset-1");
     env.git(&repo, &["config", "loopx.hookMaxBlocks", "5"]);
     let mut session = Session::new(&env, &repo, Runtime::ClaudeCode, "s2");
@@ -359,21 +364,7 @@ fn the_loop_guard_counts_per_agent_not_per_session() {
 
     // Session a idles while a sibling session of the same agent writes back
     // (after a writeback of the agent's: until one, it stays let go).
-    env.loopx(
-        &repo,
-        &[
-            "--agent",
-            "agent-a",
-            "writeback",
-            "--turn",
-            "b-0",
-            "--outcome",
-            "outcome_progress",
-            "--summary",
-            "sibling work",
-        ],
-    )
-    .success();
+    write_back(&env, &repo, "b-0");
     for i in 1..=3 {
         let run = stop("a");
         assert!(
@@ -381,21 +372,7 @@ fn the_loop_guard_counts_per_agent_not_per_session() {
             "stop {i}: {}",
             run.stderr
         );
-        env.loopx(
-            &repo,
-            &[
-                "--agent",
-                "agent-a",
-                "writeback",
-                "--turn",
-                &format!("b-{i}"),
-                "--outcome",
-                "outcome_progress",
-                "--summary",
-                "sibling work",
-            ],
-        )
-        .success();
+        write_back(&env, &repo, &format!("b-{i}"));
     }
     assert_open(&stop("a"), "3 block(s) in a row");
 }
@@ -423,23 +400,7 @@ fn a_released_agent_stays_released_until_it_writes_back() {
         "stops with a fresh session id each time that blocked"
     );
 
-    let writeback = |turn: &str| {
-        env.loopx(
-            &repo,
-            &[
-                "--agent",
-                "agent-a",
-                "writeback",
-                "--turn",
-                turn,
-                "--outcome",
-                "outcome_progress",
-                "--summary",
-                "work",
-            ],
-        )
-        .success();
-    };
+    let writeback = |turn: &str| write_back(&env, &repo, turn);
     // The agent's own writeback: three more blocks for it.
     writeback("fresh-1-1");
     let idle = (1..=10)

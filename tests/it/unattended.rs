@@ -122,14 +122,44 @@ fn a_bare_prune_beside_writers_loses_no_acknowledged_write() {
     for round in 1..=rounds {
         let env = TestEnv::new();
         let repo = env.state_repo("r");
+        let steps: [&[&str]; 8] = [
+            &["prune", "--expire=now"],
+            &["prune", "--expire=now"],
+            &["prune", "--expire=now"],
+            &["pack-refs", "--all"],
+            &["prune", "--expire=now"],
+            &["prune", "--expire=now"],
+            &["prune", "--expire=now"],
+            &["gc", "--prune=now", "--quiet"],
+        ];
+        let race = Race::run(&env, &repo, round, &steps);
+        // The next writer writes back what the last prunes took from the
+        // commits before the tip, which no reader of the tip reads.
+        add(&env, &repo, "after the prunes").success();
+        env.fsck(&repo, &["--full"]);
+        race.check(&env, &repo);
+        let report = env.loopx(&repo, &["--json", "doctor"]).json();
+        assert_eq!(report["healthy"], true, "round {round}: {report}");
+    }
+}
+
+/// Three writers adding todos for 6 s beside a loop of git `steps`, in
+/// turn: what they were told was written, and what failed.
+pub struct Race {
+    round: usize,
+    pub acked: Vec<String>,
+    failed: Vec<String>,
+}
+
+impl Race {
+    pub fn run(env: &TestEnv, repo: &Path, round: usize, steps: &[&[&str]]) -> Race {
         let acked = std::sync::Mutex::new(Vec::new());
         let failed = std::sync::Mutex::new(Vec::new());
         let stop = AtomicBool::new(false);
-        let mut prunes = 0;
+        let mut runs = 0;
         std::thread::scope(|s| {
             for w in 0..3 {
-                let (env, repo, stop) = (&env, &repo, &stop);
-                let (acked, failed) = (&acked, &failed);
+                let (stop, acked, failed) = (&stop, &acked, &failed);
                 s.spawn(move || {
                     let mut i = 0;
                     while !stop.load(Ordering::Relaxed) {
@@ -149,44 +179,45 @@ fn a_bare_prune_beside_writers_loses_no_acknowledged_write() {
             }
             let deadline = Instant::now() + Duration::from_secs(6);
             while Instant::now() < deadline {
-                let step: &[&str] = match prunes % 8 {
-                    3 => &["pack-refs", "--all"],
-                    7 => &["gc", "--prune=now", "--quiet"],
-                    _ => &["prune", "--expire=now"],
-                };
-                env.git_ok(&repo, step);
-                prunes += 1;
+                // A step may lose a race with another (a lock held): that
+                // is git's to say, and the next one runs.
+                env.git_ok(repo, steps[runs % steps.len()]);
+                runs += 1;
             }
             stop.store(true, Ordering::Relaxed);
         });
-        let acked = acked.into_inner().unwrap();
-        let failed = failed.into_inner().unwrap();
+        let race = Race {
+            round,
+            acked: acked.into_inner().unwrap(),
+            failed: failed.into_inner().unwrap(),
+        };
         eprintln!(
-            "round {round}: {} writes acknowledged beside {prunes} prunes",
-            acked.len()
+            "round {round}: {} writes acknowledged beside {runs} maintenance runs",
+            race.acked.len()
         );
+        race
+    }
+
+    /// No write failed, and every acknowledged one is in the tip's state
+    /// read afresh from git.
+    pub fn check(&self, env: &TestEnv, repo: &Path) {
+        let round = self.round;
         assert!(
-            failed.is_empty(),
+            self.failed.is_empty(),
             "round {round}: {} writes failed, such as {:#?}",
-            failed.len(),
-            &failed[..failed.len().min(3)]
+            self.failed.len(),
+            &self.failed[..self.failed.len().min(3)]
         );
-        assert!(acked.len() > 10, "round {round}: too few writes");
-        // The next writer writes back what the last prunes took from the
-        // commits before the tip, which no reader of the tip reads.
-        add(&env, &repo, "after the prunes").success();
-        env.fsck(&repo, &["--full"]);
-        let titles = todo_texts(&env, &repo);
-        let lost: Vec<&String> = acked.iter().filter(|t| !titles.contains(*t)).collect();
+        assert!(self.acked.len() > 10, "round {round}: too few writes");
+        let titles = todo_texts(env, repo);
+        let lost: Vec<&String> = self.acked.iter().filter(|t| !titles.contains(*t)).collect();
         assert!(
             lost.is_empty(),
             "round {round}: {} of {} acknowledged writes are not in the tip, such as {:?}",
             lost.len(),
-            acked.len(),
+            self.acked.len(),
             &lost[..lost.len().min(5)]
         );
-        let report = env.loopx(&repo, &["--json", "doctor"]).json();
-        assert_eq!(report["healthy"], true, "round {round}: {report}");
     }
 }
 

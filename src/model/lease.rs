@@ -12,6 +12,11 @@ pub const DEFAULT_TTL: i64 = 45 * 60;
 /// Longest lease: 24 hours.
 pub const MAX_TTL: i64 = 24 * 3600;
 
+/// The highest epoch a lease brought in from elsewhere (an import) may
+/// carry: far past any count of claims, and every later claim still has an
+/// epoch to take (one at `u64::MAX` would fence its todo for good).
+pub const MAX_IMPORTED_EPOCH: u64 = 1 << 53;
+
 /// Checks a requested TTL in seconds.
 pub fn check_ttl(ttl: i64) -> Result<i64, Refusal> {
     if ttl <= 0 {

@@ -604,3 +604,74 @@ fn reimport_takes_loopx_changes_to_todos_untouched_here() {
     assert!(text.contains("Changed here and in LoopX"), "{text}");
     assert!(text.contains("--replace"), "{text}");
 }
+
+/// Issue 47, item 7: a LoopX lease at epoch `u64::MAX` expiring in 9999 was
+/// taken as a live claim: its todo fenced for good, and no later claim had
+/// an epoch to take. A lease past the highest epoch, longer than a lease may
+/// last, or taken after now is not brought over, and the report says so.
+#[test]
+fn an_implausible_lease_is_not_brought_over() {
+    let env = TestEnv::new();
+    let repo = env.repo("r");
+    let (project, root) = fixture(&env);
+    let store = std::fs::read_dir(root.join("authority/sqlite-v0"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            let db = rusqlite::Connection::open(p).unwrap();
+            let projection: String = db
+                .query_row("SELECT projection FROM head", [], |r| r.get(0))
+                .unwrap();
+            projection.contains(CLAIMED)
+        })
+        .unwrap();
+    let db = rusqlite::Connection::open(&store).unwrap();
+    let projection: String = db
+        .query_row("SELECT projection FROM head", [], |r| r.get(0))
+        .unwrap();
+    let mut projection: serde_json::Value = serde_json::from_str(&projection).unwrap();
+    for lease in projection["leases"].as_array_mut().unwrap() {
+        if lease["todo_id"] == CLAIMED && lease["status"] == "active" {
+            lease["lease_epoch"] = u64::MAX.into();
+            lease["acquired_at"] = "9999-12-29T00:00:00Z".into();
+            lease["expires_at"] = "9999-12-30T00:00:00Z".into();
+        }
+    }
+    db.execute(
+        "UPDATE head SET projection = ?1",
+        [serde_json::to_string(&projection).unwrap()],
+    )
+    .unwrap();
+    drop(db);
+
+    let report = import(&env, &repo, FIXTURE_NOW, &project, &root, &[])
+        .success()
+        .json();
+    assert_eq!(report["imported"]["claims"], 0, "{report}");
+    let said = report["skipped"].to_string();
+    assert!(
+        said.contains("18446744073709551615") && said.contains("not brought over"),
+        "{said}"
+    );
+    let claimed = report["todo_ids"][CLAIMED].as_str().unwrap().to_owned();
+    let claim = env
+        .loopx_at(
+            &repo,
+            FIXTURE_NOW,
+            &[
+                "--json",
+                "--goal",
+                "bench-goal",
+                "--agent",
+                "bench-agent",
+                "todo",
+                "claim",
+                &claimed,
+            ],
+        )
+        .success()
+        .json();
+    let epoch = claim["claim"]["epoch"].as_u64().unwrap();
+    assert!(epoch < 1 << 53, "{claim}");
+}

@@ -452,7 +452,28 @@ fn map_todo(
     }
     // Leases: the highest epoch is kept so fencing continues; a lease still
     // active at `now` on an open todo becomes its claim.
-    let mine: Vec<&source::Lease> = leases.iter().filter(|l| l.todo_id == lid).collect();
+    // A lease past the highest epoch, or longer than a lease may last, or
+    // taken after `now` (a clock far ahead), is not brought over: it would
+    // fence its todo for good.
+    let (mine, odd): (Vec<&source::Lease>, Vec<&source::Lease>) = leases
+        .iter()
+        .filter(|l| l.todo_id == lid)
+        .partition(|l| plausible(l, now));
+    for l in odd {
+        skipped.push(Skipped {
+            kind: "lease",
+            loopx_id: lid.clone(),
+            field: None,
+            why: format!(
+                "the lease of {} (epoch {}, {} to {}) is past epoch {} or runs more than 24h or from after now: not brought over",
+                l.owner,
+                l.epoch,
+                l.acquired_at,
+                l.expires_at,
+                crate::model::lease::MAX_IMPORTED_EPOCH
+            ),
+        });
+    }
     todo.last_epoch = mine.iter().map(|l| l.epoch).max().unwrap_or(0);
     if let Some(l) = mine.iter().find(|l| l.status == "active") {
         let acquired = Timestamp::parse(&l.acquired_at);
@@ -532,5 +553,25 @@ mod tests {
             (2, 1)
         );
         assert!(skipped.is_empty(), "{skipped:?}");
+    }
+}
+
+/// Whether a LoopX lease is one a clock and a count of claims could have
+/// made: an epoch up to [`crate::model::lease::MAX_IMPORTED_EPOCH`], and,
+/// when its times read, at most 24 hours long and taken no later than a
+/// day after `now`. An unreadable time is left to the claim's own check.
+fn plausible(l: &source::Lease, now: Timestamp) -> bool {
+    use crate::model::lease::{MAX_IMPORTED_EPOCH, MAX_TTL};
+    if l.epoch > MAX_IMPORTED_EPOCH {
+        return false;
+    }
+    match (
+        Timestamp::parse(&l.acquired_at),
+        Timestamp::parse(&l.expires_at),
+    ) {
+        (Some(acquired), Some(expires)) => {
+            expires.unix() - acquired.unix() <= MAX_TTL && acquired.unix() - now.unix() <= 24 * 3600
+        }
+        _ => true,
     }
 }

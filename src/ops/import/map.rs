@@ -519,6 +519,26 @@ fn map_todo(
     Some(todo)
 }
 
+/// Whether a LoopX lease is one a clock and a count of claims could have
+/// made: an epoch up to [`crate::model::lease::MAX_IMPORTED_EPOCH`], and,
+/// when its times read, at most 24 hours long and taken no later than a
+/// day after `now`. An unreadable time is left to the claim's own check.
+fn plausible(l: &source::Lease, now: Timestamp) -> bool {
+    use crate::model::lease::{MAX_IMPORTED_EPOCH, MAX_TTL};
+    if l.epoch > MAX_IMPORTED_EPOCH {
+        return false;
+    }
+    match (
+        Timestamp::parse(&l.acquired_at),
+        Timestamp::parse(&l.expires_at),
+    ) {
+        (Some(acquired), Some(expires)) => {
+            expires.unix() - acquired.unix() <= MAX_TTL && acquired.unix() - now.unix() <= 24 * 3600
+        }
+        _ => true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -553,25 +573,5 @@ mod tests {
             (2, 1)
         );
         assert!(skipped.is_empty(), "{skipped:?}");
-    }
-}
-
-/// Whether a LoopX lease is one a clock and a count of claims could have
-/// made: an epoch up to [`crate::model::lease::MAX_IMPORTED_EPOCH`], and,
-/// when its times read, at most 24 hours long and taken no later than a
-/// day after `now`. An unreadable time is left to the claim's own check.
-fn plausible(l: &source::Lease, now: Timestamp) -> bool {
-    use crate::model::lease::{MAX_IMPORTED_EPOCH, MAX_TTL};
-    if l.epoch > MAX_IMPORTED_EPOCH {
-        return false;
-    }
-    match (
-        Timestamp::parse(&l.acquired_at),
-        Timestamp::parse(&l.expires_at),
-    ) {
-        (Some(acquired), Some(expires)) => {
-            expires.unix() - acquired.unix() <= MAX_TTL && acquired.unix() - now.unix() <= 24 * 3600
-        }
-        _ => true,
     }
 }

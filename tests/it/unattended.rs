@@ -350,10 +350,15 @@ fn a_write_dated_far_past_this_machines_clock_is_refused() {
         "--summary",
         "far",
     ];
-    let out = env
-        .loopx_at(&repo, "9999-12-30T00:00:00Z", &far)
-        .failure(2)
-        .json();
+    let run: crate::env::Run = env
+        .loopx_cmd(&repo)
+        .env("LOOPX_NOW", "9999-12-30T00:00:00Z")
+        .env_remove("LOOPX_ALLOW_FUTURE")
+        .args(far)
+        .output()
+        .unwrap()
+        .into();
+    let out = run.failure(2).json();
     let message = out["error"]["message"].as_str().unwrap();
     assert!(
         message.contains("9999-12-30T00:00:00Z") && message.contains("this machine's clock"),

@@ -100,12 +100,14 @@ pub struct GlobalArgs {
     /// Let this credential rule's hits through: a write then commits the
     /// text, naming the rule in a `Loopx-Allowed-Secret-Pattern` trailer;
     /// `check` and `sync` pass it too. Repeatable. Rules as the scanner
-    /// names them (`git loopx check` lists a hit's rule).
+    /// names them (`git loopx check` lists a hit's rule; an unknown name
+    /// lists every rule).
     #[arg(
         long = "allow-secret-pattern",
         global = true,
         value_name = "RULE",
-        value_parser = clap::builder::PossibleValuesParser::new(crate::model::leaks::RULES),
+        hide_possible_values = true,
+        value_parser = clap::builder::PossibleValuesParser::new(crate::model::leaks::rules()),
         action = clap::ArgAction::Append
     )]
     pub allow_secret_pattern: Vec<String>,
@@ -276,9 +278,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
     };
     let mut ctx = Context::open(&dir, now, cli.global.agent.clone(), cli.global.goal.clone())?;
     ctx.store.allow_leaks(
-        crate::model::leaks::RULES
-            .iter()
-            .copied()
+        crate::model::leaks::rules()
             .filter(|rule| cli.global.allow_secret_pattern.iter().any(|a| a == rule))
             .collect(),
     );

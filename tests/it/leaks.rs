@@ -253,3 +253,48 @@ fn all_leaks_redacts_a_credential_ending_a_subject_that_was_never_pushed() {
         .git(&remote, &["log", "--format=%B", "loopx-state"])
         .contains(TOKEN));
 }
+
+#[test]
+fn a_vetted_rules_token_is_refused_at_write_time_under_its_own_name_and_can_be_allowed() {
+    let env = TestEnv::new();
+    let dir = env.state_repo("r");
+    let before = env.tip(&dir);
+    // Shapes that passed before the vetted rules (issue 47, item 10).
+    let shapes = [
+        (
+            "linear_api_key",
+            "LINEAR_API_KEY=lin_api_e6MIGIuykWhZGRcApHaEXBQCILvg1fMyxzfhdkkA",
+        ),
+        (
+            "digitalocean_pat",
+            "doctl auth init -t dop_v1_eea14f00dee893935dafd78a0ce5c1552fd17e5c042c0cfeb3c32dd35ffe2cad",
+        ),
+        (
+            "pypi_upload_token",
+            "twine upload -p pypi-AgEIcHlwaS5vcmctI36rgxyF1DNAh9Bo2det4eEvtrZeEQqMuxgMdqb8O1tkehtF9nyhcOaw_gT4BVKJi83uEh8oCfbs3XW",
+        ),
+        (
+            "discord_webhook",
+            "post to https://discord.com/api/webhooks/1228509306101408439/TiK_rGO01tm_RIO76C3Ik_OftqV7CM66jDYkFh9xIN9un0aLNnzquNL2uGsHyigala7m",
+        ),
+    ];
+    for (rule, text) in shapes {
+        let json = env
+            .loopx(&dir, &["--json", "todo", "add", text])
+            .failure(1)
+            .json();
+        assert_eq!(json["error"]["code"], "leak_detected", "{rule}");
+        let message = json["error"]["message"].as_str().unwrap();
+        assert!(message.contains(rule), "names {rule}: {message}");
+        // Split over two lines as an agent might wrap it: still refused.
+        let (head, tail) = text.split_at(text.len() - 20);
+        env.loopx(&dir, &["todo", "add", &format!("{head}\n  {tail}")])
+            .failure(1);
+    }
+    assert_eq!(env.tip(&dir), before, "nothing was committed");
+    // The person may let a rule through by name.
+    let (rule, text) = shapes[1];
+    env.loopx(&dir, &["--allow-secret-pattern", rule, "todo", "add", text])
+        .success();
+    assert_ne!(env.tip(&dir), before);
+}

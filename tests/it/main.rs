@@ -39,6 +39,7 @@ mod inspect_rules;
 mod kernel;
 mod layers;
 mod layout;
+mod leak_corpus;
 mod leak_rules;
 mod leaks;
 mod lease_liveness;

@@ -152,7 +152,7 @@ impl GixStore {
     }
 
     /// Lets writes through this store commit text that the named credential
-    /// rules ([`crate::model::leaks::RULES`]) match (`--allow-secret-pattern`).
+    /// rules ([`crate::model::leaks::rules`]) match (`--allow-secret-pattern`).
     pub fn allow_leaks(&mut self, rules: Vec<&'static str>) {
         self.allowed_leaks = rules;
     }

@@ -156,9 +156,37 @@ const PREFIXES: &[Prefix] = &[
     p("AIPA", "aws_access_key", 16, Body::Upper),
 ];
 
+mod vetted;
+mod vetted_table;
+
 /// Every rule's name, as [`Leak::kind`] gives it: what
-/// `--allow-secret-pattern` accepts.
-pub const RULES: &[&str] = &[
+/// `--allow-secret-pattern` accepts. The hand rules first, then the vetted
+/// ones.
+pub fn rules() -> impl Iterator<Item = &'static str> {
+    HAND_RULES.iter().copied().chain(vetted::kinds())
+}
+
+/// One vetted rule, as the tool that writes their corpus
+/// (`examples/leak_corpus.rs`) reads it.
+#[derive(Clone, Copy, Debug)]
+pub struct VettedRule {
+    pub kind: &'static str,
+    /// As Go reads it: ASCII classes, ASCII case folding.
+    pub regex: &'static str,
+    /// The literal every match starts with (empty when none): such rules
+    /// also run on split text.
+    pub prefix: &'static str,
+    /// Lower case; one must occur for the rule to run.
+    pub keywords: &'static [&'static str],
+}
+
+/// The vetted rules, in table order.
+pub fn vetted_rules() -> impl Iterator<Item = VettedRule> {
+    vetted::table()
+}
+
+/// The hand rules' names.
+const HAND_RULES: &[&str] = &[
     "github_token",
     "gitlab_token",
     "slack_token",
@@ -179,6 +207,7 @@ pub const RULES: &[&str] = &[
     "command_credentials",
     "netrc_password",
     "slack_webhook",
+    "discord_webhook",
     "azure_key",
     "sendgrid_key",
     "vault_token",
@@ -287,6 +316,17 @@ fn push(out: &mut Vec<Leak>, leak: Leak) {
     }
 }
 
+/// Rules that judge a value by its context and shape, not by what issued
+/// it: a vetted rule that finds the same token names it better.
+const GENERIC: &[&str] = &["assigned_secret"];
+
+/// A secret a rule before already found, in part or whole: a vetted rule
+/// finding a GitHub token again under its own name adds nothing.
+fn covered(out: &[Leak], secret: &str) -> bool {
+    out.iter()
+        .any(|l| l.secret.contains(secret) || secret.contains(l.secret.as_str()))
+}
+
 fn found(kind: &'static str, secret: &str) -> Leak {
     Leak {
         kind,
@@ -313,8 +353,18 @@ fn scan_into(text: &str, deep: bool, out: &mut Vec<Leak>) {
     command_credentials(text, out);
     netrc_passwords(text, out);
     slack_webhooks(text, out);
+    discord_webhooks(text, out);
     azure_keys(text, out);
     sendgrid_keys(text, out);
+    for hit in vetted::hits(text, false) {
+        let secret = &text[hit.start..hit.end];
+        // A generic rule's hit that is this token goes: the vetted rule
+        // names what the token is (`LINEAR_KEY=lin_api_…` is a Linear key).
+        out.retain(|l| !(GENERIC.contains(&l.kind) && secret.contains(l.secret.as_str())));
+        if !covered(out, secret) {
+            push(out, found(hit.kind, secret));
+        }
+    }
     if deep {
         split(text, out);
         base64_runs(text, out);
@@ -702,6 +752,34 @@ fn slack_webhooks(text: &str, out: &mut Vec<Leak>) {
     }
 }
 
+/// A Discord webhook URL (`discord.com/api/webhooks/<id>/<token>`, also
+/// `discordapp.com`, `ptb.` and `canary.`): the id and token are the
+/// credential.
+fn discord_webhooks(text: &str, out: &mut Vec<Leak>) {
+    let bytes = text.as_bytes();
+    for host in ["discord.com/api/webhooks/", "discordapp.com/api/webhooks/"] {
+        let mut from = 0;
+        while let Some(at) = text[from..].find(host).map(|i| i + from) {
+            from = at + host.len();
+            let id = bytes[from..]
+                .iter()
+                .take_while(|c| c.is_ascii_digit())
+                .count();
+            if !(17..=20).contains(&id) || bytes.get(from + id) != Some(&b'/') {
+                continue;
+            }
+            let token_at = from + id + 1;
+            let token = bytes[token_at..]
+                .iter()
+                .take_while(|&&c| is_b64url(c))
+                .count();
+            if token >= 60 && distinct(&bytes[token_at..token_at + token]) >= 10 {
+                push(out, found("discord_webhook", &text[from..token_at + token]));
+            }
+        }
+    }
+}
+
 /// An Azure storage or service-bus connection string's key
 /// (`AccountKey=…`, `SharedAccessKey=…`): base64 of 20 characters or more.
 fn azure_keys(text: &str, out: &mut Vec<Leak>) {
@@ -843,11 +921,34 @@ fn split(text: &str, out: &mut Vec<Leak>) {
     let (bytes, from) = joined(text);
     let mut hits: Vec<(usize, usize, &'static str)> = prefixed(&bytes, true);
     hits.extend(jwts(&bytes).into_iter().map(|(s, e)| (s, e, "jwt")));
+    // The vetted rules that start with a literal, when the joined bytes
+    // are text (they are when the text was: only whole characters go).
+    if let Ok(joined_text) = std::str::from_utf8(&bytes) {
+        hits.extend(
+            vetted::hits(joined_text, true)
+                .into_iter()
+                .filter(|h| joined_like(&bytes[h.start..h.end]))
+                .map(|h| (h.start, h.end, h.kind)),
+        );
+        // A webhook URL is a prefixed token too.
+        let mut webhooks = Vec::new();
+        discord_webhooks(joined_text, &mut webhooks);
+        for leak in webhooks {
+            if let Some(at) = joined_text.find(&leak.secret) {
+                hits.push((at, at + leak.secret.len(), leak.kind));
+            }
+        }
+    }
     let mut direct = prefixed(text.as_bytes(), false);
     direct.extend(
         jwts(text.as_bytes())
             .into_iter()
             .map(|(s, e)| (s, e, "jwt")),
+    );
+    direct.extend(
+        vetted::hits(text, false)
+            .into_iter()
+            .map(|h| (h.start, h.end, h.kind)),
     );
     for (start, end, kind) in hits {
         let (o_start, o_end) = (from[start], from[end - 1] + 1);
@@ -870,6 +971,13 @@ fn split(text: &str, out: &mut Vec<Leak>) {
             },
         );
     }
+}
+
+/// A vetted rule's secret found in joined text is a token, not prose run
+/// together: it holds letters and digits and eight distinct characters.
+fn joined_like(secret: &[u8]) -> bool {
+    let (lower, upper, digit, _) = classes(secret);
+    (lower || upper) && digit && distinct(secret) >= 8
 }
 
 fn b64_value(c: u8) -> Option<u8> {
@@ -959,7 +1067,11 @@ mod tests {
     #[test]
     fn every_rule_a_scan_reports_is_named_in_rules() {
         for pre in PREFIXES {
-            assert!(RULES.contains(&pre.kind), "{} not in RULES", pre.kind);
+            assert!(
+                rules().any(|r| r == pre.kind),
+                "{} not in rules()",
+                pre.kind
+            );
         }
         let lines = [
             "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
@@ -971,7 +1083,11 @@ mod tests {
         ];
         for line in lines {
             for leak in scan(line) {
-                assert!(RULES.contains(&leak.kind), "{} not in RULES", leak.kind);
+                assert!(
+                    rules().any(|r| r == leak.kind),
+                    "{} not in rules()",
+                    leak.kind
+                );
             }
         }
     }

@@ -916,3 +916,123 @@ fn gemini_gets_the_persons_git_identity_its_shell_would_hide() {
         .stdout;
     assert!(report.contains("Author identity unknown"), "{report}");
 }
+
+/// The status line of the file whose path ends with `name`.
+fn status_of(env: &TestEnv, repo: &Path, runtime: &str, name: &str) -> serde_json::Value {
+    let status = env
+        .loopx(repo, &["--json", "hooks", "status", runtime])
+        .success()
+        .json();
+    status["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"].as_str().unwrap().ends_with(name))
+        .cloned()
+        .unwrap_or_else(|| panic!("no {name} in {status}"))
+}
+
+/// Issue 47, item 11: Gemini CLI reads comments in `.gemini/settings.json`.
+#[test]
+fn a_commented_gemini_settings_is_edited_keeping_its_comments() {
+    let user = r#"{
+  // Gemini's own settings
+  "general": { "vimMode": true }, /* mine */
+  "hooks": {
+    "AfterAgent": [
+      // a hook of mine
+      {"matcher": "*", "hooks": [{"type": "command", "command": "echo after"}]},
+    ],
+  },
+}
+"#;
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let path = repo.join(".gemini/settings.json");
+    std::fs::create_dir(repo.join(".gemini")).unwrap();
+    std::fs::write(&path, user).unwrap();
+    env.loopx(&repo, &["hooks", "install", "--gemini"])
+        .success();
+    let text = std::fs::read_to_string(&path).unwrap();
+    for kept in [
+        "  // Gemini's own settings\n",
+        "\"general\": { \"vimMode\": true }, /* mine */\n",
+        "      // a hook of mine\n      {\"matcher\": \"*\", \"hooks\": [{\"type\": \"command\", \"command\": \"echo after\"}]},\n",
+    ] {
+        assert!(text.contains(kept), "lost {kept:?}:\n{text}");
+    }
+    assert!(
+        text.contains("git loopx hook gemini stop")
+            && text.contains("git loopx hook gemini session-start"),
+        "{text}"
+    );
+    let line = status_of(&env, &repo, "--gemini", "settings.json");
+    assert_eq!(line["installed"], "yes", "{line}");
+    assert_eq!(line["changed_by_hand"], false, "{line}");
+
+    let removed = env
+        .loopx(&repo, &["--json", "hooks", "uninstall", "--gemini"])
+        .success()
+        .json();
+    let settings = removed["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"].as_str().unwrap().ends_with("settings.json"))
+        .cloned()
+        .unwrap();
+    assert_eq!(settings["action"], "restored", "{removed}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), user);
+
+    // Changed by hand since: only our entries go, the comments and the
+    // change stay.
+    env.loopx(&repo, &["hooks", "install", "--gemini"])
+        .success();
+    let edited = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("\"vimMode\": true", "\"vimMode\": false");
+    std::fs::write(&path, &edited).unwrap();
+    let line = status_of(&env, &repo, "--gemini", "settings.json");
+    assert_eq!(line["changed_by_hand"], true, "{line}");
+    env.loopx(&repo, &["hooks", "uninstall", "--gemini"])
+        .success();
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        user.replace("\"vimMode\": true", "\"vimMode\": false")
+    );
+}
+
+/// Issue 47, item 11: a file that is not JSONC either is refused with its
+/// path, as a file that is not JSON is, and nothing is written.
+#[test]
+fn a_broken_jsonc_file_is_refused_with_its_path_and_nothing_is_written() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    let broken = "{\n  // unfinished\n  \"theme\": \"dark\",,\n}\n";
+    std::fs::create_dir(repo.join(".gemini")).unwrap();
+    for (file, runtime) in [
+        ("opencode.json", "--opencode"),
+        (".gemini/settings.json", "--gemini"),
+    ] {
+        std::fs::write(repo.join(file), broken).unwrap();
+        let before = snapshot(std::slice::from_ref(&repo));
+        let out = env.loopx(&repo, &["hooks", "install", runtime]).failure(2);
+        assert!(
+            out.stderr.contains(&format!(
+                "{file} is not valid JSON, with comments or without"
+            )),
+            "{}",
+            out.stderr
+        );
+        assert_eq!(
+            snapshot(std::slice::from_ref(&repo)),
+            before,
+            "a refused install wrote"
+        );
+        assert!(
+            !repo.join(".git/loopx/installed").exists(),
+            "a refused install kept a record"
+        );
+        std::fs::remove_file(repo.join(file)).unwrap();
+    }
+}

@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use super::runtime_json::{parse, shape, Installed, Parsed, Removed};
+use super::runtime_json::{parse, shape, Installed, Parsed, Removed, Syntax};
 use crate::model::Refusal;
 
 /// One change to a JSON configuration.
@@ -120,26 +120,32 @@ fn apply_one(file: &str, root: &mut Value, edit: &Edit) -> Result<(), Refusal> {
 /// when they are all in already.
 pub fn install(
     file: &str,
+    syntax: Syntax,
     existing: Option<&str>,
     edits: &[Edit],
 ) -> Result<Option<Installed>, Refusal> {
-    let Parsed { mut value, style } = parse(file, existing.unwrap_or(""))?;
+    let Parsed { mut value, style } = parse(file, existing.unwrap_or(""), syntax)?;
     if edits.iter().all(|e| e.is_in(&value)) {
         return Ok(None);
     }
-    let reformatted = existing.is_some_and(|t| !t.trim().is_empty() && style.render(&value) != t);
+    let reformatted = style.relays(&value, existing);
     for edit in edits {
         apply_one(file, &mut value, edit)?;
     }
     Ok(Some(Installed {
-        text: style.render(&value),
+        text: style.render(file, &value)?,
         reformatted,
     }))
 }
 
 /// The file without our edits, or `None` when none of them is in it.
-pub fn uninstall(file: &str, text: &str, edits: &[Edit]) -> Result<Option<Removed>, Refusal> {
-    let Parsed { mut value, style } = parse(file, text)?;
+pub fn uninstall(
+    file: &str,
+    syntax: Syntax,
+    text: &str,
+    edits: &[Edit],
+) -> Result<Option<Removed>, Refusal> {
+    let Parsed { mut value, style } = parse(file, text, syntax)?;
     let mut changed = false;
     for edit in edits {
         let key = edit.path.last().expect("paths are not empty");
@@ -186,13 +192,18 @@ pub fn uninstall(file: &str, text: &str, edits: &[Edit]) -> Result<Option<Remove
     if value.as_object().is_some_and(Map::is_empty) {
         return Ok(Some(Removed::Empty));
     }
-    Ok(Some(Removed::Text(style.render(&value))))
+    Ok(Some(Removed::Text(style.render(file, &value)?)))
 }
 
 /// How many of `edits` have their key in the file (a `Set` with any value:
 /// another agent's identity is still an identity).
-pub fn present_keys(file: &str, text: &str, edits: &[Edit]) -> Result<usize, Refusal> {
-    let Parsed { value, .. } = parse(file, text)?;
+pub fn present_keys(
+    file: &str,
+    syntax: Syntax,
+    text: &str,
+    edits: &[Edit],
+) -> Result<usize, Refusal> {
+    let Parsed { value, .. } = parse(file, text, syntax)?;
     Ok(edits
         .iter()
         .filter(|e| match &e.op {
@@ -219,8 +230,8 @@ fn same_entry(x: &Value, item: &Value) -> bool {
 }
 
 /// How many of `edits` are in the file.
-pub fn present(file: &str, text: &str, edits: &[Edit]) -> Result<usize, Refusal> {
-    let Parsed { value, .. } = parse(file, text)?;
+pub fn present(file: &str, syntax: Syntax, text: &str, edits: &[Edit]) -> Result<usize, Refusal> {
+    let Parsed { value, .. } = parse(file, text, syntax)?;
     Ok(edits.iter().filter(|e| e.is_in(&value)).count())
 }
 
@@ -238,14 +249,24 @@ mod tests {
     #[test]
     fn install_then_uninstall_gives_back_the_users_settings() {
         let user = "{\n  \"env\": {\n    \"FOO\": \"1\"\n  },\n  \"permissions\": {\n    \"allow\": [\n      \"Bash(ls:*)\"\n    ]\n  }\n}\n";
-        let done = install("s.json", Some(user), &edits()).unwrap().unwrap();
+        let done = install("s.json", Syntax::Json, Some(user), &edits())
+            .unwrap()
+            .unwrap();
         assert!(!done.reformatted);
         let v: Value = serde_json::from_str(&done.text).unwrap();
         assert_eq!(v["env"]["LOOPX_AGENT"], "claude-a");
         assert_eq!(v["permissions"]["allow"][1], "Bash(git loopx:*)");
-        assert_eq!(install("s.json", Some(&done.text), &edits()).unwrap(), None);
-        assert_eq!(present("s.json", &done.text, &edits()).unwrap(), 2);
-        let Removed::Text(back) = uninstall("s.json", &done.text, &edits()).unwrap().unwrap()
+        assert_eq!(
+            install("s.json", Syntax::Json, Some(&done.text), &edits()).unwrap(),
+            None
+        );
+        assert_eq!(
+            present("s.json", Syntax::Json, &done.text, &edits()).unwrap(),
+            2
+        );
+        let Removed::Text(back) = uninstall("s.json", Syntax::Json, &done.text, &edits())
+            .unwrap()
+            .unwrap()
         else {
             panic!("the user's keys are left");
         };
@@ -254,20 +275,26 @@ mod tests {
 
     #[test]
     fn a_file_of_ours_alone_empties() {
-        let done = install("s.json", None, &edits()).unwrap().unwrap();
+        let done = install("s.json", Syntax::Json, None, &edits())
+            .unwrap()
+            .unwrap();
         assert_eq!(
-            uninstall("s.json", &done.text, &edits()).unwrap(),
+            uninstall("s.json", Syntax::Json, &done.text, &edits()).unwrap(),
             Some(Removed::Empty)
         );
-        assert_eq!(uninstall("s.json", "{}", &edits()).unwrap(), None);
+        assert_eq!(
+            uninstall("s.json", Syntax::Json, "{}", &edits()).unwrap(),
+            None
+        );
     }
 
     #[test]
     fn a_wrong_shape_is_refused_with_its_path() {
-        let err = install("s.json", Some("{\"env\": []}"), &edits()).unwrap_err();
+        let err = install("s.json", Syntax::Json, Some("{\"env\": []}"), &edits()).unwrap_err();
         assert!(err.message.contains("s.json: `env` is"), "{}", err.message);
         let err = install(
             "s.json",
+            Syntax::Json,
             Some("{\"permissions\": {\"allow\": 1}}"),
             &edits(),
         )
@@ -277,5 +304,34 @@ mod tests {
             "{}",
             err.message
         );
+    }
+
+    #[test]
+    fn a_commented_file_gets_our_keys_and_gives_them_back() {
+        let user = "{\n  // OpenCode's theme\n  \"theme\": \"dark\",\n  \"permission\": {\n    \"edit\": \"ask\", /* always */\n  },\n}\n";
+        let ours = [
+            Edit::set(&["permission", "bash", "git loopx *"], "allow"),
+            Edit::set(&["permission", "bash", "git loopx"], "allow"),
+        ];
+        let done = install("o.jsonc", Syntax::Jsonc, Some(user), &ours)
+            .unwrap()
+            .unwrap();
+        assert!(!done.reformatted);
+        assert!(
+            done.text.contains("    \"edit\": \"ask\", /* always */\n    \"bash\": {\n      \"git loopx *\": \"allow\",\n      \"git loopx\": \"allow\",\n    },\n"),
+            "{}",
+            done.text
+        );
+        assert_eq!(
+            present("o.jsonc", Syntax::Jsonc, &done.text, &ours).unwrap(),
+            2
+        );
+        let Removed::Text(back) = uninstall("o.jsonc", Syntax::Jsonc, &done.text, &ours)
+            .unwrap()
+            .unwrap()
+        else {
+            panic!("the user's keys are left");
+        };
+        assert_eq!(back, user);
     }
 }

@@ -12,7 +12,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::runtime_json::{self, Installed, Removed};
+use super::runtime_json::{self, Installed, Removed, Syntax};
 use super::Baked;
 use crate::model::Refusal;
 
@@ -63,9 +63,9 @@ pub fn install(
     existing: Option<&str>,
     server: &Value,
 ) -> Result<Option<Installed>, Refusal> {
-    let parsed = runtime_json::parse(path, existing.unwrap_or(""))?;
+    let parsed = runtime_json::parse(path, existing.unwrap_or(""), Syntax::Json)?;
     let (mut value, style) = (parsed.value, parsed.style);
-    let reformatted = existing.is_some_and(|t| !t.trim().is_empty() && style.render(&value) != t);
+    let reformatted = style.relays(&value, existing);
     if servers(path, &mut value)?.is_none() {
         let root = value.as_object_mut().expect("checked to be an object");
         root.insert("mcpServers".to_owned(), Value::Object(Map::new()));
@@ -85,7 +85,7 @@ pub fn install(
         }
     }
     Ok(Some(Installed {
-        text: style.render(&value),
+        text: style.render(path, &value)?,
         reformatted,
     }))
 }
@@ -93,7 +93,7 @@ pub fn install(
 /// The file without our server, or `None` when it has none; an empty
 /// `mcpServers` goes too.
 pub fn uninstall(path: &str, text: &str) -> Result<Option<Removed>, Refusal> {
-    let parsed = runtime_json::parse(path, text)?;
+    let parsed = runtime_json::parse(path, text, Syntax::Json)?;
     let (mut value, style) = (parsed.value, parsed.style);
     let Some(servers) = servers(path, &mut value)? else {
         return Ok(None);
@@ -110,12 +110,12 @@ pub fn uninstall(path: &str, text: &str) -> Result<Option<Removed>, Refusal> {
     if root.is_empty() {
         return Ok(Some(Removed::Empty));
     }
-    Ok(Some(Removed::Text(style.render(&value))))
+    Ok(Some(Removed::Text(style.render(path, &value)?)))
 }
 
 /// Our server's command line, when the file has it (`git loopx mcp …`).
 pub fn installed(path: &str, text: &str) -> Result<Option<String>, Refusal> {
-    let mut value = runtime_json::parse(path, text)?.value;
+    let mut value = runtime_json::parse(path, text, Syntax::Json)?.value;
     let Some(server) = servers(path, &mut value)?.and_then(|s| s.get(NAME).cloned()) else {
         return Ok(None);
     };

@@ -13,6 +13,7 @@
 
 pub mod codex_trust;
 pub mod json_edit;
+pub mod jsonc;
 pub mod mcp_json;
 pub mod owned;
 pub mod record;
@@ -104,8 +105,10 @@ struct Target {
 
 pub enum Kind {
     /// A runtime's JSON configuration: the hook entries of `template`
-    /// (commands starting with `prefix`), and other settings (`edits`).
+    /// (commands starting with `prefix`), and other settings (`edits`), in
+    /// the syntax the runtime reads there.
     Json {
+        syntax: runtime_json::Syntax,
         template: Option<&'static str>,
         prefix: &'static str,
         edits: Vec<json_edit::Edit>,
@@ -258,6 +261,7 @@ pub fn install(ctx: &Context, which: &[Integration], baked: Baked) -> Result<Hoo
             "the file's own layout could not be kept exactly; uninstall puts it back byte for byte";
         let next = match &target.kind {
             Kind::Json {
+                syntax,
                 template,
                 prefix,
                 edits,
@@ -267,7 +271,7 @@ pub fn install(ctx: &Context, which: &[Integration], baked: Baked) -> Result<Hoo
                 if let Some(template) = template {
                     let entries = runtime_json::template_entries(template, baked);
                     if let Some(done) =
-                        runtime_json::install(&shown, now.as_deref(), &entries, prefix)?
+                        runtime_json::install(&shown, *syntax, now.as_deref(), &entries, prefix)?
                     {
                         if done.reformatted {
                             notes.push(relaid.to_owned());
@@ -276,7 +280,7 @@ pub fn install(ctx: &Context, which: &[Integration], baked: Baked) -> Result<Hoo
                         changed = true;
                     }
                 }
-                if let Some(done) = json_edit::install(&shown, now.as_deref(), edits)? {
+                if let Some(done) = json_edit::install(&shown, *syntax, now.as_deref(), edits)? {
                     if done.reformatted && !changed {
                         notes.push(relaid.to_owned());
                     }
@@ -456,16 +460,21 @@ pub fn uninstall(ctx: &Context, which: &[Integration]) -> Result<HooksReport> {
                     Some(runtime_json::Removed::Text(t)) => Some(Next::Write(t.into_bytes())),
                 };
                 match &target.kind {
-                    Kind::Json { prefix, edits, .. } => {
+                    Kind::Json {
+                        syntax,
+                        prefix,
+                        edits,
+                        ..
+                    } => {
                         let text = utf8(&target.path, now)?;
-                        let hooks = runtime_json::uninstall(&shown, text, prefix)?;
+                        let hooks = runtime_json::uninstall(&shown, *syntax, text, prefix)?;
                         let left = match &hooks {
                             Some(runtime_json::Removed::Text(t)) => Some(t.as_str()),
                             Some(runtime_json::Removed::Empty) => None,
                             None => Some(text),
                         };
                         let settings = match left {
-                            Some(left) => json_edit::uninstall(&shown, left, edits)?,
+                            Some(left) => json_edit::uninstall(&shown, *syntax, left, edits)?,
                             None => None,
                         };
                         removed(settings.or(hooks))

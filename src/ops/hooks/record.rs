@@ -45,10 +45,22 @@ pub fn digest(bytes: &[u8]) -> String {
 /// one canonical form; `None` when the bytes are not a JSON object.
 /// OpenCode adds `"$schema"` to `opencode.json` on its first run (and writes
 /// the file back in its own layout): that is not a change by hand.
+///
+/// For a file with comments (JSONC) the comments count too, in order: a
+/// `$schema` added or a new layout is still not a change by hand, but a
+/// comment written, changed or taken out is (uninstall then takes out only
+/// our entries instead of putting back the bytes from before).
 pub fn value_digest(bytes: &[u8]) -> Option<String> {
-    let mut value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    if let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(bytes) {
+        value.as_object_mut()?.shift_remove("$schema");
+        return Some(digest(value.to_string().as_bytes()));
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut value = super::jsonc::parse(text).ok()??;
     value.as_object_mut()?.shift_remove("$schema");
-    Some(digest(value.to_string().as_bytes()))
+    // A value's canonical form has no line break: the two forms never meet.
+    let comments = super::jsonc::comments(text)?.join("\n");
+    Some(digest(format!("{value}\n{comments}").as_bytes()))
 }
 
 /// Whether `now` is still what we wrote: the same bytes, or, for a JSON

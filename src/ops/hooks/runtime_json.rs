@@ -10,10 +10,26 @@
 //! file keeps its indentation and final newline; a file that is not JSON, or
 //! not of that shape where we would write, is refused with its path and the
 //! JSON path of what is wrong, and nothing is written.
+//!
+//! A runtime that reads comments in its file ([`Syntax::Jsonc`]) may have a
+//! file with comments: that one is edited in its own text ([`jsonc`]), its
+//! comments and layout kept. A plain JSON file is written as above, whatever
+//! the runtime.
 
 use serde_json::{Map, Value};
 
+use super::jsonc;
 use crate::model::Refusal;
+
+/// What a runtime reads in a configuration file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Syntax {
+    /// Plain JSON (Claude Code, Codex, Cursor, `.mcp.json`): a file with
+    /// comments is refused as the runtime would refuse it.
+    Json,
+    /// JSON with comments and trailing commas (OpenCode, Gemini CLI).
+    Jsonc,
+}
 
 /// One group of a shipped template: the event it goes under and the group
 /// object (its `hooks` hold our command).
@@ -55,6 +71,9 @@ pub(super) struct Style {
     /// The indentation unit; `None` for a file on one line.
     indent: Option<String>,
     final_newline: bool,
+    /// A file with comments (JSONC): its own text, which a changed value is
+    /// written back into.
+    commented: Option<String>,
 }
 
 impl Style {
@@ -75,10 +94,31 @@ impl Style {
         Style {
             indent,
             final_newline: body.is_empty() || text.ends_with('\n'),
+            commented: None,
         }
     }
 
-    pub(super) fn render(&self, value: &Value) -> String {
+    /// Whether writing `value` would lay `existing` (a file that holds
+    /// `value`) out anew.
+    pub(super) fn relays(&self, value: &Value, existing: Option<&str>) -> bool {
+        self.commented.is_none()
+            && existing.is_some_and(|t| !t.trim().is_empty() && self.json(value) != t)
+    }
+
+    /// The file's text holding `value`.
+    pub(super) fn render(&self, path: &str, value: &Value) -> Result<String, Refusal> {
+        let Some(text) = &self.commented else {
+            return Ok(self.json(value));
+        };
+        jsonc::rewrite(text, value).ok_or_else(|| {
+            Refusal::invalid_input(format!(
+                "{path}: the change could not be written keeping the file's comments"
+            ))
+            .with_hint("make the change by hand (or take the comments out), then run the command again; nothing was written")
+        })
+    }
+
+    fn json(&self, value: &Value) -> String {
         let mut text = match &self.indent {
             None => serde_json::to_string(value).expect("JSON values serialize"),
             Some(indent) => {
@@ -102,16 +142,30 @@ pub(super) struct Parsed {
     pub(super) style: Style,
 }
 
-pub(super) fn parse(path: &str, text: &str) -> Result<Parsed, Refusal> {
-    let style = Style::of(text);
+pub(super) fn parse(path: &str, text: &str, syntax: Syntax) -> Result<Parsed, Refusal> {
+    let mut style = Style::of(text);
+    let fix = "fix the file (or move it away), then run the command again; nothing was written";
     let value = if text.trim().is_empty() {
         Value::Object(Map::new())
     } else {
-        serde_json::from_str(text).map_err(|e| {
-            Refusal::invalid_input(format!("{path} is not valid JSON: {e}")).with_hint(
-                "fix the file (or move it away), then run the command again; nothing was written",
-            )
-        })?
+        match (serde_json::from_str(text), syntax) {
+            (Ok(value), _) => value,
+            (Err(e), Syntax::Json) => {
+                return Err(
+                    Refusal::invalid_input(format!("{path} is not valid JSON: {e}")).with_hint(fix),
+                )
+            }
+            (Err(_), Syntax::Jsonc) => {
+                let value = jsonc::parse(text).map_err(|e| {
+                    Refusal::invalid_input(format!(
+                        "{path} is not valid JSON, with comments or without: {e}"
+                    ))
+                    .with_hint(fix)
+                })?;
+                style.commented = Some(text.to_owned());
+                value.unwrap_or_else(|| Value::Object(Map::new()))
+            }
+        }
     };
     if !value.is_object() {
         return Err(shape(path, "the top level", &value, "an object"));
@@ -211,13 +265,14 @@ pub struct Installed {
 /// or `None` when they are all there already.
 pub fn install(
     path: &str,
+    syntax: Syntax,
     existing: Option<&str>,
     entries: &[Entry],
     prefix: &str,
 ) -> Result<Option<Installed>, Refusal> {
-    let Parsed { mut value, style } = parse(path, existing.unwrap_or(""))?;
+    let Parsed { mut value, style } = parse(path, existing.unwrap_or(""), syntax)?;
     check_shape(path, &value)?;
-    let reformatted = existing.is_some_and(|t| !t.trim().is_empty() && style.render(&value) != t);
+    let reformatted = style.relays(&value, existing);
     let root = value.as_object_mut().expect("checked to be an object");
     let events = root
         .entry("hooks")
@@ -270,7 +325,7 @@ pub fn install(
         return Ok(None);
     }
     Ok(Some(Installed {
-        text: style.render(&value),
+        text: style.render(path, &value)?,
         reformatted,
     }))
 }
@@ -286,8 +341,13 @@ pub enum Removed {
 
 /// The file without our entries, or `None` when it holds none. An event
 /// left with no groups, and `hooks` left with no events, go too.
-pub fn uninstall(path: &str, text: &str, prefix: &str) -> Result<Option<Removed>, Refusal> {
-    let Parsed { mut value, style } = parse(path, text)?;
+pub fn uninstall(
+    path: &str,
+    syntax: Syntax,
+    text: &str,
+    prefix: &str,
+) -> Result<Option<Removed>, Refusal> {
+    let Parsed { mut value, style } = parse(path, text, syntax)?;
     check_shape(path, &value)?;
     let root = value.as_object_mut().expect("checked to be an object");
     let Some(events) = root.get_mut("hooks").and_then(Value::as_object_mut) else {
@@ -311,12 +371,17 @@ pub fn uninstall(path: &str, text: &str, prefix: &str) -> Result<Option<Removed>
     if root.is_empty() {
         return Ok(Some(Removed::Empty));
     }
-    Ok(Some(Removed::Text(style.render(&value))))
+    Ok(Some(Removed::Text(style.render(path, &value)?)))
 }
 
 /// The commands of ours in the file, by event (`Stop: git loopx hook …`).
-pub fn installed(path: &str, text: &str, prefix: &str) -> Result<Vec<(String, String)>, Refusal> {
-    let Parsed { value, .. } = parse(path, text)?;
+pub fn installed(
+    path: &str,
+    syntax: Syntax,
+    text: &str,
+    prefix: &str,
+) -> Result<Vec<(String, String)>, Refusal> {
+    let Parsed { value, .. } = parse(path, text, syntax)?;
     check_shape(path, &value)?;
     let mut found = Vec::new();
     if let Some(events) = value.get("hooks").and_then(Value::as_object) {

@@ -115,6 +115,7 @@ pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
             (
                 Some(now),
                 Kind::Json {
+                    syntax,
                     template,
                     prefix,
                     edits,
@@ -122,7 +123,7 @@ pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
             ) => {
                 let text = utf8(&target.path, now);
                 let found = match text.as_ref().map_err(|e| e.to_string()).and_then(|t| {
-                    runtime_json::installed(&shown, t, prefix).map_err(|e| e.to_string())
+                    runtime_json::installed(&shown, *syntax, t, prefix).map_err(|e| e.to_string())
                 }) {
                     Ok(found) => found,
                     Err(e) => {
@@ -138,7 +139,7 @@ pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
                 // still counts as installed.
                 let settings = text
                     .ok()
-                    .and_then(|t| json_edit::present_keys(&shown, t, edits).ok())
+                    .and_then(|t| json_edit::present_keys(&shown, *syntax, t, edits).ok())
                     .unwrap_or(0);
                 let present = wanted.iter().filter(|w| has(&w.event)).count() + settings;
                 let installed = match present {

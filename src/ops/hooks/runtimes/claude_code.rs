@@ -15,6 +15,7 @@
 use super::{identity_env, owned, File, Site};
 use crate::model::runtime::Runtime;
 use crate::ops::hooks::json_edit::Edit;
+use crate::ops::hooks::runtime_json::Syntax;
 use crate::ops::hooks::Kind;
 
 pub const TEMPLATE: &str = include_str!("../../../../hooks/claude-code/settings.json");
@@ -34,6 +35,7 @@ pub fn files(site: &Site) -> Vec<File> {
         File {
             path: dir.join("settings.json"),
             kind: Kind::Json {
+                syntax: Syntax::Json,
                 template: Some(TEMPLATE),
                 prefix: "git loopx hook claude-code ",
                 edits: vec![Edit::union(&["permissions", "allow"], &ALLOW)],
@@ -42,6 +44,7 @@ pub fn files(site: &Site) -> Vec<File> {
         File {
             path: dir.join("settings.local.json"),
             kind: Kind::Json {
+                syntax: Syntax::Json,
                 template: None,
                 prefix: "git loopx hook claude-code ",
                 edits: env,

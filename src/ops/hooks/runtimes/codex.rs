@@ -17,6 +17,7 @@
 
 use super::{identity_env, owned, File, Site};
 use crate::model::runtime::Runtime;
+use crate::ops::hooks::runtime_json::Syntax;
 use crate::ops::hooks::{json_edit::Edit, Kind};
 
 pub const TEMPLATE: &str = include_str!("../../../../hooks/codex/hooks.json");
@@ -46,6 +47,7 @@ pub fn files(site: &Site) -> Vec<File> {
     let hooks = |root: &std::path::Path| File {
         path: root.join(".codex/hooks.json"),
         kind: Kind::Json {
+            syntax: Syntax::Json,
             template: Some(TEMPLATE),
             prefix: "git loopx hook codex ",
             edits: Vec::new(),

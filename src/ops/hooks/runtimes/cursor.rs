@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use super::{hook_command, File, Site};
 use crate::model::runtime::Runtime;
 use crate::ops::hooks::json_edit::{Edit, Op};
+use crate::ops::hooks::runtime_json::Syntax;
 use crate::ops::hooks::Kind;
 
 pub fn files(site: &Site) -> Vec<File> {
@@ -22,6 +23,7 @@ pub fn files(site: &Site) -> Vec<File> {
     vec![File {
         path: site.root.join(".cursor").join("hooks.json"),
         kind: Kind::Json {
+            syntax: Syntax::Json,
             template: None,
             prefix: "git loopx hook cursor ",
             edits: vec![

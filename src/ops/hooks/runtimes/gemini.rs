@@ -17,6 +17,7 @@
 
 use super::{identity_env, owned, File, Site};
 use crate::model::runtime::Runtime;
+use crate::ops::hooks::runtime_json::Syntax;
 use crate::ops::hooks::Kind;
 
 pub const TEMPLATE: &str = include_str!("../../../../hooks/gemini/settings.json");
@@ -43,6 +44,7 @@ pub fn files(site: &Site) -> Vec<File> {
         File {
             path: dir.join("settings.json"),
             kind: Kind::Json {
+                syntax: Syntax::Jsonc,
                 template: Some(TEMPLATE),
                 prefix: "git loopx hook gemini ",
                 edits: Vec::new(),

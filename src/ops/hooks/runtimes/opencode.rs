@@ -1,5 +1,5 @@
 //! OpenCode: a plugin of ours, `.opencode/plugin/loopx.js`, and `git loopx`
-//! allowed in the project's `opencode.json`.
+//! allowed in the project's `opencode.json` (JSONC to OpenCode).
 //!
 //! The plugin (OpenCode's plugin API) gives the bash tool the agent's
 //! identity (`shell.env`), hands the session its turn at the start, and,
@@ -9,6 +9,7 @@
 use super::{owned, File, Site};
 use crate::model::runtime::Runtime;
 use crate::ops::hooks::json_edit::Edit;
+use crate::ops::hooks::runtime_json::Syntax;
 use crate::ops::hooks::Kind;
 
 pub const PLUGIN: &str = include_str!("../../../../hooks/opencode/loopx.js");
@@ -31,6 +32,7 @@ pub fn files(site: &Site) -> Vec<File> {
         File {
             path: site.root.join("opencode.json"),
             kind: Kind::Json {
+                syntax: Syntax::Jsonc,
                 template: None,
                 prefix: "git loopx hook opencode ",
                 edits: vec![

@@ -917,6 +917,20 @@ fn gemini_gets_the_persons_git_identity_its_shell_would_hide() {
     assert!(report.contains("Author identity unknown"), "{report}");
 }
 
+/// A commented OpenCode configuration (JSONC, which OpenCode reads in both
+/// `opencode.json` and `opencode.jsonc`): a line comment, a block comment,
+/// a comment on a key's line and trailing commas.
+const COMMENTED_OPENCODE: &str = r#"{
+  // the theme we all use
+  "theme": "dark",
+  /* ask before
+     every edit */
+  "permission": {
+    "edit": "ask", // never allow
+  },
+}
+"#;
+
 /// The status line of the file whose path ends with `name`.
 fn status_of(env: &TestEnv, repo: &Path, runtime: &str, name: &str) -> serde_json::Value {
     let status = env
@@ -930,6 +944,116 @@ fn status_of(env: &TestEnv, repo: &Path, runtime: &str, name: &str) -> serde_jso
         .find(|f| f["path"].as_str().unwrap().ends_with(name))
         .cloned()
         .unwrap_or_else(|| panic!("no {name} in {status}"))
+}
+
+/// Issue 47, item 11: OpenCode's docs name `opencode.jsonc`, and OpenCode
+/// reads comments in either name. Install edits the user's file keeping its
+/// comments (no second `opencode.json` beside an `opencode.jsonc`), status
+/// counts neither the comments nor the `$schema` OpenCode adds as a change
+/// by hand, and uninstall gives back the user's bytes.
+#[test]
+fn opencode_jsonc_with_comments_is_edited_in_place_keeping_them() {
+    for (name, other) in [
+        ("opencode.jsonc", "opencode.json"),
+        ("opencode.json", "opencode.jsonc"),
+    ] {
+        let env = TestEnv::new();
+        let repo = env.state_repo("r");
+        let path = repo.join(name);
+        std::fs::write(&path, COMMENTED_OPENCODE).unwrap();
+        let run = env
+            .loopx(&repo, &["--json", "hooks", "install", "--opencode"])
+            .success();
+        assert_eq!(actions(&run), ["created", "created", "updated"], "{name}");
+        assert!(!repo.join(other).exists(), "{other} written beside {name}");
+        let text = std::fs::read_to_string(&path).unwrap();
+        for kept in [
+            "  // the theme we all use\n  \"theme\": \"dark\",\n",
+            "  /* ask before\n     every edit */\n",
+            "    \"edit\": \"ask\", // never allow\n",
+        ] {
+            assert!(text.contains(kept), "{name} lost {kept:?}:\n{text}");
+        }
+        assert!(
+            text.contains("\"git loopx *\": \"allow\",")
+                && text.contains("\"git loopx\": \"allow\","),
+            "{name}:\n{text}"
+        );
+        let line = status_of(&env, &repo, "--opencode", name);
+        assert_eq!(line["installed"], "yes", "{line}");
+        assert_eq!(line["changed_by_hand"], false, "{line}");
+
+        let again = env
+            .loopx(&repo, &["--json", "hooks", "install", "--opencode"])
+            .success();
+        assert_eq!(actions(&again), ["unchanged"; 3], "{name}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+
+        // OpenCode adds its `$schema` on its first run, keeping the comments.
+        let with_schema = text.replacen(
+            "{\n",
+            "{\n  \"$schema\": \"https://opencode.ai/config.json\",\n",
+            1,
+        );
+        std::fs::write(&path, &with_schema).unwrap();
+        let line = status_of(&env, &repo, "--opencode", name);
+        assert_eq!(line["changed_by_hand"], false, "{line}");
+        // A comment changed by hand is a change by hand.
+        std::fs::write(&path, with_schema.replace("never allow", "never")).unwrap();
+        let line = status_of(&env, &repo, "--opencode", name);
+        assert_eq!(line["changed_by_hand"], true, "{line}");
+        std::fs::write(&path, &text).unwrap();
+
+        let removed = env
+            .loopx(&repo, &["--json", "hooks", "uninstall", "--opencode"])
+            .success();
+        assert_eq!(
+            actions(&removed),
+            ["deleted", "deleted", "restored"],
+            "{name}"
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), COMMENTED_OPENCODE);
+        assert!(!repo.join(other).exists());
+    }
+}
+
+/// Issue 47, item 11: OpenCode reads both files when both are there,
+/// `opencode.jsonc` first and `opencode.json` merged over it. Install edits
+/// `opencode.jsonc`, leaves `opencode.json` alone and says that a rule there
+/// wins over ours.
+#[test]
+fn beside_an_opencode_json_the_jsonc_file_is_edited_and_install_says_so() {
+    let env = TestEnv::new();
+    let repo = env.state_repo("r");
+    std::fs::write(repo.join("opencode.jsonc"), COMMENTED_OPENCODE).unwrap();
+    let json = "{\"model\": \"x/y\"}";
+    std::fs::write(repo.join("opencode.json"), json).unwrap();
+    let run = env
+        .loopx(&repo, &["--json", "hooks", "install", "--opencode"])
+        .success()
+        .json();
+    let file = run["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"].as_str().unwrap().ends_with("opencode.jsonc"))
+        .cloned()
+        .unwrap();
+    assert_eq!(file["action"], "updated", "{run}");
+    assert!(
+        file["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("opencode.json is here too"),
+        "{file}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("opencode.json")).unwrap(),
+        json
+    );
+    assert!(std::fs::read_to_string(repo.join("opencode.jsonc"))
+        .unwrap()
+        .contains("\"git loopx *\": \"allow\""));
 }
 
 /// Issue 47, item 11: Gemini CLI reads comments in `.gemini/settings.json`.
@@ -1012,6 +1136,7 @@ fn a_broken_jsonc_file_is_refused_with_its_path_and_nothing_is_written() {
     std::fs::create_dir(repo.join(".gemini")).unwrap();
     for (file, runtime) in [
         ("opencode.json", "--opencode"),
+        ("opencode.jsonc", "--opencode"),
         (".gemini/settings.json", "--gemini"),
     ] {
         std::fs::write(repo.join(file), broken).unwrap();

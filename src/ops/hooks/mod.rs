@@ -268,6 +268,9 @@ pub fn install(ctx: &Context, which: &[Integration], baked: Baked) -> Result<Hoo
             } => {
                 let mut now = text()?.map(str::to_owned);
                 let mut changed = false;
+                if let Some(note) = runtimes::install_note(&target.path) {
+                    notes.push(note);
+                }
                 if let Some(template) = template {
                     let entries = runtime_json::template_entries(template, baked);
                     if let Some(done) =

@@ -57,6 +57,12 @@ pub fn files(runtime: Runtime, site: &Site) -> Vec<File> {
     }
 }
 
+/// What `hooks install` says about the file at `path` beyond what it did:
+/// another file beside it that its runtime reads too.
+pub fn install_note(path: &Path) -> Option<String> {
+    opencode::install_note(path)
+}
+
 /// Whether the runtime's shell gets the agent's identity from what is
 /// installed (else only the prompt's `--agent` carries it).
 pub fn shell_identity(runtime: Runtime) -> bool {

@@ -126,7 +126,7 @@ def main():
         "// Copyright (c) 2019 Zachary Rice; MIT License (see\n",
         "// src/model/leaks/GITLEAKS-LICENSE). Descriptions and file-bound\n",
         "// rules are left out (the script says which and why).\n\n",
-        "use super::vetted::{Allow, Vetted};\n\n",
+        "use super::vetted_rule::{Allow, Vetted};\n\n",
         f"pub(super) const GLOBAL_REGEXES: &[&str] = {strs([rust_regex(r) for r in g.get('regexes', [])])};\n\n",
         f"pub(super) const GLOBAL_STOPWORDS: &[&str] = {strs(g.get('stopwords', []))};\n\n",
         "pub(super) const VETTED: &[Vetted] = &[\n",

@@ -157,6 +157,7 @@ const PREFIXES: &[Prefix] = &[
 ];
 
 mod vetted;
+mod vetted_rule;
 mod vetted_table;
 
 /// Every rule's name, as [`Leak::kind`] gives it: what

@@ -4,7 +4,7 @@
 // src/model/leaks/GITLEAKS-LICENSE). Descriptions and file-bound
 // rules are left out (the script says which and why).
 
-use super::vetted::{Allow, Vetted};
+use super::vetted_rule::{Allow, Vetted};
 
 pub(super) const GLOBAL_REGEXES: &[&str] = &[
     r#"(?i)^true|false|null$"#,

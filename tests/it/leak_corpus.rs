@@ -7,6 +7,8 @@ use std::collections::BTreeSet;
 
 use loopx::model::leaks::{scan, vetted_rules};
 
+use crate::leak_rules::kinds as found;
+
 const CORPUS: &str = include_str!("../fixtures/leaks/corpus.tsv");
 
 struct Row {
@@ -51,16 +53,6 @@ fn rows() -> Vec<Row> {
                 expect,
                 text: unescape(text),
             }
-        })
-        .collect()
-}
-
-fn found(text: &str) -> Vec<String> {
-    scan(text)
-        .into_iter()
-        .map(|l| match l.via {
-            Some(via) => format!("{}/{via}", l.kind),
-            None => l.kind.to_owned(),
         })
         .collect()
 }

@@ -5,7 +5,8 @@ use loopx::model::leaks::*;
 
 const GH: &str = "R8x2Kq9LmN4pVt7Zw3Yc6Hj1Bs5Df0Ga8Ue2";
 
-fn kinds(text: &str) -> Vec<String> {
+/// The rules that catch `text`, as `kind` or `kind/via`.
+pub(crate) fn kinds(text: &str) -> Vec<String> {
     scan(text)
         .into_iter()
         .map(|l| match l.via {

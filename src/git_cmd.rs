@@ -501,6 +501,9 @@ pub fn fetch_branch(dir: &Path, remote: &str, branch: &str) -> Result<bool, Tran
             "--porcelain",
             "--no-write-fetch-head",
             "--no-tags",
+            // A write starts git's maintenance when git would; one per
+            // fetch would cost a `git maintenance` process per sync.
+            "--no-auto-maintenance",
             remote,
             &refspec,
         ],

@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::ops::write::Writer;
 use crate::ops::Context;
 use crate::store::{self, health, transaction, Oid, STATE_REF};
 use crate::Result;
@@ -462,8 +463,13 @@ fn repair_refused_file(ctx: &Context, tip: &Oid, repaired: &mut Vec<String>) -> 
     for line in &undone {
         message = message.line(format!("- {line}"));
     }
-    let checked = store::Checked::new(&ctx.store, &[tip], changes, &message)?;
-    match ctx.store.restore(tip, tip, &checked, ctx.now)? {
+    let writer = Writer::new(ctx);
+    let draft = writer.draft_merge(vec![tip.clone()], changes, &message, None)?;
+    let restored = draft.restore(&ctx.store, tip, ctx.now)?;
+    if let Some(new) = &restored {
+        writer.landed(new);
+    }
+    match restored {
         Some(new) => repaired.push(format!(
             "moved {STATE_REF} from {} (a file a reader refuses) to {}, a new commit on top of it with the tree of {}; undone: {}",
             tip.short(),
@@ -540,8 +546,13 @@ fn repair_state(
             message = message.line(format!("- {subject}"));
         }
     }
-    let checked = store::Checked::new(&ctx.store, &[&good], Vec::new(), &message)?;
-    match ctx.store.restore(&tip, &good, &checked, ctx.now)? {
+    let writer = Writer::new(ctx);
+    let draft = writer.draft_merge(vec![good.clone()], Vec::new(), &message, None)?;
+    let restored = draft.restore(&ctx.store, &tip, ctx.now)?;
+    if let Some(new) = &restored {
+        writer.landed(new);
+    }
+    match restored {
         Some(new) => {
             repaired.push(format!(
                 "moved {STATE_REF} from {} (objects missing) to {}, a new commit with the tree of {}",

@@ -7,21 +7,22 @@
 
 mod args;
 mod handoff;
+mod shared;
 
 pub use args::{ClaimArgs, HandoffArgs, NextArgs, ReleaseArgs, RenewArgs};
 pub use handoff::{handoff, handoff_note, parse_handoff_note, release};
 
 use serde::Serialize;
 
-use crate::codec;
 use crate::model::gate::{self, GateAction};
 use crate::model::lease::Published;
 use crate::model::lease::{self, ClaimAction};
 use crate::model::Timestamp;
 use crate::model::{select, Claim, Code, Refusal, State, Todo};
 use crate::ops::args::Seconds;
+use crate::ops::write::Writer;
 use crate::ops::{local, mutate_maybe, resolve_todo, sync, touch, Context};
-use crate::store::{cache, transaction, Checked, Message, Oid, STATE_REF};
+use crate::store::{transaction, Message, Oid};
 use crate::Result;
 
 #[derive(Debug, Serialize)]
@@ -319,10 +320,11 @@ fn claim_synced(
     let remote = sync::prepare(ctx, &sync::SyncOptions::remote(remote))?;
     let _turn = sync::sync_turn(ctx);
     if sync::shared::enabled(ctx) {
-        return claim_shared(ctx, agent, &remote, one, decide);
+        return shared::claim_shared(ctx, agent, &remote, one, decide);
     }
     let started = std::time::Instant::now();
     let mut jitter = transaction::Jitter::new();
+    let writer = Writer::new(ctx);
     for round in 0..sync::MAX_ROUNDS {
         if round > 0 {
             std::thread::sleep(jitter.full(
@@ -332,12 +334,9 @@ fn claim_synced(
             ));
         }
         let synced = sync::sync_locked(ctx, &remote, false)?;
-        let parent = synced.tip;
-        let mut state = transaction::state_at(&ctx.store, &parent)?;
-        let skeleton = codec::Skeleton::of(&state);
-        let goal = ctx.goal(&state)?.goal.id.clone();
-        ctx.decide_on(Some(&parent));
-        let ((action, todo), message) = decide(&mut state, &goal, &Remote::default())?;
+        let mut opened = writer.open(synced.tip)?;
+        let goal = ctx.goal(&opened.state)?.goal.id.clone();
+        let ((action, todo), message) = decide(&mut opened.state, &goal, &Remote::default())?;
         // Held on the synced tip: the remote holds this very claim already.
         let Some(message) = message else {
             return Ok(granted(ctx, agent, action, todo, None));
@@ -345,39 +344,23 @@ fn claim_synced(
         let message = message
             .trailer("Loopx-Goal", goal)
             .trailer("Loopx-Agent", agent);
-        let changes = transaction::written(Some(&skeleton), &state);
-        let checked = Checked::new(&ctx.store, &[&parent], changes, &message)?;
-        let Some(commit) = ctx.store.commit_detached(&parent, &checked, ctx.now)? else {
+        let parent = opened.parent.clone();
+        let draft = writer.draft(opened, message)?;
+        let Some(claim) = draft.detached(&ctx.store, ctx.now)? else {
             // Nothing to change: the remote holds this very claim already.
             return Ok(granted(ctx, agent, action, todo, None));
         };
-        // Cached like any write (the push's leak check reads it next); an
-        // entry for a commit that never lands on a ref is harmless.
-        cache::remember_delta(
-            &ctx.store,
-            &commit,
-            Some(&parent),
-            &state,
-            checked.changes(),
-        );
-        let pushed = sync::push(ctx, &remote, &commit, Some(&synced.remote_tip));
+        let pushed = sync::push(ctx, &remote, claim.id(), Some(&synced.remote_tip));
         if !matches!(pushed, Ok(true)) {
-            ctx.store.settle_detached(&commit);
+            claim.settle(&ctx.store);
             pushed?;
             continue;
         }
         // On the remote: now the local branch may have it.
-        let reflog = format!(
-            "loopx: {} (confirmed on {remote})",
-            checked.message().subject
-        );
-        let moved = ctx
-            .store
-            .move_ref(STATE_REF, Some(&parent), &commit, &reflog, ctx.now);
-        ctx.store.settle_detached(&commit);
-        if moved? {
-            state.clean();
-            ctx.store.memo_put(commit.clone(), state);
+        let commit = claim.id().clone();
+        let how = format!(" (confirmed on {remote})");
+        if claim.land(&ctx.store, Some(&parent), &how, ctx.now)? {
+            writer.landed(&commit);
         } else if let Err(e) = sync::sync_locked(ctx, &remote, false) {
             // A local write landed meanwhile; the next sync merges the claim in.
             tracing::warn!("the claim is on {remote}, but merging it here failed: {e}");
@@ -394,319 +377,6 @@ fn claim_synced(
     )
     .with_hint("other peers kept pushing loopx-state first; claim again, or sync through shared refs (`git config --unset loopx.shareRefs`), where claims on different todos do not contend")
     .into())
-}
-
-/// A claim confirmed through shared refs (`sync::shared`): decided on the
-/// local tip with the remote's leases laid over it — as last fetched, at
-/// first — then confirmed by pushing the todo's lease with the lease on the
-/// value known, a compare-and-swap of that ref alone. A refused push means
-/// the lease moved: the leases (of the todo named, or of the goal for
-/// `todo next`) are fetched and the claim decided again — for `todo next`,
-/// on another todo if someone leased this one, at once and without giving
-/// up. The peers' states are merged first only when a decision refuses (a
-/// todo this clone has not heard of, nothing ready here): then it decides
-/// again on everything.
-fn claim_shared(
-    ctx: &Context,
-    agent: &str,
-    remote: &str,
-    one: Option<&str>,
-    mut decide: impl FnMut(&mut State, &str, &Remote<'_>) -> Result<Decision>,
-) -> Result<ClaimReport> {
-    use sync::shared::{self, Confirm, Patience};
-    let mut patience = Patience::new();
-    let mut excluded: Vec<String> = Vec::new();
-    let peers = shared::known_peers(ctx, remote);
-    let me = shared::peer_id(ctx);
-    let mut merge_first = false;
-    // `todo next` decides on the leases as they are now: other clones
-    // claimed since this one last looked, and a claim decided on old
-    // leases mostly picks a todo someone took meanwhile (a refused push,
-    // then the fetch anyway). A sync a moment ago fetched them already.
-    let mut fetch_leases =
-        one.is_none() && !shared::merged_within(ctx, remote, ctx.now, LEASES_FRESH);
-    // Pushes refused in a row although the leases were fetched just before,
-    // and of those, refusals by a lease ref that reads as no lease at all.
-    let (mut lost, mut unreadable) = (0, 0);
-    // Claims whose push landed too late to trust (see below).
-    let mut late = 0;
-    let create_bound = shared::create_bound(ctx)?;
-    // The command's clock as the claim goes on.
-    let began = std::time::Instant::now();
-    let now = || {
-        let elapsed = i64::try_from(began.elapsed().as_secs()).unwrap_or(i64::MAX);
-        ctx.now.plus_seconds(elapsed)
-    };
-    loop {
-        patience.attempts += 1;
-        let mut all = None;
-        let fetched_at = std::time::Instant::now();
-        let parent = match ctx.store.tip()? {
-            Some(tip) if !merge_first => tip,
-            _ => {
-                merge_first = true;
-                let fetched = shared::fetch(ctx, remote)?;
-                let tip = shared::integrate(ctx, remote, &fetched, false)?.tip;
-                shared::note_merged(ctx, remote, now());
-                all = Some(fetched.leases);
-                tip
-            }
-        };
-        let merged_now = all.is_some();
-        let mut state = transaction::state_at(&ctx.store, &parent)?;
-        let skeleton = codec::Skeleton::of(&state);
-        let target = ctx.goal(&state).and_then(|gs| {
-            let id = one.map(|q| resolve_todo(gs, q)).transpose()?;
-            Ok((gs.goal.id.clone(), id))
-        });
-        let (goal, id) = match target {
-            Err(_) if !merge_first => {
-                merge_first = true;
-                continue;
-            }
-            other => other?,
-        };
-        // The leases as last fetched, at first: most claims land on them,
-        // and a push refused because one moved sends us to fetch them.
-        let leases = match all {
-            Some(leases) => leases,
-            None if fetch_leases => shared::fetch_leases(ctx, remote, &goal, id.as_deref())?,
-            None => shared::known_leases(ctx, remote, &goal, id.as_deref())?,
-        };
-        let view = Remote {
-            leases: Some(&leases),
-            excluded: &excluded,
-            peers: &peers,
-            me: &me,
-        };
-        ctx.decide_on(Some(&parent));
-        let ((action, todo), message) = match decide(&mut state, &goal, &view) {
-            Err(_) if !merge_first => {
-                merge_first = true;
-                continue;
-            }
-            other => other?,
-        };
-        let claim = claimed(&todo);
-        let lease = leases.get(&goal, &todo.id);
-        // No lease ref for this todo: the claim creates one. The ref of an
-        // ended lease is deleted once the remote's loopx-state records the
-        // end (`shared::lease_ref_grace`), so a claim decided on an older
-        // state could take a todo someone already finished: it decides on
-        // a fetch merged less than a quarter of the grace ago — its own,
-        // or the last sync's — else it fetches and merges first.
-        let fresh = if merged_now {
-            fetched_at.elapsed() <= create_bound
-        } else {
-            shared::merged_within(ctx, remote, now(), create_bound)
-        };
-        if lease.is_none() && !fresh {
-            merge_first = true;
-            continue;
-        }
-        let on_remote = lease.is_some_and(|r| {
-            let p = &r.lease;
-            p.agent == agent && p.epoch == claim.epoch && p.expires_at >= claim.expires_at
-        });
-        let message = match message {
-            // The remote has this very lease already.
-            None if on_remote => {
-                return Ok(granted(ctx, agent, action, todo, None));
-            }
-            // Held here but not confirmed as it stands (a claim made
-            // without --sync, a renewal): confirm it now, or learn that
-            // someone else has the todo.
-            None => Message::new(
-                "todo claim",
-                format!(
-                    "todo claim {} by {agent} (epoch {}, confirmed)",
-                    todo.id, claim.epoch
-                ),
-            )
-            .trailer("Loopx-Todo", todo.id.clone()),
-            Some(message) => message,
-        };
-        let message = message
-            .trailer("Loopx-Goal", goal.clone())
-            .trailer("Loopx-Agent", agent);
-        let changes = transaction::written(Some(&skeleton), &state);
-        let checked = Checked::new(&ctx.store, &[&parent], changes, &message)?;
-        let published = Published::of(&goal, &todo.id, &claim);
-        let rider = shared::rider(ctx, &parent, &leases)?;
-        let action = match shared::confirm(ctx, remote, &published, lease.map(|r| &r.oid), &rider) {
-            // The claim created the lease ref, deciding on a fetch less than
-            // a quarter of the grace old; but a push can take long to land
-            // (a slow remote, a hook), and an ended lease's ref deleted
-            // meanwhile would let it take a finished todo at a used epoch.
-            // Landed past half the grace, it is not trusted: the ref is
-            // deleted again and the claim decided on a new fetch.
-            Ok(Confirm::Confirmed)
-                if lease.is_none() && {
-                    let half = create_bound * 2;
-                    let in_time = if merged_now {
-                        fetched_at.elapsed() <= half
-                    } else {
-                        shared::merged_within(ctx, remote, now(), half)
-                    };
-                    !in_time
-                } =>
-            {
-                late += 1;
-                let withdrawn = shared::withdraw(ctx, remote, &goal, &todo.id)?;
-                tracing::warn!(
-                    "the lease on {} reached {remote} {:.1}s after the fetch it was decided on, past half of loopx.leaseRefGrace: {}",
-                    todo.id,
-                    fetched_at.elapsed().as_secs_f64(),
-                    if withdrawn { "withdrawn, deciding again" } else { "it moved since" }
-                );
-                if late >= LATE_TRIES {
-                    return Err(too_slow(remote, &todo.id, create_bound * 4));
-                }
-                merge_first = true;
-                continue;
-            }
-            Ok(Confirm::Confirmed) => action,
-            // The same agent holds this very lease already (its claim from
-            // another clone, in the same second): this claim holds it too.
-            Ok(Confirm::AlreadyThere) => ClaimAction::Held,
-            Ok(Confirm::LostLease) => {
-                // The lease moved since we last fetched it: someone leased
-                // this very todo, or our copy was old. Fetch the leases and
-                // decide again (a `todo next` takes another todo first).
-                if fetch_leases && one.is_none() {
-                    // Another todo cannot conflict: try it at once.
-                    excluded.push(todo.id.clone());
-                } else if fetch_leases {
-                    lost += 1;
-                    if lease.is_none() {
-                        unreadable += 1;
-                    }
-                    // Fetched, decided on no lease, refused as if there were
-                    // one, three times over: the ref is there but unreadable.
-                    if unreadable >= UNREADABLE_TRIES {
-                        return Err(shared::unreadable_lease(ctx, remote, &goal, &todo.id, lost));
-                    }
-                    if lost >= sync::MAX_ROUNDS {
-                        return Err(lost_every_round(remote, &todo.id, &patience));
-                    }
-                    patience.wait();
-                }
-                fetch_leases = true;
-                continue;
-            }
-            Err(e) => return Err(starved(e, &patience)),
-        };
-        // Held here already, in this very form (claimed without --sync in
-        // the same second): the remote now has it, and the branch needs no
-        // commit.
-        if checked.changes().is_empty() {
-            return Ok(granted(ctx, agent, action, todo, None));
-        }
-        // On the remote: now the local branch records it.
-        let commit = commit_confirmed(ctx, remote, &parent, state, &checked)?;
-        return Ok(granted(ctx, agent, action, todo, Some(commit)));
-    }
-}
-
-/// Records a confirmed claim on the local branch: a commit on `parent`,
-/// which the branch moves to if it is still there, else merges (another
-/// agent of this clone wrote meanwhile). The lease on the remote is what
-/// counts; the next sync publishes this commit.
-fn commit_confirmed(
-    ctx: &Context,
-    remote: &str,
-    parent: &Oid,
-    mut state: State,
-    checked: &Checked,
-) -> Result<Oid> {
-    let commit = ctx
-        .store
-        .commit_detached_on(std::slice::from_ref(parent), checked, ctx.now)?;
-    cache::remember_delta(&ctx.store, &commit, Some(parent), &state, checked.changes());
-    let reflog = format!(
-        "loopx: {} (confirmed on {remote})",
-        checked.message().subject
-    );
-    let moved = ctx
-        .store
-        .move_ref(STATE_REF, Some(parent), &commit, &reflog, ctx.now);
-    let merged = match moved {
-        Ok(true) => {
-            state.clean();
-            ctx.store.memo_put(commit.clone(), state);
-            Ok(())
-        }
-        Ok(false) => {
-            let claim = sync::shared::Fetched {
-                peers: [("(this claim)".to_owned(), commit.clone())].into(),
-                ..Default::default()
-            };
-            sync::shared::integrate(ctx, remote, &claim, false).map(drop)
-        }
-        Err(e) => Err(e.into()),
-    };
-    ctx.store.settle_detached(&commit);
-    if let Err(e) = merged {
-        tracing::warn!(
-            "the claim is on {remote}, but merging it here failed: {e}; the next sync merges it"
-        );
-    }
-    Ok(commit)
-}
-
-/// Claims withdrawn for landing too late, in a row, before the claim stops.
-const LATE_TRIES: u32 = 3;
-
-/// A claim whose lease push landed past half the grace every time.
-fn too_slow(remote: &str, todo: &str, grace: std::time::Duration) -> crate::Error {
-    Refusal::new(
-        Code::PushRejected,
-        format!(
-            "the lease on {todo} reached {remote} past half of loopx.leaseRefGrace ({}s) after its fetch, {LATE_TRIES} times: it was withdrawn each time",
-            grace.as_secs()
-        ),
-    )
-    .with_hint("raise `git config loopx.leaseRefGrace` on every clone, or find what slows pushes to the remote (a hook, the network)")
-    .into()
-}
-
-/// Refusals by one lease ref, each after its value was fetched, before a
-/// claim of that todo stops and names the ref (a live race refuses twice
-/// in a row only when another claimer wins twice).
-const UNREADABLE_TRIES: u32 = 3;
-
-/// A claim whose lease push was refused in every round although the lease
-/// was fetched before each: the todo's lease keeps moving.
-fn lost_every_round(remote: &str, todo: &str, patience: &sync::shared::Patience) -> crate::Error {
-    Refusal::new(
-        Code::PushRejected,
-        format!(
-            "{remote} refused the lease on {todo} in each of {} rounds over {:.1}s: others keep claiming it",
-            sync::MAX_ROUNDS,
-            patience.elapsed().as_secs_f64()
-        ),
-    )
-    .with_hint("claim again later, or take another todo (`todo next --claim --sync`)")
-    .into()
-}
-
-/// A claim's error, telling how long it tried when it tried more than once.
-fn starved(e: crate::Error, patience: &sync::shared::Patience) -> crate::Error {
-    if patience.attempts <= 1 {
-        return e;
-    }
-    match e {
-        crate::Error::Refused(mut r) => {
-            r.message = format!(
-                "{} (after {} attempts over {:.1}s)",
-                r.message,
-                patience.attempts,
-                patience.elapsed().as_secs_f64()
-            );
-            r.into()
-        }
-        other => other,
-    }
 }
 
 /// `todo next [--claim [--sync [--remote R]]]`: what `should-run` would

@@ -472,6 +472,7 @@ pub mod signed;
 pub mod signers;
 pub mod sync;
 pub mod validate;
+pub mod write;
 pub mod writeback;
 
 /// Runs `f` on the current state inside the CAS loop, with the selected goal
@@ -508,7 +509,8 @@ pub fn mutate_maybe<R>(
 }
 
 /// Every write a use case makes: the store's compare-and-swap transaction
-/// (see [`store::transact`]), then upkeep.
+/// (see [`store::transact`]), with the write rules of [`write::Writer`]
+/// (who writes, retention), then upkeep.
 ///
 /// Inside an agent runtime with no agent named, a write is refused once the
 /// use case has decided it (its own refusal, such as `gate_reserved`, comes
@@ -517,47 +519,21 @@ pub fn transact<R>(
     ctx: &Context,
     mut mutate: impl FnMut(&mut Option<State>) -> Result<store::Write<R>>,
 ) -> Result<store::Committed<R>> {
-    let retention = retention::setting(ctx)?;
+    let writer = write::Writer::new(ctx);
     let done = ctx.told(store::transact(
         &ctx.store,
         ctx.now,
         |state: &mut Option<State>, base| {
             ctx.decide_on(base);
             let mut write = mutate(state)?;
-            if write.message.is_some() {
-                ctx.actor()?;
-                local::check_own_turn_open(ctx)?;
-                if let (Some(agent), Some(state)) = (ctx.agent(), state.as_ref()) {
-                    state.check_registered(agent)?;
-                }
-                if let (Some(state), Some(base)) = (state.as_mut(), base) {
-                    retention::archive_due(ctx, retention, state, base, &mut write);
-                }
-            }
+            writer.admit(state, base, &mut write)?;
             Ok::<_, crate::Error>(write)
         },
     ))?;
     if let Some(commit) = &done.commit {
-        upkeep(ctx, commit);
+        writer.landed(commit);
     }
     Ok(done)
-}
-
-/// After a write: git's own automatic maintenance, as `git commit` runs
-/// it, when it would find work, or a multi-pack-index over a big pack (see
-/// `GixStore::upkeep_due`; looked at on one commit in eight, by its id). It
-/// follows git's settings: `maintenance.auto=false` or `gc.auto=0` turn it
-/// off.
-fn upkeep(ctx: &Context, commit: &store::Oid) {
-    if !(commit.0.starts_with('0') || commit.0.starts_with('8')) {
-        return;
-    }
-    let due = ctx.store.upkeep_due();
-    if due.maintenance {
-        crate::git_cmd::maintenance_detached(ctx.store.common_dir());
-    } else if due.multi_pack_index {
-        crate::git_cmd::multi_pack_index_detached(ctx.store.common_dir());
-    }
 }
 
 /// Resolves a todo id or unique prefix within a goal.

@@ -3,10 +3,10 @@
 //! signing key, and the state ref moves to the signed commit by the usual
 //! compare-and-swap, deciding again on the new tip when another writer won.
 
-use crate::codec;
 use crate::model::State;
+use crate::ops::write::Writer;
 use crate::ops::Context;
-use crate::store::{cache, transaction, Checked, Committed, Message, STATE_REF};
+use crate::store::{Committed, Message};
 use crate::Result;
 
 /// How many times a signed write decides again after losing the race.
@@ -20,15 +20,15 @@ pub fn mutate_signed<R>(
     mut f: impl FnMut(&mut State, &str) -> Result<(R, Message)>,
 ) -> Result<Committed<R>> {
     ctx.adopt_remote_state()?;
+    let writer = Writer::new(ctx);
     for round in 1..=ROUNDS as u32 {
-        let (parent, mut state) = ctx.load()?;
-        let skeleton = codec::Skeleton::of(&state);
-        let goal = ctx.goal(&state)?.goal.id.clone();
-        let (value, message) = f(&mut state, &goal)?;
+        let (parent, _) = ctx.load()?;
+        let mut opened = writer.open(parent.clone())?;
+        let goal = ctx.goal(&opened.state)?.goal.id.clone();
+        let (value, message) = f(&mut opened.state, &goal)?;
         let message = message.trailer("Loopx-Goal", goal);
-        let changes = transaction::written(Some(&skeleton), &state);
-        let checked = Checked::new(&ctx.store, &[&parent], changes, &message)?;
-        let Some(unsigned) = ctx.store.commit_detached(&parent, &checked, ctx.now)? else {
+        let draft = writer.draft(opened, message)?;
+        let Some(unsigned) = draft.detached(&ctx.store, ctx.now)? else {
             return Ok(Committed {
                 value,
                 commit: None,
@@ -36,11 +36,10 @@ pub fn mutate_signed<R>(
                 attempts: round,
             });
         };
-        let signed = crate::git_cmd::signing::sign_commit(ctx.repo_dir(), &unsigned.0);
-        let signed = match signed {
+        let signed = match crate::git_cmd::signing::sign_commit(ctx.repo_dir(), &unsigned.id().0) {
             Ok(id) => crate::store::Oid(id),
             Err(e) => {
-                ctx.store.settle_detached(&unsigned);
+                unsigned.settle(&ctx.store);
                 return Err(crate::model::Refusal::new(
                     crate::model::Code::GitFailed,
                     format!("git could not sign the state commit: {e}"),
@@ -52,14 +51,8 @@ pub fn mutate_signed<R>(
                 .into());
             }
         };
-        let reflog = format!("loopx: {} (signed)", checked.message().subject);
-        let moved = ctx
-            .store
-            .move_ref(STATE_REF, Some(&parent), &signed, &reflog, ctx.now);
-        ctx.store.settle_detached(&unsigned);
-        if moved? {
-            let changes = checked.changes();
-            cache::remember_delta(&ctx.store, &signed, Some(&parent), &state, changes);
+        if unsigned.land_as(&ctx.store, &signed, Some(&parent), " (signed)", ctx.now)? {
+            writer.landed(&signed);
             return Ok(Committed {
                 value,
                 commit: Some(signed),

@@ -7,11 +7,13 @@
 //! top, and every commit goes through its [`Checked`].
 
 pub mod cache;
+pub mod checked;
 pub mod durable;
 pub mod gix_store;
 pub mod health;
 mod journal;
 mod message;
+pub mod publish;
 pub mod special;
 pub mod transaction;
 
@@ -19,9 +21,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
+pub use checked::Checked;
 pub use gix_store::{Due, GixStore};
 pub use message::{trailer, Message};
-pub use transaction::{transact, Checked, Committed, Write};
+pub use publish::{Detached, Draft};
+pub use transaction::{transact, Committed, Write};
 
 use crate::model::Timestamp;
 

@@ -8,9 +8,11 @@
 use std::time::Duration;
 
 use crate::codec;
-use crate::model::{leaks, State, Timestamp};
-use crate::store::cache::remember_delta;
-use crate::store::{health, CasResult, Error, FileChange, GixStore, Message, Oid};
+use crate::model::{State, Timestamp};
+use crate::store::publish::Draft;
+use crate::store::{health, CasResult, Error, GixStore, Message, Oid};
+
+pub use crate::store::checked::{changes, written, Checked};
 
 /// How many times a writer reloads after losing the race before it gives up.
 pub const MAX_ATTEMPTS: u32 = 200;
@@ -92,29 +94,22 @@ where
             base: base.clone(),
             attempts: attempt,
         };
-        let (Some(message), Some(new)) = (&write.message, &state) else {
+        let (Some(message), Some(new)) = (&write.message, state) else {
             return Ok(done(None));
         };
-        let mut changes = written(skeleton.as_ref(), new);
-        changes.extend(
-            write
-                .removed
-                .iter()
-                .map(|path| FileChange::Remove { path: path.clone() }),
-        );
-        if changes.is_empty() {
+        let draft = Draft::of_state(
+            store,
+            base.as_ref(),
+            skeleton.as_ref(),
+            new,
+            &write.removed,
+            message,
+        )?;
+        if draft.is_empty() {
             return Ok(done(None));
         }
-        let checked = Checked::new(store, &base.iter().collect::<Vec<_>>(), changes, message)?;
-        match store.commit(base.as_ref(), None, &checked, now)? {
-            CasResult::Committed(oid) => {
-                remember_delta(store, &oid, base.as_ref(), new, checked.changes());
-                if let Some(mut new) = state {
-                    new.clean();
-                    store.memo_put(oid.clone(), new);
-                }
-                return Ok(done(Some(oid)));
-            }
+        match draft.compare_and_swap(store, now)? {
+            CasResult::Committed(oid) => return Ok(done(Some(oid))),
             CasResult::Unchanged => return Ok(done(None)),
             CasResult::Retry => {
                 // A live writer holds the ref lock for well under a
@@ -142,206 +137,6 @@ where
         },
     }
     .into())
-}
-
-/// A change that passed every check a write makes, and the only thing the
-/// store commits ([`GixStore::commit`], and its detached and merge
-/// commits all take one): whatever publishes a write — a compare-and-swap
-/// of the local ref, a commit pushed before the ref moves, a signed commit,
-/// a sync merge, a repair — cannot skip a check.
-///
-/// The checks, in order: the files read back ([`check_readable`]); the
-/// files and the message add no credential the parents did not hold
-/// ([`refuse_new_leaks`]), and a rule `--allow-secret-pattern` let through
-/// is named in a `Loopx-Allowed-Secret-Pattern` trailer ([`with_allowances`]).
-#[derive(Debug)]
-pub struct Checked {
-    changes: Vec<FileChange>,
-    message: Message,
-}
-
-impl Checked {
-    /// Checks `changes` and `message` for a commit whose parents are
-    /// `bases` (none for a root commit).
-    pub fn new(
-        store: &GixStore,
-        bases: &[&Oid],
-        changes: Vec<FileChange>,
-        message: &Message,
-    ) -> Result<Self, Error> {
-        check_readable(&changes)?;
-        let passed = refuse_new_leaks(store, bases, &changes, message)?;
-        let message = with_allowances(message, &passed).unwrap_or_else(|| message.clone());
-        Ok(Checked { changes, message })
-    }
-
-    pub fn changes(&self) -> &[FileChange] {
-        &self.changes
-    }
-
-    /// The message, with its allowance trailers.
-    pub fn message(&self) -> &Message {
-        &self.message
-    }
-}
-
-/// Refuses changes a reader would refuse (a file too large, a time out of
-/// range): nothing is ever committed that would make the state unreadable.
-fn check_readable(changes: &[FileChange]) -> Result<(), Error> {
-    for change in changes {
-        if let FileChange::Upsert { path, bytes } = change {
-            codec::check_file(path, bytes).map_err(Error::Unwritable)?;
-        }
-    }
-    Ok(())
-}
-
-/// Refuses a write that would commit a credential (SPEC §5, `leak_detected`):
-/// the changed files' bytes and the commit message are scanned
-/// ([`leaks::scan`]). A credential the file already held at one of `bases`
-/// (the parents: a merge has several; one that arrived from a remote or
-/// predates the scan) does not block the write:
-/// refusing it would make that todo unwritable, even to clear it, and the
-/// write adds nothing new. `sync` still refuses to push it, and `redact`
-/// removes it from unpushed history.
-///
-/// A new hit of a rule the store allows ([`GixStore::allowed_leaks`]) passes;
-/// the rules that let one through are returned, for the commit's
-/// `Loopx-Allowed-Secret-Pattern` trailers ([`with_allowances`]).
-fn refuse_new_leaks(
-    store: &GixStore,
-    bases: &[&Oid],
-    changes: &[FileChange],
-    message: &Message,
-) -> Result<Vec<&'static str>, Error> {
-    let allowed = store.allowed_leaks();
-    let mut passed: Vec<&'static str> = Vec::new();
-    let mut pass = |kind: &'static str| {
-        let ok = allowed.contains(&kind);
-        if ok && !passed.contains(&kind) {
-            passed.push(kind);
-        }
-        ok
-    };
-    // Each changed file as every base holds it, read once when needed.
-    let mut old: Vec<Vec<Vec<u8>>> = Vec::new();
-    let mut old_at = |i: usize| -> Result<Vec<Vec<u8>>, Error> {
-        if old.is_empty() {
-            old = changes
-                .iter()
-                .map(|c| {
-                    let path = match c {
-                        FileChange::Upsert { path, .. } | FileChange::Remove { path } => path,
-                    };
-                    let mut held = Vec::new();
-                    for base in bases {
-                        held.extend(store.read_file(base, path)?);
-                    }
-                    Ok(held)
-                })
-                .collect::<Result<_, Error>>()?;
-        }
-        Ok(old[i].clone())
-    };
-    let held_before = |secret: &str, versions: &[Vec<u8>]| {
-        versions
-            .iter()
-            .any(|b| String::from_utf8_lossy(b).contains(secret))
-    };
-    for (i, change) in changes.iter().enumerate() {
-        let FileChange::Upsert { path, bytes } = change else {
-            continue;
-        };
-        for leak in leaks::scan_bytes(bytes) {
-            if !held_before(&leak.secret, &old_at(i)?) && !pass(leak.kind) {
-                let text = String::from_utf8_lossy(bytes);
-                let line = leaks::lines_of(&text, &leak.secret)[0];
-                let place = match field_of(&text, &leak.secret) {
-                    Some(field) => format!("{path}:{line} (field `{field}`)"),
-                    None => format!("{path}:{line}"),
-                };
-                return Err(Error::Leak {
-                    place,
-                    what: leak.describe(),
-                });
-            }
-        }
-    }
-    for leak in leaks::scan(&message.render()) {
-        let mut known = false;
-        for i in 0..changes.len() {
-            known |= held_before(&leak.secret, &old_at(i)?);
-        }
-        if !known && !pass(leak.kind) {
-            return Err(Error::Leak {
-                place: format!(
-                    "the message of this `{}` commit",
-                    leak_free_subject(message)
-                ),
-                what: leak.describe(),
-            });
-        }
-    }
-    Ok(passed)
-}
-
-/// `message` with a `Loopx-Allowed-Secret-Pattern` trailer for each rule
-/// `--allow-secret-pattern` let through, so a reviewer sees the allowance.
-fn with_allowances(message: &Message, passed: &[&'static str]) -> Option<Message> {
-    if passed.is_empty() {
-        return None;
-    }
-    let mut message = message.clone();
-    for rule in passed {
-        message = message.trailer("Loopx-Allowed-Secret-Pattern", *rule);
-    }
-    Some(message)
-}
-
-/// The YAML key whose value holds `secret` in a file we wrote: the nearest
-/// `key:` at or above the line it starts on.
-fn field_of(text: &str, secret: &str) -> Option<String> {
-    let at = text.find(secret)?;
-    text[..at]
-        .lines()
-        .rev()
-        .chain(text[at..].lines().take(1))
-        .find_map(|line| {
-            let line = line.trim_start().trim_start_matches("- ");
-            let key = &line[..line.find(':')?];
-            (!key.is_empty() && key.bytes().all(|c| c.is_ascii_lowercase() || c == b'_'))
-                .then(|| key.to_owned())
-        })
-}
-
-/// The message's operation, for naming it without repeating its text.
-fn leak_free_subject(message: &Message) -> String {
-    message
-        .trailers
-        .iter()
-        .find(|(k, _)| *k == "Loopx-Op")
-        .map_or_else(String::new, |(_, v)| v.clone())
-}
-
-/// What a mutation wrote, as file changes (see [`codec::written_files`]).
-pub fn written(before: Option<&codec::Skeleton>, new: &State) -> Vec<FileChange> {
-    to_changes(codec::written_files(before, new))
-}
-
-fn to_changes(edits: Vec<codec::FileEdit>) -> Vec<FileChange> {
-    edits
-        .into_iter()
-        .map(|(path, bytes)| match bytes {
-            Some(bytes) => FileChange::Upsert { path, bytes },
-            None => FileChange::Remove { path },
-        })
-        .collect()
-}
-
-/// The file changes that turn `old` into `new`. Files outside the layout are
-/// never touched, and neither are entities that did not change.
-pub fn changes(old: Option<&State>, new: &State) -> Vec<FileChange> {
-    to_changes(codec::changed_files(old, new))
 }
 
 /// Jittered exponential backoff without a random-number dependency.
@@ -459,8 +254,15 @@ mod tests {
                 let mut new = theirs.clone();
                 new.goals.get_mut("g").unwrap().goal.objective = "theirs".into();
                 let message = Message::new("test", "theirs");
-                let checked = Checked::new(&store, &[], changes(Some(&theirs), &new), &message);
-                let moved = store.commit(tip.as_ref(), None, &checked.unwrap(), t(2));
+                let parents = tip.into_iter().collect();
+                let draft = Draft::of_changes(
+                    &store,
+                    parents,
+                    changes(Some(&theirs), &new),
+                    &message,
+                    None,
+                );
+                let moved = draft.unwrap().compare_and_swap(&store, t(2));
                 assert!(matches!(moved, Ok(CasResult::Committed(_))));
             }
             let gs = s.as_mut().unwrap().goals.get_mut("g").unwrap();

@@ -290,3 +290,143 @@ fn a_repair_message_repeats_no_credential() {
     assert!(!message.contains(token), "{message}");
     env.fsck(&repo, &[]);
 }
+
+/// A `--sync` claim is a write like any other after its checks too: on
+/// either path its commit archives the runs past the horizon (issue 48:
+/// the claim paths once skipped retention, and git's upkeep).
+#[test]
+fn a_sync_claim_archives_runs_past_the_horizon_on_either_path() {
+    for shared in [false, true] {
+        let mut env = TestEnv::new();
+        let (_remote, a, id) = published_todo(&env, shared);
+        env.now = "2026-12-03T10:00:00Z".to_owned();
+        let args = [
+            "--agent",
+            "a1",
+            "writeback",
+            "--outcome",
+            "outcome_progress",
+        ];
+        env.loopx(&a, &[&args[..], &["--summary", "old"]].concat())
+            .success();
+        env.loopx(&a, &["sync"]).success();
+        // Two days on, the 3rd's run is past the 24 h horizon by more than
+        // an eighth: the claim's own commit takes it out of the tree.
+        env.now = "2026-12-05T10:00:00Z".to_owned();
+        env.loopx(&a, &["--agent", "a1", "todo", "claim", &id, "--sync"])
+            .success();
+        let message = env.git(&a, &["log", "-1", "--format=%B", "loopx-state"]);
+        assert!(
+            message.contains("todo claim") && message.contains("Loopx-Archived: main through"),
+            "shared refs {shared}: {message}"
+        );
+        let tree = env.git(&a, &["ls-tree", "-r", "--name-only", "loopx-state"]);
+        assert!(!tree.contains("/runs/2026-12-03/"), "{tree}");
+    }
+}
+
+/// `--sync` claims start git's own maintenance as any write does: with a
+/// low `gc.auto`, the loose objects the claims write are rolled into a pack
+/// while only claims write.
+#[test]
+fn sync_claims_start_gits_maintenance_on_either_path() {
+    const TODOS: usize = 64;
+    for shared in [false, true] {
+        let env = TestEnv::new();
+        let (_remote, a, _) = published_todo(&env, shared);
+        env.git(&a, &["config", "maintenance.auto", "false"]);
+        let ids: Vec<String> = (0..TODOS)
+            .map(|i| env.add_todo(&a, &format!("item {i}")))
+            .collect();
+        env.loopx(&a, &["sync"]).success();
+        env.git(&a, &["config", "gc.auto", "20"]);
+        env.git(&a, &["config", "--unset", "maintenance.auto"]);
+        plant_loose_in_17(&env, &a);
+        let packs = || {
+            let out = env.git(&a, &["count-objects", "-v"]);
+            out.lines()
+                .find_map(|l| l.strip_prefix("packs:"))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        let packs_before = packs();
+        let mut claims = 0;
+        for id in &ids {
+            env.loopx(&a, &["--agent", "a1", "todo", "claim", id, "--sync"])
+                .success();
+            claims += 1;
+            // The maintenance runs in the background.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_millis(300);
+            while packs() == packs_before && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            if packs() > packs_before {
+                break;
+            }
+        }
+        assert!(
+            packs() > packs_before,
+            "shared refs {shared}: no maintenance after {claims} claims"
+        );
+        env.fsck(&a, &["--strict"]);
+    }
+}
+
+/// Git (and the upkeep, which judges as git does) counts loose objects by
+/// `objects/17` alone: three unreachable blobs there make any repository
+/// look due for maintenance, whatever ids its own objects drew.
+fn plant_loose_in_17(env: &TestEnv, repo: &Path) {
+    let mut planted = 0;
+    for i in 0.. {
+        let text = format!("seventeen {i}\n");
+        let header = format!("blob {}\0", text.len());
+        let id = sha1_smol::Sha1::from([header.as_bytes(), text.as_bytes()].concat())
+            .digest()
+            .to_string();
+        if id.starts_with("17") {
+            let file = env.path(&format!("blob-{i}"));
+            std::fs::write(&file, &text).unwrap();
+            let written = env.git(repo, &["hash-object", "-w", file.to_str().unwrap()]);
+            assert_eq!(written.trim(), id);
+            planted += 1;
+            if planted == 3 {
+                break;
+            }
+        }
+    }
+}
+
+/// The store's commit entry points are called from one place, the
+/// transaction's publishing ends (`src/store/publish.rs`); the compiler
+/// keeps them inside `store` (`pub(in crate::store)`), and this test keeps
+/// them inside that one file.
+#[test]
+fn the_store_commits_only_through_its_publishing_ends() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = vec![src];
+    let mut calls = Vec::new();
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            continue;
+        }
+        let rel = path.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let rel = rel.to_string_lossy().replace('\\', "/");
+        if !rel.ends_with(".rs") || rel == "src/store/publish.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            for entry in [".write_commit(", ".write_detached(", ".settle_detached("] {
+                if line.contains(entry) {
+                    calls.push(format!("{rel}:{}: {}", n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        calls.is_empty(),
+        "commits made outside store/publish.rs:\n{}",
+        calls.join("\n")
+    );
+}

@@ -14,10 +14,9 @@ use serde::Serialize;
 use crate::git_cmd::{self, history, PushStatus, TransportError};
 use crate::model::merge::{self, Conflict, LostClaim};
 use crate::model::{leaks, Code, Refusal};
+use crate::ops::write::Writer;
 use crate::ops::Context;
-use crate::store::{
-    cache, transaction, CasResult, Checked, Error as StoreError, Message, Oid, STATE_REF,
-};
+use crate::store::{transaction, CasResult, Error as StoreError, Message, Oid, STATE_REF};
 use crate::{Error, Result};
 
 /// How many fetch-merge-push rounds a sync tries before giving up.
@@ -451,23 +450,20 @@ fn merge_commit(
             l.todo, l.remote, l.local
         ));
     }
-    // Checked as any write (a merge adds no credential either side held).
-    let checked = Checked::new(&ctx.store, &[local, theirs], changes, &message)?;
-    match ctx
-        .store
-        .commit(Some(local), Some(theirs), &checked, ctx.now)?
-    {
+    // Checked as any write (a merge adds no credential either side held),
+    // and cached like one: the next command starts from it instead of
+    // parsing the merge's whole tree.
+    let merge::Merged {
+        state,
+        conflicts,
+        lost_claims,
+    } = merged;
+    let writer = Writer::new(ctx);
+    let parents = vec![local.clone(), theirs.clone()];
+    let draft = writer.draft_merge(parents, changes, &message, Some(state))?;
+    match draft.compare_and_swap(&ctx.store, ctx.now)? {
         CasResult::Committed(oid) => {
-            // Cached like any write, and kept in memory: the next command
-            // starts from it instead of parsing the merge's whole tree.
-            let merge::Merged {
-                mut state,
-                conflicts,
-                lost_claims,
-            } = merged;
-            cache::remember_delta(&ctx.store, &oid, Some(local), &state, checked.changes());
-            state.clean();
-            ctx.store.memo_put(oid.clone(), state);
+            writer.landed(&oid);
             Ok(Some(MergeCommit {
                 commit: oid,
                 conflicts,

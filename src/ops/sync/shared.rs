@@ -34,10 +34,10 @@ use crate::git_cmd::{self, PushStatus};
 use crate::model::lease::{LeaseStatus, Published};
 use crate::model::merge::{self, Conflict, LostClaim};
 use crate::model::{Code, Refusal, State, Timestamp};
+use crate::ops::write::Writer;
 use crate::ops::Context;
 use crate::store::{
-    cache, transaction, CasResult, Checked, Error as StoreError, Message, Oid, RefTrailers,
-    STATE_REF,
+    publish, transaction, CasResult, Error as StoreError, Message, Oid, RefTrailers, STATE_REF,
 };
 use crate::Result;
 
@@ -363,69 +363,32 @@ fn merge_heads(
         }
     };
     let changes = transaction::changes(Some(&ours), &merged);
-    let mut message = Message::new(
-        "sync merge",
-        format!(
-            "sync: merge {} head{} of {remote} into {}",
-            tops.len() - usize::from(local_on_top.is_some()),
-            if tops.len() - usize::from(local_on_top.is_some()) == 1 {
-                ""
-            } else {
-                "s"
-            },
-            local.map_or("nothing", |l| l.short())
-        ),
-    );
-    for c in &conflicts {
-        message = message.line(format!(
-            "conflict {} {}: kept {} over {} ({})",
-            c.entity, c.field, c.kept, c.lost, c.rule
-        ));
-    }
-    for l in &lost_claims {
-        message = message.line(format!(
-            "claim on {} lost: {} over {}",
-            l.todo, l.remote, l.local
-        ));
-    }
+    let heads = tops.len() - usize::from(local_on_top.is_some());
+    let message = merge_message(remote, heads, local, &conflicts, &lost_claims);
     // Checked as any write, against every parent.
-    let bases: Vec<&Oid> = std::iter::once(&first).chain(&others).collect();
-    let checked = Checked::new(&ctx.store, &bases, changes, &message)?;
-    let commit = if local_on_top.is_some() {
-        match ctx.store.commit_merge(&first, &others, &checked, ctx.now)? {
-            CasResult::Committed(oid) => oid,
+    let writer = Writer::new(ctx);
+    let mut parents = vec![first];
+    parents.extend(others);
+    let draft = writer.draft_merge(parents, changes, &message, Some(merged))?;
+    let landed = if local_on_top.is_some() {
+        match draft.compare_and_swap(&ctx.store, ctx.now)? {
+            CasResult::Committed(oid) => Some(oid),
             CasResult::Unchanged => unreachable!("a merge commit has several parents"),
-            CasResult::Retry => return Ok(None),
+            CasResult::Retry => None,
         }
     } else {
-        let mut parents = vec![first.clone()];
-        parents.extend(others);
-        let oid = ctx.store.commit_detached_on(&parents, &checked, ctx.now)?;
-        let moved = match local {
-            Some(l) => ctx.store.move_ref(
-                STATE_REF,
-                Some(l),
-                &oid,
-                &format!("loopx: {}", checked.message().subject),
-                ctx.now,
-            ),
-            None => ctx.store.create_ref(
-                STATE_REF,
-                &oid,
-                &format!("loopx: {}", checked.message().subject),
-                ctx.now,
-            ),
-        };
-        ctx.store.settle_detached(&oid);
-        if !moved? {
-            return Ok(None);
-        }
-        oid
+        // The local tip is an ancestor of the first head: the branch moves
+        // from it to the merge.
+        let detached = draft.detached_always(&ctx.store, ctx.now)?;
+        let oid = detached.id().clone();
+        detached
+            .land(&ctx.store, local, "", ctx.now)?
+            .then_some(oid)
     };
-    let mut state = merged;
-    cache::remember_delta(&ctx.store, &commit, Some(&first), &state, checked.changes());
-    state.clean();
-    ctx.store.memo_put(commit.clone(), state);
+    let Some(commit) = landed else {
+        return Ok(None);
+    };
+    writer.landed(&commit);
     Ok(Some(Integrated {
         tip: commit,
         action: SyncAction::Merged,
@@ -433,6 +396,38 @@ fn merge_heads(
         lost_claims,
         deferred: 0,
     }))
+}
+
+/// The message of a merge of `heads` published heads into `local`, with a
+/// line for each conflict and each claim lost.
+fn merge_message(
+    remote: &str,
+    heads: usize,
+    local: Option<&Oid>,
+    conflicts: &[Conflict],
+    lost_claims: &[LostClaim],
+) -> Message {
+    let mut message = Message::new(
+        "sync merge",
+        format!(
+            "sync: merge {heads} head{} of {remote} into {}",
+            if heads == 1 { "" } else { "s" },
+            local.map_or("nothing", |l| l.short())
+        ),
+    );
+    for c in conflicts {
+        message = message.line(format!(
+            "conflict {} {}: kept {} over {} ({})",
+            c.entity, c.field, c.kept, c.lost, c.rule
+        ));
+    }
+    for l in lost_claims {
+        message = message.line(format!(
+            "claim on {} lost: {} over {}",
+            l.todo, l.remote, l.local
+        ));
+    }
+    message
 }
 
 fn invalid_merge(remote: &str, head: &Oid, e: String) -> crate::Error {
@@ -747,10 +742,10 @@ fn lease_commit(ctx: &Context, lease: &Published) -> Result<Oid> {
     for (k, v) in lease.trailers() {
         message = message.trailer(k, v);
     }
-    // Checked as any write: the message names the agent. Kept (see
-    // `GixStore::settle_detached`) until the caller settles it after the push.
-    let checked = Checked::new(&ctx.store, &[], Vec::new(), &message)?;
-    Ok(ctx.store.commit_detached_on(&[], &checked, ctx.now)?)
+    // Checked as any write: the message names the agent. Kept until the
+    // caller settles it after the push (`publish::settle`).
+    let draft = Writer::new(ctx).draft_merge(Vec::new(), Vec::new(), &message, None)?;
+    Ok(draft.detached_always(&ctx.store, ctx.now)?.into_pending())
 }
 
 /// What a publish did.
@@ -813,7 +808,7 @@ fn publish(
     let pushed = transport::push(ctx.repo_dir(), remote, &updates, false);
     for u in updates.iter().filter(|u| u.dst.starts_with(LEASES)) {
         if !u.src.is_empty() {
-            ctx.store.settle_detached(&Oid(u.src.clone()));
+            publish::settle(&ctx.store, &Oid(u.src.clone()));
         }
     }
     let statuses = pushed.map_err(git_failed)?;
@@ -1059,9 +1054,9 @@ pub fn confirm(
     let mut updates = vec![update.clone()];
     updates.extend(rider.iter().filter(|u| u.dst != update.dst).cloned());
     let pushed = transport::push(ctx.repo_dir(), remote, &updates, false);
-    ctx.store.settle_detached(&lease_commit);
+    publish::settle(&ctx.store, &lease_commit);
     for u in updates[1..].iter().filter(|u| u.dst.starts_with(LEASES)) {
-        ctx.store.settle_detached(&Oid(u.src.clone()));
+        publish::settle(&ctx.store, &Oid(u.src.clone()));
     }
     let mut statuses = pushed.map_err(git_failed)?;
     for (u, status) in updates.iter().zip(&statuses) {

@@ -398,21 +398,20 @@ impl GixStore {
 
     /// Writes the checked changes on top of `expected`'s tree as a commit
     /// whose parent is `expected` (a root commit when `None`) followed by
-    /// `merged` (the other side of a merge), then moves the ref only if it
-    /// still points at `expected`.
-    pub fn commit(
+    /// `others` (the other sides of a merge), then moves the state ref only
+    /// if it still points at `expected`. Called by `store::publish` only.
+    pub(in crate::store) fn write_commit(
         &self,
         expected: Option<&Oid>,
-        merged: Option<&Oid>,
+        others: &[Oid],
         checked: &Checked,
         now: Timestamp,
     ) -> Result<CasResult, Error> {
-        let others: Vec<Oid> = merged.into_iter().cloned().collect();
         self.settled_afresh(|| {
-            self.try_commit(expected, &others, checked, now, objects::Publish::Ref)
+            self.try_commit(expected, others, checked, now, objects::Publish::Ref)
         })
         .map_err(|e| {
-            let parents = expected.into_iter().chain(merged);
+            let parents = expected.into_iter().chain(others);
             parents.fold(e, |e, parent| self.diagnosed(parent, e))
         })
     }

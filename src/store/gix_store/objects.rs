@@ -312,44 +312,32 @@ impl GixStore {
         Ok(out)
     }
 
-    /// Writes a commit of `changes` on `parent` and moves no ref; its
-    /// objects are checked once a ref reaches it ([`GixStore::settle_detached`]).
-    /// `sync` pushes such a commit before the local branch may point at it
-    /// (`ops::lease::claim_synced`). `None` when the tree did not change.
-    pub fn commit_detached(
-        &self,
-        parent: &Oid,
-        checked: &Checked,
-        now: Timestamp,
-    ) -> Result<Option<Oid>, Error> {
-        let done = self.settled_afresh(|| {
-            self.try_commit(Some(parent), &[], checked, now, Publish::Detached)
-        })?;
-        Ok(match done {
-            CasResult::Committed(id) => Some(id),
-            CasResult::Unchanged | CasResult::Retry => None,
-        })
-    }
-
-    /// Writes a commit of `changes` on the tree of `parents[0]` whose
-    /// parents are all of `parents` (a root commit on the empty tree when
-    /// there are none), and moves no ref, like [`GixStore::commit_detached`].
-    /// Always a commit, even when the tree did not change.
-    pub fn commit_detached_on(
+    /// Writes a commit of `checked`'s changes on the tree of `parents[0]`
+    /// whose parents are all of `parents` (a root commit on the empty tree
+    /// when there are none), and moves no ref; its objects are kept until a
+    /// ref reaches it ([`GixStore::settle_detached`]). `None` when the tree
+    /// did not change and `always` is false. Called by `store::publish`
+    /// only.
+    pub(in crate::store) fn write_detached(
         &self,
         parents: &[Oid],
         checked: &Checked,
         now: Timestamp,
-    ) -> Result<Oid, Error> {
+        always: bool,
+    ) -> Result<Option<Oid>, Error> {
         let (first, others) = match parents.split_first() {
             Some((first, others)) => (Some(first), others),
             None => (None, &[][..]),
         };
-        let done = self.settled_afresh(|| {
-            self.try_commit(first, others, checked, now, Publish::DetachedAlways)
-        })?;
+        let publish = if always {
+            Publish::DetachedAlways
+        } else {
+            Publish::Detached
+        };
+        let done = self.settled_afresh(|| self.try_commit(first, others, checked, now, publish))?;
         match done {
-            CasResult::Committed(id) => Ok(id),
+            CasResult::Committed(id) => Ok(Some(id)),
+            CasResult::Unchanged if !always => Ok(None),
             CasResult::Unchanged | CasResult::Retry => Err(git_err(
                 "writing a commit",
                 "a detached commit was not written",
@@ -357,22 +345,9 @@ impl GixStore {
         }
     }
 
-    /// Writes a merge of `changes` on `expected`'s tree, whose parents are
-    /// `expected` then `others`, and moves the state ref to it only if it
-    /// still points at `expected`.
-    pub fn commit_merge(
-        &self,
-        expected: &Oid,
-        others: &[Oid],
-        checked: &Checked,
-        now: Timestamp,
-    ) -> Result<CasResult, Error> {
-        self.settled_afresh(|| self.try_commit(Some(expected), others, checked, now, Publish::Ref))
-    }
-
     /// Once a ref holds a detached commit (or it is given up): checks that
     /// its objects survived any prune meanwhile, and forgets them.
-    pub fn settle_detached(&self, commit: &Oid) {
+    pub(in crate::store) fn settle_detached(&self, commit: &Oid) {
         let kept = {
             let mut pending = self.pending.borrow_mut();
             let at = pending.iter().position(|(c, _)| c == commit);
@@ -482,26 +457,6 @@ impl GixStore {
             self.written.append(&id.0, &[]);
             Ok(CasResult::Retry)
         }
-    }
-
-    /// Moves the state ref from `broken` to a new commit on `parent` with
-    /// `checked`'s changes (a repair: nothing is rewritten). `parent` is
-    /// the intact commit when `broken`'s objects are gone (`doctor` then
-    /// drops the reflog entries naming missing commits), or `broken` itself
-    /// when they are all there and only a file is refused. `None` when the
-    /// ref no longer holds `broken`.
-    pub fn restore(
-        &self,
-        broken: &Oid,
-        parent: &Oid,
-        checked: &Checked,
-        now: Timestamp,
-    ) -> Result<Option<Oid>, Error> {
-        let id = self.commit_detached_on(std::slice::from_ref(parent), checked, now)?;
-        let reflog = format!("loopx: {}", checked.message().subject);
-        let moved = self.move_ref(STATE_REF, Some(broken), &id, &reflog, now);
-        self.settle_detached(&id);
-        Ok(moved?.then_some(id))
     }
 
     /// Writes again every object the journal of recent writes holds that

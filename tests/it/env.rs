@@ -540,3 +540,41 @@ impl TestEnv {
         }
     }
 }
+
+/// Runs `f` on a thread and gives its result, or `None` if it is not done
+/// within `limit` (the thread is then left behind).
+pub fn within<T: Send + 'static>(
+    limit: std::time::Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(limit).ok()
+}
+
+impl TestEnv {
+    /// Runs git-loopx with `args` and gives its result, or panics naming
+    /// the command once it has run `limit` (it is killed): a hang
+    /// detector for inputs whose cost once grew without bound.
+    pub fn loopx_within(&self, dir: &Path, args: &[&str], limit: std::time::Duration) -> Run {
+        let mut child = self
+            .loopx_cmd(dir)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("git-loopx runs");
+        let started = std::time::Instant::now();
+        while child.try_wait().expect("waits").is_none() {
+            if started.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("git-loopx {args:?} ran past {limit:?} and was killed");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        child.wait_with_output().expect("git-loopx output").into()
+    }
+}

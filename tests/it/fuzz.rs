@@ -32,6 +32,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use loopx::codec;
+
+use crate::env::within;
 use loopx::codec::binary::{self, DeltaFile, DeltaFileRef};
 use loopx::model::merge::merge;
 use loopx::model::*;
@@ -1395,16 +1397,6 @@ fn the_corpus_decodes() {
         assert!(binary::decode_delta(&bytes).is_some(), "{name} decodes");
         check_binary(&BinaryCase::Delta(bytes));
     }
-}
-
-/// Runs `f` on a thread and gives its result, or `None` if it is not done
-/// within `limit` (the thread is then left behind).
-fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    rx.recv_timeout(limit).ok()
 }
 
 /// The known hostile files (issue 13, point 7): 100,000 nested `[` in a

@@ -177,7 +177,10 @@ fn hostile_nesting_is_refused_quickly_naming_the_file() {
     );
     let commit = env.commit_state_file(&repo, path, &hostile);
     for _ in 0..3 {
-        let out = env.loopx(&repo, &["status"]).failure(3);
+        // A hang detector, not a timing test: refused in milliseconds,
+        // where a parse of this file once took about 45 s.
+        let limit = std::time::Duration::from_secs(10);
+        let out = env.loopx_within(&repo, &["status"], limit).failure(3);
         assert!(out.stderr.contains(path), "{}", out.stderr);
         assert!(out.stderr.contains("unclosed"), "{}", out.stderr);
         assert!(out.stderr.contains(&commit[..10]), "{}", out.stderr);

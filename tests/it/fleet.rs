@@ -437,3 +437,63 @@ fn a_synced_end_of_a_lease_is_seen_by_peers_before_they_merge() {
         "a fresh epoch after the release: {json}"
     );
 }
+
+/// Many clones claim the very same todo at once, round after round, by id
+/// and by `todo next` with one todo ready: each round exactly one claimer
+/// holds it and every other is refused. All contend on one lease ref, so a
+/// claim check that lets a lost lease through grants the todo twice in
+/// every round, not now and then.
+#[test]
+fn racing_claims_of_one_todo_grant_it_exactly_once_every_round() {
+    const N: usize = 5;
+    const ROUNDS: usize = 3;
+    let env = TestEnv::new();
+    let (_remote, dirs) = clones(&env, N);
+    let path = std::env::var("PATH").unwrap();
+    for round in 0..ROUNDS {
+        let id = env.add_todo(&dirs[0], &format!("only one {round}"));
+        for d in &dirs {
+            env.loopx(d, &["sync"]).success();
+        }
+        for next in [false, true] {
+            let results = race(&env, &dirs, &path, |i| {
+                let agent = format!("a{round}{i}{}", u8::from(next));
+                let claim: &[&str] = if next {
+                    &["next", "--claim", "--sync"]
+                } else {
+                    &["claim", &id, "--sync"]
+                };
+                let mut args = vec!["--json", "--agent", &agent, "todo"];
+                args.extend(claim);
+                args.into_iter().map(str::to_owned).collect()
+            });
+            let granted: Vec<usize> = (0..N).filter(|&i| results[i].code == 0).collect();
+            assert_eq!(
+                granted.len(),
+                1,
+                "round {round}, next {next}: granted to {granted:?}: {results:?}"
+            );
+            // Done, so the `todo next` race has just the next round's todo.
+            let winner = granted[0];
+            let agent = format!("a{round}{winner}{}", u8::from(next));
+            if next {
+                let held = results[winner].json()["todo"]["id"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
+                assert_eq!(held, id, "the one ready todo");
+            } else {
+                // The `todo next` race takes the same todo again: release it.
+                env.loopx(&dirs[winner], &["--agent", &agent, "todo", "release", &id])
+                    .success();
+                for d in &dirs {
+                    env.loopx(d, &["sync"]).success();
+                }
+                continue;
+            }
+            let done = ["--agent", &agent, "todo", "done", &id, "--evidence", "one"];
+            env.loopx(&dirs[winner], &done).success();
+            env.loopx(&dirs[winner], &["sync"]).success();
+        }
+    }
+}

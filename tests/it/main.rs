@@ -44,7 +44,6 @@ mod leak_rules;
 mod leaks;
 mod lease_liveness;
 mod lease_refs;
-#[cfg(feature = "mcp")]
 mod lease_rules;
 mod mcp;
 #[cfg(feature = "mcp")]

@@ -431,3 +431,50 @@ async fn a_tool_call_breaking_a_flag_rule_is_refused_as_the_command_line_is() {
     }
     assert_eq!(env.tip(&repo), tip, "nothing was written");
 }
+
+/// The `claim` tool's `remote` is a configured remote named, as `--remote`
+/// is (`sync::only_a_configured_remote_by_name_is_synced_with`): a path, a
+/// URL or an option is a tool error before git runs, and nothing is pushed
+/// anywhere or written here.
+#[tokio::test]
+async fn a_tool_call_names_only_a_configured_remote() {
+    let env = TestEnv::new();
+    let (_remote, dirs) = env.shared_state(&["a"]);
+    let a = &dirs[0];
+    let todo = env.add_todo(a, "claimed elsewhere");
+    let other = env.bare("unrelated.git");
+    let marker = env.path("pwned");
+    let option = format!("--receive-pack=touch {}", marker.display());
+    let tip = env.tip(a);
+    let client = connect(&env, a, "agent-a").await;
+    let mut answers = Vec::new();
+    for remote in [
+        other.to_str().unwrap(),
+        "file:///nowhere",
+        option.as_str(),
+        "-q",
+    ] {
+        let arguments = json!({"todo": todo, "sync": true, "remote": remote});
+        answers.push((remote.to_owned(), call(&client, "claim", arguments).await));
+    }
+    client.cancel().await.unwrap();
+    for (remote, answer) in answers {
+        assert_eq!(answer["is_error"], true, "{remote}: {answer}");
+        let error = &answer["structured"]["error"];
+        assert_eq!(error["code"], "invalid_input", "{remote}: {answer}");
+        assert!(
+            error["message"]
+                .as_str()
+                .unwrap()
+                .contains("is not a remote of this repository"),
+            "{remote}: {answer}"
+        );
+    }
+    assert!(!marker.exists(), "no option reached git");
+    assert_eq!(
+        env.git(&other, &["for-each-ref", "--format=%(refname)"]),
+        "",
+        "nothing was pushed to a repository given by path"
+    );
+    assert_eq!(env.tip(a), tip, "nothing was written");
+}

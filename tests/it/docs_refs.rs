@@ -137,3 +137,92 @@ fn every_cargo_test_filter_a_doc_gives_selects_tests() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// The subcommands of `path` (`[]`: the top level), from its `--help`;
+/// empty when it has none.
+fn subcommands(path: &[&str]) -> Vec<String> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_git-loopx"))
+        .args(path)
+        .arg("--help")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("git-loopx runs");
+    let help = String::from_utf8_lossy(&out.stdout).into_owned();
+    let Some(at) = help.find("\nCommands:\n") else {
+        return Vec::new();
+    };
+    help[at + 11..]
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        // A name at two spaces; its text wraps at a deeper indent.
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every `git loopx …` command a doc quotes names subcommands that exist
+/// (`git loopx todo claim`, not a command since renamed): the words after
+/// `git loopx` and its global options, as far as the command has
+/// subcommands.
+#[test]
+fn every_command_a_doc_names_exists() {
+    const GLOBAL_WITH_VALUE: [&str; 4] = ["-C", "--agent", "--goal", "--color"];
+    let mut known: std::collections::BTreeMap<Vec<String>, Vec<String>> = Default::default();
+    let mut wrong = Vec::new();
+    let mut checked = 0;
+    for (doc, text) in docs() {
+        for (n, line) in text.lines().enumerate() {
+            for quoted in line.split("git loopx ").skip(1) {
+                let words: Vec<&str> = quoted
+                    .split(|c: char| c.is_whitespace() || c == '`')
+                    .take_while(|w| !w.is_empty())
+                    .collect();
+                let mut words = words.into_iter().peekable();
+                while let Some(w) = words.peek() {
+                    if GLOBAL_WITH_VALUE.contains(w) {
+                        words.next();
+                        words.next();
+                    } else if w.starts_with('-') {
+                        words.next();
+                    } else {
+                        break;
+                    }
+                }
+                let mut path: Vec<String> = Vec::new();
+                for word in words {
+                    let subs = known
+                        .entry(path.clone())
+                        .or_insert_with(|| {
+                            subcommands(&path.iter().map(String::as_str).collect::<Vec<_>>())
+                        })
+                        .clone();
+                    let word = word.trim_end_matches(['.', ',', ':', ';', ')', '"', '\'']);
+                    if subs.is_empty() || word.is_empty() {
+                        break;
+                    }
+                    // A placeholder, or prose after a bare `git loopx`.
+                    if !word.bytes().all(|b| b.is_ascii_lowercase() || b == b'-') {
+                        break;
+                    }
+                    if !subs.iter().any(|s| s == word) {
+                        if path.is_empty() && !line.contains("`git loopx") {
+                            break;
+                        }
+                        wrong.push(format!(
+                            "{doc}:{}: `git loopx {} {word}`: no such command (known: {})",
+                            n + 1,
+                            path.join(" "),
+                            subs.join(", ")
+                        ));
+                        break;
+                    }
+                    path.push(word.to_owned());
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 100, "only {checked} command words were checked");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

@@ -32,125 +32,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use crate::source::{ident, is, tokens, Tok};
+
 /// A module's path from the crate root (`[]` is `src/lib.rs`).
 type Module = Vec<String>;
-
-#[derive(Clone, Debug, PartialEq)]
-enum Tok {
-    Ident(String),
-    Str(String),
-    /// `::`
-    Sep,
-    Punct(char),
-}
-
-/// The tokens of a Rust source, each with its line, without comments,
-/// character literals and lifetimes.
-fn tokens(src: &str) -> Vec<(Tok, usize)> {
-    let c: Vec<char> = src.chars().collect();
-    let at = |i: usize| c.get(i).copied().unwrap_or('\0');
-    let (mut i, mut line, mut out) = (0, 1, Vec::new());
-    // Skips to the end of a string that opened before `i`, ended by `"`
-    // and `hashes` times `#`; escapes count only without hashes.
-    let string_end = |mut i: usize, hashes: Option<usize>, line: &mut usize| {
-        let start = i;
-        loop {
-            match at(i) {
-                '\0' => return (i, start),
-                '\n' => *line += 1,
-                '\\' if hashes.is_none() => i += 1,
-                '"' if (1..=hashes.unwrap_or(0)).all(|k| at(i + k) == '#') => {
-                    return (i + 1 + hashes.unwrap_or(0), start);
-                }
-                _ => {}
-            }
-            i += 1;
-        }
-    };
-    while i < c.len() {
-        let (ch, next) = (c[i], at(i + 1));
-        if ch == '\n' {
-            line += 1;
-            i += 1;
-        } else if ch.is_whitespace() {
-            i += 1;
-        } else if ch == '/' && next == '/' {
-            while i < c.len() && c[i] != '\n' {
-                i += 1;
-            }
-        } else if ch == '/' && next == '*' {
-            let mut depth = 0;
-            while i < c.len() {
-                if c[i] == '/' && at(i + 1) == '*' {
-                    depth += 1;
-                    i += 2;
-                } else if c[i] == '*' && at(i + 1) == '/' {
-                    depth -= 1;
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    line += usize::from(c[i] == '\n');
-                    i += 1;
-                }
-            }
-        } else if ch == '"' {
-            let (end, start) = string_end(i + 1, None, &mut line);
-            out.push((Tok::Str(c[start..end - 1].iter().collect()), line));
-            i = end;
-        } else if ch == '\'' {
-            if next == '\\' {
-                // An escape: `'\''`, `'\\'`, `'\u{…}'`.
-                i += 3;
-                while i < c.len() && c[i] != '\'' {
-                    i += 1;
-                }
-                i += 1;
-            } else if at(i + 2) == '\'' {
-                i += 3;
-            } else {
-                // A lifetime or a label.
-                i += 1;
-                while at(i).is_alphanumeric() || at(i) == '_' {
-                    i += 1;
-                }
-            }
-        } else if ch.is_alphabetic() || ch == '_' {
-            let start = i;
-            while at(i).is_alphanumeric() || at(i) == '_' {
-                i += 1;
-            }
-            let word: String = c[start..i].iter().collect();
-            let hashes = (i..).take_while(|&k| at(k) == '#').count();
-            if matches!(word.as_str(), "r" | "br" | "cr") && at(i + hashes) == '"' {
-                let (end, start) = string_end(i + hashes + 1, Some(hashes), &mut line);
-                out.push((Tok::Str(c[start..end - 1 - hashes].iter().collect()), line));
-                i = end;
-            } else if word == "r" && hashes == 1 && (at(i + 1).is_alphabetic() || at(i + 1) == '_')
-            {
-                // A raw identifier, `r#type`: the word is read next.
-                i += 1;
-            } else {
-                out.push((Tok::Ident(word), line));
-            }
-        } else if ch.is_ascii_digit() {
-            while at(i).is_alphanumeric()
-                || at(i) == '_'
-                || (at(i) == '.' && at(i + 1).is_ascii_digit())
-            {
-                i += 1;
-            }
-        } else if ch == ':' && next == ':' {
-            out.push((Tok::Sep, line));
-            i += 2;
-        } else {
-            out.push((Tok::Punct(ch), line));
-            i += 1;
-        }
-    }
-    out
-}
 
 /// A path as written: its segments (a leading `crate`, `super` or `self`
 /// kept), the module it is written in, its line, and for a path of a `use`
@@ -168,17 +53,6 @@ struct Written {
 struct Scan {
     children: Vec<(String, Option<String>)>,
     paths: Vec<Written>,
-}
-
-fn ident(t: &[(Tok, usize)], i: usize) -> Option<&str> {
-    match t.get(i) {
-        Some((Tok::Ident(w), _)) => Some(w),
-        _ => None,
-    }
-}
-
-fn is(t: &[(Tok, usize)], i: usize, p: char) -> bool {
-    matches!(t.get(i), Some((Tok::Punct(c), _)) if *c == p)
 }
 
 /// Reads the path (or `use` tree) at `i` after `prefix`, pushing each

@@ -93,6 +93,8 @@ mod serve_page;
 mod serve_repos;
 mod should_run_rules;
 mod signed_answers;
+mod sizes;
+mod source;
 mod state_diff;
 mod stored_commands;
 mod sync;

@@ -109,7 +109,7 @@ fn goal_facts(old: Option<&GoalState>, new: Option<&GoalState>, out: &mut Found)
                     },
                 ));
             }
-            // What an archive took out is told once, below.
+            // What an archive took out is told once, by `archives_added`.
             let skip = ["rev", "updated_at", "next_action", "archive"];
             for (field, old, new) in field_changes(&o.goal, &n.goal, &skip) {
                 out.push((at, What::GoalField { field, old, new }));
@@ -120,6 +120,14 @@ fn goal_facts(old: Option<&GoalState>, new: Option<&GoalState>, out: &mut Found)
     let Some(new) = new else { return };
     let empty = GoalState::new(new.goal.clone());
     let old = old.unwrap_or(&empty);
+    todos_changed(old, new, out);
+    runs_added(old, new, out);
+    let archived_through = archives_added(old, new, out);
+    runs_removed_or_changed(old, new, archived_through, out);
+}
+
+/// Each todo added, changed or removed.
+fn todos_changed(old: &GoalState, new: &GoalState, out: &mut Found) {
     for (id, todo) in new.todos.iter() {
         if let (Some(a), Some(b)) = (old.todos.encoded(id), new.todos.encoded(id)) {
             if a == b {
@@ -143,6 +151,10 @@ fn goal_facts(old: Option<&GoalState>, new: Option<&GoalState>, out: &mut Found)
             ));
         }
     }
+}
+
+/// The runs `new` holds and `old` does not, in the order they were added.
+fn runs_added(old: &GoalState, new: &GoalState, out: &mut Found) {
     // A note moved out of its todo's file is news only if the todo did
     // not already hold it.
     let was_noted = |r: &Run| {
@@ -163,14 +175,17 @@ fn goal_facts(old: Option<&GoalState>, new: Option<&GoalState>, out: &mut Found)
         .collect();
     runs.sort_by(|a, b| a.added_key().cmp(&b.added_key()));
     out.extend(runs.into_iter().map(|r| (Some(r.at), run_added(r))));
-    // Runs that left for an archive new here are told as one line each.
+}
+
+/// Runs that left for an archive new here are told as one line each; the
+/// latest time an archive took runs through, if there is a new one.
+fn archives_added(old: &GoalState, new: &GoalState, out: &mut Found) -> Option<Timestamp> {
     let archives: Vec<&crate::model::Archived> = new
         .goal
         .archive
         .iter()
         .filter(|a| !old.goal.archive.contains(a))
         .collect();
-    let archived_through = archives.iter().map(|a| a.through).max();
     for a in &archives {
         out.push((
             Some(new.goal.updated_at),
@@ -181,6 +196,17 @@ fn goal_facts(old: Option<&GoalState>, new: Option<&GoalState>, out: &mut Found)
             },
         ));
     }
+    archives.iter().map(|a| a.through).max()
+}
+
+/// The runs of `old` that `new` lost or changed; one an archive new here
+/// took (dated before `archived_through`) is told by its archive.
+fn runs_removed_or_changed(
+    old: &GoalState,
+    new: &GoalState,
+    archived_through: Option<Timestamp>,
+    out: &mut Found,
+) {
     for (id, run) in old.runs.iter() {
         match new.runs.get(id) {
             None if archived_through.is_some_and(|t| run.at < t) => {}
@@ -262,11 +288,68 @@ fn todo_changed(old: &Todo, new: &Todo, out: &mut Found) {
     let id = new.id.clone();
     let at = Some(new.updated_at);
     // Notes first: a handoff is told by its note.
+    let notes = notes_added(old, new, out);
+    let finished = new.status == TodoStatus::Done && old.status != TodoStatus::Done;
+    lease_changed(old, new, &notes, finished, out);
+    let resolved = new.is_gate() && new.decision.is_some() && old.decision != new.decision;
+    let mut told: Vec<&str> = TOLD.to_vec();
+    if notes.handoff_told {
+        told.push("handoff");
+    }
+    if resolved || finished {
+        told.push("status");
+    }
+    if finished && !new.is_gate() {
+        told.push("evidence");
+    }
+    for (field, o, n) in field_changes(old, new, &told) {
+        out.push((
+            at,
+            What::Field {
+                todo: id.clone(),
+                field,
+                old: o,
+                new: n,
+            },
+        ));
+    }
+    if resolved {
+        out.push((
+            new.resolved_at.or(at),
+            What::GateResolved {
+                gate: id.clone(),
+                decision: new.decision.as_ref().map(entity_name),
+                by: new.resolved_by.clone(),
+                at: new.resolved_at,
+            },
+        ));
+    } else if finished {
+        out.push((
+            at,
+            What::Done {
+                todo: id,
+                evidence: new.evidence.clone(),
+            },
+        ));
+    }
+}
+
+/// What the notes `new` adds tell, handoffs apart.
+struct NotesTold {
+    /// The agent a handoff note gave the todo's lease to.
+    handed_to: Option<String>,
+    /// Whether the latest handoff is told by its note (with its packet).
+    handoff_told: bool,
+}
+
+/// The notes `new` holds and `old` does not, each a fact: a note, or a
+/// handoff told by its note.
+fn notes_added(old: &Todo, new: &Todo, out: &mut Found) -> NotesTold {
+    let id = &new.id;
     // What `new` holds and `old` does not: a merge may interleave notes, and
     // one that moved some out (`limits::shed_notes`) holds fewer.
     let added = new.notes.iter().filter(|n| !old.notes.contains(n));
     let mut handed_to = None;
-    // The latest handoff is told by its note (with its packet).
     let mut handoff_told = false;
     for note in added {
         match note
@@ -313,15 +396,24 @@ fn todo_changed(old: &Todo, new: &Todo, out: &mut Found) {
             )),
         }
     }
-    let finished = new.status == TodoStatus::Done && old.status != TodoStatus::Done;
+    NotesTold {
+        handed_to,
+        handoff_told,
+    }
+}
+
+/// How the todo's lease changed: taken, taken over, renewed or released
+/// (a lease a handoff gave or a completion ended is told by those).
+fn lease_changed(old: &Todo, new: &Todo, told: &NotesTold, finished: bool, out: &mut Found) {
+    let (id, at) = (&new.id, Some(new.updated_at));
     match (&old.claim, &new.claim) {
-        (_, Some(c)) if handed_to.as_deref() == Some(c.agent.as_str()) => {}
-        (None, Some(c)) => out.push((Some(c.acquired_at), claim(&id, c, None))),
+        (_, Some(c)) if told.handed_to.as_deref() == Some(c.agent.as_str()) => {}
+        (None, Some(c)) => out.push((Some(c.acquired_at), claim(id, c, None))),
         (Some(a), Some(b)) if a.agent != b.agent => {
-            out.push((Some(b.acquired_at), claim(&id, b, Some(a.agent.clone()))))
+            out.push((Some(b.acquired_at), claim(id, b, Some(a.agent.clone()))))
         }
         (Some(a), Some(b)) if a.epoch != b.epoch => {
-            out.push((Some(b.acquired_at), claim(&id, b, None)))
+            out.push((Some(b.acquired_at), claim(id, b, None)))
         }
         (Some(a), Some(b)) if a.expires_at != b.expires_at => out.push((
             at,
@@ -343,47 +435,6 @@ fn todo_changed(old: &Todo, new: &Todo, out: &mut Found) {
             },
         )),
         _ => {}
-    }
-    let resolved = new.is_gate() && new.decision.is_some() && old.decision != new.decision;
-    let mut told: Vec<&str> = TOLD.to_vec();
-    if handoff_told {
-        told.push("handoff");
-    }
-    if resolved || finished {
-        told.push("status");
-    }
-    if finished && !new.is_gate() {
-        told.push("evidence");
-    }
-    for (field, o, n) in field_changes(old, new, &told) {
-        out.push((
-            at,
-            What::Field {
-                todo: id.clone(),
-                field,
-                old: o,
-                new: n,
-            },
-        ));
-    }
-    if resolved {
-        out.push((
-            new.resolved_at.or(at),
-            What::GateResolved {
-                gate: id.clone(),
-                decision: new.decision.as_ref().map(entity_name),
-                by: new.resolved_by.clone(),
-                at: new.resolved_at,
-            },
-        ));
-    } else if finished {
-        out.push((
-            at,
-            What::Done {
-                todo: id,
-                evidence: new.evidence.clone(),
-            },
-        ));
     }
 }
 

@@ -111,6 +111,28 @@ impl Base {
             scheduler_hint: hint,
         }
     }
+
+    fn run(
+        self,
+        state: &'static str,
+        action: &'static str,
+        reason: String,
+        selected_todo: Option<SelectedTodo>,
+        notify_user: bool,
+    ) -> Decision {
+        Decision {
+            decision: "run",
+            should_run: true,
+            state,
+            effective_action: action,
+            reason,
+            selected_todo,
+            notify_user,
+            gates: self.gates,
+            quota: self.quota,
+            scheduler_hint: hint("run_now", "active_work", WAKE_RUN_NOW),
+        }
+    }
 }
 
 /// Decides for `agent` (with extra `capabilities`) on goal `gs` at `now`.
@@ -231,63 +253,66 @@ fn after_gates(gs: &GoalState, sel: &Selection<'_>, base: Base, now: Timestamp) 
         claimed_by_me: c.mine,
         claim_required: !c.mine,
     });
-    let run = |base: Base, state, action, reason, selected_todo, notify_user| Decision {
-        decision: "run",
-        should_run: true,
-        state,
-        effective_action: action,
-        reason,
-        selected_todo,
-        notify_user,
-        gates: base.gates,
-        quota: base.quota,
-        scheduler_hint: hint("run_now", "active_work", WAKE_RUN_NOW),
-    };
     // 5. Open gates this agent sees: a gate of the whole goal, or one that
     // blocks this agent, holds all its work (the selection is empty then); a
     // gate that names a todo holds that todo only.
     if !sel.gates.is_empty() {
-        return match selected {
-            Some(todo) => {
-                let reason = format!(
-                    "{} open gate(s) wait for the user; {} does not depend on them",
-                    sel.gates.len(),
-                    todo.id
-                );
-                run(
-                    base,
-                    "eligible",
-                    "safe_bypass_user_gate_fallback",
-                    reason,
-                    Some(todo),
-                    true,
-                )
-            }
-            None => {
-                let mut d = base.skip(
-                    "operator_gate",
-                    "operator_gate_notify",
-                    format!(
-                        "nothing to do until the user answers {} open gate(s)",
-                        sel.gates.len()
-                    ),
-                    hint(
-                        "backoff_waiting_for_user",
-                        "human_gate",
-                        WAKE_WAITING_FOR_USER,
-                    ),
-                );
-                d.notify_user = true;
-                d
-            }
-        };
+        return gates_open(sel, selected, base);
     }
     // 6. Something to work on: an open todo, else a successor whose
     // condition holds.
     if let Some(todo) = selected {
-        return if sel.first_is_successor() {
-            let condition = gs.todos[&todo.id].resume_when.as_deref().unwrap_or("");
-            let reason = match sel.passed_over() {
+        return work_on(gs, sel, todo, base);
+    }
+    // 7. Nothing for this agent.
+    nothing_to_work_on(gs, sel, base, now)
+}
+
+/// Rule 5, with gates open that this agent sees: a todo that does not
+/// depend on them is still worked on (and the user told), else the agent
+/// waits for the user's answer.
+fn gates_open(sel: &Selection<'_>, selected: Option<SelectedTodo>, base: Base) -> Decision {
+    match selected {
+        Some(todo) => {
+            let reason = format!(
+                "{} open gate(s) wait for the user; {} does not depend on them",
+                sel.gates.len(),
+                todo.id
+            );
+            base.run(
+                "eligible",
+                "safe_bypass_user_gate_fallback",
+                reason,
+                Some(todo),
+                true,
+            )
+        }
+        None => {
+            let mut d = base.skip(
+                "operator_gate",
+                "operator_gate_notify",
+                format!(
+                    "nothing to do until the user answers {} open gate(s)",
+                    sel.gates.len()
+                ),
+                hint(
+                    "backoff_waiting_for_user",
+                    "human_gate",
+                    WAKE_WAITING_FOR_USER,
+                ),
+            );
+            d.notify_user = true;
+            d
+        }
+    }
+}
+
+/// Rule 6: the selected todo, an open one or a successor whose condition
+/// holds (and why it goes first).
+fn work_on(gs: &GoalState, sel: &Selection<'_>, todo: SelectedTodo, base: Base) -> Decision {
+    if sel.first_is_successor() {
+        let condition = gs.todos[&todo.id].resume_when.as_deref().unwrap_or("");
+        let reason = match sel.passed_over() {
                 None => format!(
                     "no open todo is ready; the deferred successor {} may resume ({condition})",
                     todo.id
@@ -300,20 +325,23 @@ fn after_gates(gs: &GoalState, sel: &Selection<'_>, base: Base, now: Timestamp) 
                     gs.todos[open.id].priority
                 ),
             };
-            run(
-                base,
-                "eligible",
-                "successor_replan_required",
-                reason,
-                Some(todo),
-                false,
-            )
-        } else {
-            let reason = format!("{} is ready", todo.id);
-            run(base, "eligible", "normal_run", reason, Some(todo), false)
-        };
+        base.run(
+            "eligible",
+            "successor_replan_required",
+            reason,
+            Some(todo),
+            false,
+        )
+    } else {
+        let reason = format!("{} is ready", todo.id);
+        base.run("eligible", "normal_run", reason, Some(todo), false)
     }
-    // 7. Nothing for this agent.
+}
+
+/// Rule 7: nothing for this agent to work on, and why: others hold the
+/// work, monitors are not due, todos wait, are blocked, or the goal needs
+/// a plan.
+fn nothing_to_work_on(gs: &GoalState, sel: &Selection<'_>, base: Base, now: Timestamp) -> Decision {
     if sel.held_by_others > 0 {
         return base.skip(
             "agent_scope_wait",
@@ -339,29 +367,8 @@ fn after_gates(gs: &GoalState, sel: &Selection<'_>, base: Base, now: Timestamp) 
             hint("backoff_until_material_transition", "monitor_wait", wait),
         );
     }
-    let waiting = |base: Base, reason: String| {
-        base.skip(
-            "waiting",
-            "blocked_wait",
-            reason,
-            hint("backoff_until_state_change", "quiet_wait", WAKE_WAITING),
-        )
-    };
     if sel.waiting > 0 || !sel.gated.is_empty() {
-        return waiting(base, {
-            // Each cause named, with its count (issue 46, item 18).
-            let mut causes = Vec::new();
-            let mut say = |n: usize, what: &str| {
-                if n > 0 {
-                    causes.push(format!("{n} {what}"));
-                }
-            };
-            say(sel.excluded, "exclude this agent");
-            say(sel.incapable, "need a capability this agent lacks");
-            say(sel.unresumed, "wait for their resume_when");
-            say(sel.gated.len(), "are held by a gate");
-            format!("nothing is ready: of the todos, {}", causes.join(", "))
-        });
+        return waiting(base, waiting_causes(sel));
     }
     if sel.blocked > 0 && !gs.goal.replans_when_blocked() {
         return waiting(
@@ -390,10 +397,40 @@ fn after_gates(gs: &GoalState, sel: &Selection<'_>, base: Base, now: Timestamp) 
             "every open todo is blocked ({}): replan — unblock, split or replace them",
             sel.blocked
         );
-        return run(base, "replan", "replan_required", reason, None, false);
+        return base.run("replan", "replan_required", reason, None, false);
     }
-    // No open agent todo, and the goal is not done: plan. After work was
-    // done, tell the user too (LoopX 2.1.1 does).
+    plan(gs, base)
+}
+
+/// A skip until the state changes, for `reason`.
+fn waiting(base: Base, reason: String) -> Decision {
+    base.skip(
+        "waiting",
+        "blocked_wait",
+        reason,
+        hint("backoff_until_state_change", "quiet_wait", WAKE_WAITING),
+    )
+}
+
+/// Why no todo is ready for this agent: each cause named, with its count
+/// (issue 46, item 18).
+fn waiting_causes(sel: &Selection<'_>) -> String {
+    let mut causes = Vec::new();
+    let mut say = |n: usize, what: &str| {
+        if n > 0 {
+            causes.push(format!("{n} {what}"));
+        }
+    };
+    say(sel.excluded, "exclude this agent");
+    say(sel.incapable, "need a capability this agent lacks");
+    say(sel.unresumed, "wait for their resume_when");
+    say(sel.gated.len(), "are held by a gate");
+    format!("nothing is ready: of the todos, {}", causes.join(", "))
+}
+
+/// No open agent todo, and the goal is not done: plan. After work was
+/// done, tell the user too (LoopX 2.1.1 does).
+fn plan(gs: &GoalState, base: Base) -> Decision {
     let worked = gs
         .todos
         .all_facts()
@@ -418,7 +455,7 @@ fn after_gates(gs: &GoalState, sel: &Selection<'_>, base: Base, now: Timestamp) 
     } else {
         format!("goal {} has no todo yet: plan its first todos", gs.goal.id)
     };
-    run(base, "plan", "plan_required", reason, None, worked)
+    base.run("plan", "plan_required", reason, None, worked)
 }
 
 /// The turn key of the latest planning or replanning turn, when that turn

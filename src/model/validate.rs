@@ -116,8 +116,7 @@ pub fn todo_shape(todo: &Todo) -> Vec<(&'static str, String)> {
 /// references to what does not exist, claims, gates and the format.
 pub fn check(d: &Decoded) -> Vec<Problem> {
     let mut out = Vec::new();
-    let goals: BTreeSet<&str> = d.goals.iter().map(|(_, g)| g.id.as_str()).collect();
-    let agents: BTreeSet<&str> = d.agents.iter().map(|(_, a)| a.id.as_str()).collect();
+    let index = Index::new(d);
     if let Some((path, meta)) = &d.meta {
         if meta.format != FORMAT {
             out.push(Problem::error(
@@ -126,7 +125,7 @@ pub fn check(d: &Decoded) -> Vec<Problem> {
                 format!("format {} is not {FORMAT}", meta.format),
             ));
         }
-        if !goals.contains(meta.default_goal.as_str()) {
+        if !index.goals.contains(meta.default_goal.as_str()) {
             out.push(Problem::error(
                 path,
                 Some("default_goal"),
@@ -138,11 +137,37 @@ pub fn check(d: &Decoded) -> Vec<Problem> {
     duplicates(&mut out, "goal", d.goals.iter().map(|(p, g)| (p, &g.id)));
     duplicates(&mut out, "todo", d.todos.iter().map(|(p, t)| (p, &t.id)));
     duplicates(&mut out, "run", d.runs.iter().map(|(p, r)| (p, &r.id)));
+    for (path, todo) in &d.todos {
+        todo_rules(&mut out, path, todo, &index);
+    }
+    for (path, run) in &d.runs {
+        run_rules(&mut out, path, run, &index);
+    }
+    out
+}
 
-    let todos: BTreeMap<&str, &Todo> = d.todos.iter().map(|(_, t)| (t.id.as_str(), t)).collect();
-    let runs: BTreeMap<&str, &Run> = d.runs.iter().map(|(_, r)| (r.id.as_str(), r)).collect();
-    let todo_ref = |out: &mut Vec<Problem>, path: &str, field: &str, owner: &str, id: &str| {
-        match todos.get(id) {
+/// The ids a state's files hold, that references are checked against.
+struct Index<'a> {
+    goals: BTreeSet<&'a str>,
+    agents: BTreeSet<&'a str>,
+    todos: BTreeMap<&'a str, &'a Todo>,
+    runs: BTreeMap<&'a str, &'a Run>,
+}
+
+impl<'a> Index<'a> {
+    fn new(d: &'a Decoded) -> Self {
+        Index {
+            goals: d.goals.iter().map(|(_, g)| g.id.as_str()).collect(),
+            agents: d.agents.iter().map(|(_, a)| a.id.as_str()).collect(),
+            todos: d.todos.iter().map(|(_, t)| (t.id.as_str(), t)).collect(),
+            runs: d.runs.iter().map(|(_, r)| (r.id.as_str(), r)).collect(),
+        }
+    }
+
+    /// `id`, in `field` of an entity of goal `owner`, must name a todo of
+    /// that goal.
+    fn todo_ref(&self, out: &mut Vec<Problem>, path: &str, field: &str, owner: &str, id: &str) {
+        match self.todos.get(id) {
             None => out.push(Problem::error(
                 path,
                 Some(field),
@@ -155,107 +180,112 @@ pub fn check(d: &Decoded) -> Vec<Problem> {
             )),
             Some(_) => {}
         }
-    };
-    for (path, todo) in &d.todos {
-        if !goals.contains(todo.goal.as_str()) {
-            out.push(Problem::error(
+    }
+
+    /// `id`, in `field`, must name a run record of `kind`.
+    fn run_ref(&self, out: &mut Vec<Problem>, path: &str, field: &str, id: &str, kind: RunKind) {
+        match self.runs.get(id) {
+            None => out.push(Problem::error(
                 path,
-                Some("goal"),
-                format!("goal `{}` has no goal.yaml", todo.goal),
-            ));
-        }
-        for (field, message) in todo_shape(todo) {
-            out.push(Problem::error(path, Some(field), message));
-        }
-        claim_rules(&mut out, path, todo);
-        gate_rules(&mut out, path, todo, &agents);
-        if let Some(id) = &todo.unblocks {
-            todo_ref(&mut out, path, "unblocks", &todo.goal, id);
-        }
-        if let Some(cond) = &todo.resume_when {
-            match cond.strip_prefix("todo_done:") {
-                Some(id) => todo_ref(&mut out, path, "resume_when", &todo.goal, id),
-                None => out.push(Problem::error(
-                    path,
-                    Some("resume_when"),
-                    format!("`{cond}` is not understood: use todo_done:<todo-id>"),
-                )),
-            }
-        }
-        for (i, id) in todo.successors.iter().enumerate() {
-            todo_ref(&mut out, path, &format!("successors[{i}]"), &todo.goal, id);
+                Some(field),
+                format!("`{id}` names no run of this state"),
+            )),
+            Some(r) if r.kind != kind => out.push(Problem::error(
+                path,
+                Some(field),
+                format!(
+                    "`{id}` is a {} record, not a {}",
+                    crate::model::entity_name(&r.kind),
+                    crate::model::entity_name(&kind)
+                ),
+            )),
+            Some(_) => {}
         }
     }
-    for (path, run) in &d.runs {
-        if !goals.contains(run.goal.as_str()) {
-            out.push(Problem::error(
+}
+
+/// A todo's goal, shape, claim and gate, and the todos it names.
+fn todo_rules(out: &mut Vec<Problem>, path: &str, todo: &Todo, index: &Index<'_>) {
+    if !index.goals.contains(todo.goal.as_str()) {
+        out.push(Problem::error(
+            path,
+            Some("goal"),
+            format!("goal `{}` has no goal.yaml", todo.goal),
+        ));
+    }
+    for (field, message) in todo_shape(todo) {
+        out.push(Problem::error(path, Some(field), message));
+    }
+    claim_rules(out, path, todo);
+    gate_rules(out, path, todo, &index.agents);
+    if let Some(id) = &todo.unblocks {
+        index.todo_ref(out, path, "unblocks", &todo.goal, id);
+    }
+    if let Some(cond) = &todo.resume_when {
+        match cond.strip_prefix("todo_done:") {
+            Some(id) => index.todo_ref(out, path, "resume_when", &todo.goal, id),
+            None => out.push(Problem::error(
                 path,
-                Some("goal"),
-                format!("goal `{}` has no goal.yaml", run.goal),
-            ));
+                Some("resume_when"),
+                format!("`{cond}` is not understood: use todo_done:<todo-id>"),
+            )),
         }
-        if let Some(id) = &run.todo {
-            todo_ref(&mut out, path, "todo", &run.goal, id);
-        }
-        let run_ref =
-            |out: &mut Vec<Problem>, field: &str, id: &str, kind: RunKind| match runs.get(id) {
+    }
+    for (i, id) in todo.successors.iter().enumerate() {
+        index.todo_ref(out, path, &format!("successors[{i}]"), &todo.goal, id);
+    }
+}
+
+/// A run's goal and todo, and what its kind must name: a spend its
+/// writeback and slots, a void its spend, a moved note its todo and text.
+fn run_rules(out: &mut Vec<Problem>, path: &str, run: &Run, index: &Index<'_>) {
+    if !index.goals.contains(run.goal.as_str()) {
+        out.push(Problem::error(
+            path,
+            Some("goal"),
+            format!("goal `{}` has no goal.yaml", run.goal),
+        ));
+    }
+    if let Some(id) = &run.todo {
+        index.todo_ref(out, path, "todo", &run.goal, id);
+    }
+    match run.kind {
+        RunKind::Spend => {
+            match &run.writeback {
+                Some(id) => index.run_ref(out, path, "writeback", id, RunKind::Writeback),
                 None => out.push(Problem::error(
                     path,
-                    Some(field),
-                    format!("`{id}` names no run of this state"),
+                    Some("writeback"),
+                    "a spend names the writeback it pays for",
                 )),
-                Some(r) if r.kind != kind => out.push(Problem::error(
-                    path,
-                    Some(field),
-                    format!(
-                        "`{id}` is a {} record, not a {}",
-                        crate::model::entity_name(&r.kind),
-                        crate::model::entity_name(&kind)
-                    ),
-                )),
-                Some(_) => {}
-            };
-        match run.kind {
-            RunKind::Spend => {
-                match &run.writeback {
-                    Some(id) => run_ref(&mut out, "writeback", id, RunKind::Writeback),
-                    None => out.push(Problem::error(
-                        path,
-                        Some("writeback"),
-                        "a spend names the writeback it pays for",
-                    )),
-                }
-                if run.slots.is_none_or(|n| n == 0) {
-                    out.push(Problem::error(
-                        path,
-                        Some("slots"),
-                        "a spend takes at least one slot",
-                    ));
-                }
             }
-            RunKind::Void => match &run.spend {
-                Some(id) => run_ref(&mut out, "spend", id, RunKind::Spend),
-                None => out.push(Problem::error(
-                    path,
-                    Some("spend"),
-                    "a void names the spend it cancels",
-                )),
-            },
-            RunKind::Note if run.todo.is_none() || run.summary.is_none() => {
+            if run.slots.is_none_or(|n| n == 0) {
                 out.push(Problem::error(
                     path,
-                    Some(if run.todo.is_none() {
-                        "todo"
-                    } else {
-                        "summary"
-                    }),
-                    "a moved note names its todo and keeps its text in `summary`",
-                ))
+                    Some("slots"),
+                    "a spend takes at least one slot",
+                ));
             }
-            RunKind::Writeback | RunKind::Turn | RunKind::Note => {}
         }
+        RunKind::Void => match &run.spend {
+            Some(id) => index.run_ref(out, path, "spend", id, RunKind::Spend),
+            None => out.push(Problem::error(
+                path,
+                Some("spend"),
+                "a void names the spend it cancels",
+            )),
+        },
+        RunKind::Note if run.todo.is_none() || run.summary.is_none() => out.push(Problem::error(
+            path,
+            Some(if run.todo.is_none() {
+                "todo"
+            } else {
+                "summary"
+            }),
+            "a moved note names its todo and keeps its text in `summary`",
+        )),
+        RunKind::Writeback | RunKind::Turn | RunKind::Note => {}
     }
-    out
 }
 
 /// Each file after the first that holds an id already seen.

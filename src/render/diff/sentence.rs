@@ -63,9 +63,36 @@ fn short(id: &str) -> &str {
 
 /// One fact as a sentence.
 pub fn sentence(f: &What, s: &Style) -> String {
-    let c = |id: &str| s.code(id);
-    let c_opt = |id: &Option<String>| id.as_deref().map_or_else(|| "?".to_owned(), |i| s.code(i));
-    let who = |a: &Option<String>| s.opt(a.as_deref(), "?");
+    match f {
+        What::GoalAdded { .. }
+        | What::GoalRemoved { .. }
+        | What::NextAction { .. }
+        | What::GoalField { .. }
+        | What::AgentAdded { .. }
+        | What::AgentRemoved { .. }
+        | What::AgentField { .. }
+        | What::MetaField { .. } => goal_or_state(f, s),
+        What::TodoAdded { .. }
+        | What::GateOpened { .. }
+        | What::TodoRemoved { .. }
+        | What::Note { .. }
+        | What::Field { .. }
+        | What::Done { .. }
+        | What::GateResolved { .. } => todo(f, s),
+        What::Claim { .. } | What::Renew { .. } | What::Release { .. } | What::Handoff { .. } => {
+            lease(f, s)
+        }
+        What::Writeback { .. } | What::Spend { .. } | What::Void { .. } | What::Turn { .. } => {
+            run(f, s)
+        }
+        What::RunChanged { .. } | What::RunRemoved { .. } | What::RunsArchived { .. } => {
+            runs_touched(f, s)
+        }
+    }
+}
+
+/// A goal's, an agent's or `loopx.yaml`'s own change.
+fn goal_or_state(f: &What, s: &Style) -> String {
     match f {
         What::GoalAdded { objective } => format!("goal added: {}", s.text(objective)),
         What::GoalRemoved { objective } => format!("goal removed: {}", s.text(objective)),
@@ -77,6 +104,36 @@ pub fn sentence(f: &What, s: &Style) -> String {
         What::GoalField { field, old, new } => {
             format!("goal {field}: {} → {}", s.value(old), s.value(new))
         }
+        What::AgentAdded { agent, runtime } => {
+            let rt = runtime
+                .as_deref()
+                .map(|r| format!(" (runtime {})", s.text(r)))
+                .unwrap_or_default();
+            format!("agent {} registered{rt}", s.text(agent))
+        }
+        What::AgentRemoved { agent } => format!("agent {} removed", s.text(agent)),
+        What::AgentField {
+            agent,
+            field,
+            old,
+            new,
+        } => format!(
+            "agent {} {field}: {} → {}",
+            s.text(agent),
+            s.value(old),
+            s.value(new)
+        ),
+        What::MetaField { field, old, new } => {
+            format!("loopx.yaml {field}: {} → {}", s.value(old), s.value(new))
+        }
+        _ => unreachable!("not a goal, agent or loopx.yaml fact"),
+    }
+}
+
+/// A todo or gate added, edited, removed, noted, done or resolved.
+fn todo(f: &What, s: &Style) -> String {
+    let c = |id: &str| s.code(id);
+    match f {
         What::TodoAdded {
             todo,
             text,
@@ -110,6 +167,46 @@ pub fn sentence(f: &What, s: &Style) -> String {
             line
         }
         What::TodoRemoved { todo, text } => format!("todo {} removed: {}", c(todo), s.text(text)),
+        What::Note { todo, agent, text } => {
+            let by = agent
+                .as_deref()
+                .map(|a| format!(" by {}", s.text(a)))
+                .unwrap_or_default();
+            format!("note on {}{by}: {}", c(todo), s.text(text))
+        }
+        What::Field {
+            todo,
+            field,
+            old,
+            new,
+        } => format!(
+            "todo {} {field}: {} → {}",
+            c(todo),
+            s.value(old),
+            s.value(new)
+        ),
+        What::Done { todo, evidence } => format!(
+            "todo {} done: {}",
+            c(todo),
+            s.opt(evidence.as_deref(), "(no evidence)")
+        ),
+        What::GateResolved {
+            gate, decision, by, ..
+        } => format!(
+            "gate {} resolved: {} by {}",
+            c(gate),
+            decision.as_deref().unwrap_or("resolved"),
+            s.opt(by.as_deref(), "(not recorded)")
+        ),
+        _ => unreachable!("not a todo fact"),
+    }
+}
+
+/// A todo's lease taken, renewed, released or handed off.
+fn lease(f: &What, s: &Style) -> String {
+    let c = |id: &str| s.code(id);
+    let who = |a: &Option<String>| s.opt(a.as_deref(), "?");
+    match f {
         What::Claim {
             todo,
             agent,
@@ -162,37 +259,16 @@ pub fn sentence(f: &What, s: &Style) -> String {
                 s.text(note)
             )
         }
-        What::Note { todo, agent, text } => {
-            let by = agent
-                .as_deref()
-                .map(|a| format!(" by {}", s.text(a)))
-                .unwrap_or_default();
-            format!("note on {}{by}: {}", c(todo), s.text(text))
-        }
-        What::Field {
-            todo,
-            field,
-            old,
-            new,
-        } => format!(
-            "todo {} {field}: {} → {}",
-            c(todo),
-            s.value(old),
-            s.value(new)
-        ),
-        What::Done { todo, evidence } => format!(
-            "todo {} done: {}",
-            c(todo),
-            s.opt(evidence.as_deref(), "(no evidence)")
-        ),
-        What::GateResolved {
-            gate, decision, by, ..
-        } => format!(
-            "gate {} resolved: {} by {}",
-            c(gate),
-            decision.as_deref().unwrap_or("resolved"),
-            s.opt(by.as_deref(), "(not recorded)")
-        ),
+        _ => unreachable!("not a lease fact"),
+    }
+}
+
+/// A run record added.
+fn run(f: &What, s: &Style) -> String {
+    let c = |id: &str| s.code(id);
+    let c_opt = |id: &Option<String>| id.as_deref().map_or_else(|| "?".to_owned(), |i| s.code(i));
+    let who = |a: &Option<String>| s.opt(a.as_deref(), "?");
+    match f {
         What::Writeback {
             run,
             todo,
@@ -291,6 +367,14 @@ pub fn sentence(f: &What, s: &Style) -> String {
                 c(run)
             )
         }
+        _ => unreachable!("not a run fact"),
+    }
+}
+
+/// A run record edited or removed (runs are append-only), or runs archived.
+fn runs_touched(f: &What, s: &Style) -> String {
+    let c = |id: &str| s.code(id);
+    match f {
         What::RunChanged { run, fields } => format!(
             "run {} edited (runs are append-only): {}",
             c(run),
@@ -308,27 +392,6 @@ pub fn sentence(f: &What, s: &Style) -> String {
             s.text(through),
             c(&commit[..commit.len().min(12)])
         ),
-        What::AgentAdded { agent, runtime } => {
-            let rt = runtime
-                .as_deref()
-                .map(|r| format!(" (runtime {})", s.text(r)))
-                .unwrap_or_default();
-            format!("agent {} registered{rt}", s.text(agent))
-        }
-        What::AgentRemoved { agent } => format!("agent {} removed", s.text(agent)),
-        What::AgentField {
-            agent,
-            field,
-            old,
-            new,
-        } => format!(
-            "agent {} {field}: {} → {}",
-            s.text(agent),
-            s.value(old),
-            s.value(new)
-        ),
-        What::MetaField { field, old, new } => {
-            format!("loopx.yaml {field}: {} → {}", s.value(old), s.value(new))
-        }
+        _ => unreachable!("not a touched run fact"),
     }
 }

@@ -9,7 +9,8 @@
 
 use std::fmt::Write as _;
 
-use crate::ops::pr::{short, Link, PrReport, PrTodo, Via};
+use crate::model::Todo;
+use crate::ops::pr::{short, ClaimEvent, Link, PrReport, PrTodo, PrWriteback, Via};
 use crate::render::markdown;
 
 /// The first line of every `pr --markdown` comment.
@@ -133,7 +134,7 @@ trait Form {
             out,
             &format!("{} {}", self.id(&todo.id), self.text(&todo.text)),
         );
-        let (i0, i1) = (self.item(0), self.item(1));
+        let i0 = self.item(0);
         let _ = write!(
             out,
             "{i0}status {}, {} {}",
@@ -141,6 +142,49 @@ trait Form {
             crate::ops::snake(&todo.class),
             crate::ops::snake(&todo.priority),
         );
+        self.holder(out, todo);
+        out.push('\n');
+        let commits: Vec<String> = t.commits.iter().map(|c| self.id(short(c))).collect();
+        let _ = writeln!(out, "{i0}commits: {}", commits.join(", "));
+        if !t.claims.is_empty() {
+            let _ = writeln!(out, "{i0}claims:");
+        }
+        for c in &t.claims {
+            self.claim_event(out, c);
+        }
+        if t.writebacks.is_empty() {
+            let _ = writeln!(out, "{i0}writebacks: none");
+        } else {
+            let _ = writeln!(out, "{i0}writebacks:");
+        }
+        for w in &t.writebacks {
+            self.writeback(out, w);
+        }
+        if let Some(e) = &todo.evidence {
+            let _ = writeln!(out, "{i0}done evidence: {}", self.text(e));
+        }
+        for h in &t.handoffs {
+            let _ = writeln!(
+                out,
+                "{i0}handoff at {}: {} → {}: {}",
+                h.at,
+                self.text(h.from.as_deref().unwrap_or("?")),
+                self.text(&h.to),
+                self.text(&h.note)
+            );
+        }
+        for g in &t.gates {
+            self.gate(out, g);
+        }
+        let _ = write!(out, "{i0}quota: {} slot(s) spent", t.spent_slots);
+        if t.voided_spends > 0 {
+            let _ = write!(out, " ({} spend(s) voided)", t.voided_spends);
+        }
+        out.push('\n');
+    }
+
+    /// Who holds the todo's lease, or held it last.
+    fn holder(&self, out: &mut String, todo: &Todo) {
         match &todo.claim {
             Some(c) => {
                 let _ = write!(
@@ -157,100 +201,81 @@ trait Form {
             }
             None => out.push_str("; never claimed"),
         }
-        out.push('\n');
-        let commits: Vec<String> = t.commits.iter().map(|c| self.id(short(c))).collect();
-        let _ = writeln!(out, "{i0}commits: {}", commits.join(", "));
-        if !t.claims.is_empty() {
-            let _ = writeln!(out, "{i0}claims:");
+    }
+
+    /// One claim, renewal, handoff or release, with its commit.
+    fn claim_event(&self, out: &mut String, c: &ClaimEvent) {
+        let i1 = self.item(1);
+        let by = self.text(c.agent.as_deref().unwrap_or("?"));
+        let what = match (c.op.as_str(), &c.to) {
+            ("todo handoff", Some(to)) => format!("handoff {by} → {}", self.text(to)),
+            ("todo release", _) => format!("released by {by}"),
+            (op, _) => format!("{} by {by}", op.trim_start_matches("todo ")),
+        };
+        let _ = write!(out, "{i1}{} {what}", c.time);
+        if let Some(e) = c.epoch {
+            let _ = write!(out, " (epoch {e})");
         }
-        for c in &t.claims {
-            let by = self.text(c.agent.as_deref().unwrap_or("?"));
-            let what = match (c.op.as_str(), &c.to) {
-                ("todo handoff", Some(to)) => format!("handoff {by} → {}", self.text(to)),
-                ("todo release", _) => format!("released by {by}"),
-                (op, _) => format!("{} by {by}", op.trim_start_matches("todo ")),
-            };
-            let _ = write!(out, "{i1}{} {what}", c.time);
-            if let Some(e) = c.epoch {
-                let _ = write!(out, " (epoch {e})");
-            }
-            let _ = writeln!(out, " in {}", self.id(short(&c.commit)));
-        }
-        if t.writebacks.is_empty() {
-            let _ = writeln!(out, "{i0}writebacks: none");
-        } else {
-            let _ = writeln!(out, "{i0}writebacks:");
-        }
-        for w in &t.writebacks {
-            let run = &w.run;
+        let _ = writeln!(out, " in {}", self.id(short(&c.commit)));
+    }
+
+    /// One writeback of the todo: its outcome, validation, artifacts and
+    /// the slots it spent.
+    fn writeback(&self, out: &mut String, w: &PrWriteback) {
+        let i1 = self.item(1);
+        let run = &w.run;
+        let _ = write!(
+            out,
+            "{i1}{} {} by {} at {}: {}",
+            self.id(&run.id),
+            run.outcome
+                .map(|o| crate::ops::snake(&o))
+                .unwrap_or_default(),
+            self.text(run.agent.as_deref().unwrap_or("?")),
+            run.at,
+            self.text(run.summary.as_deref().unwrap_or(""))
+        );
+        if let Some(v) = &run.validation {
             let _ = write!(
                 out,
-                "{i1}{} {} by {} at {}: {}",
-                self.id(&run.id),
-                run.outcome
-                    .map(|o| crate::ops::snake(&o))
-                    .unwrap_or_default(),
-                self.text(run.agent.as_deref().unwrap_or("?")),
-                run.at,
-                self.text(run.summary.as_deref().unwrap_or(""))
+                "; validation {} → exit {}",
+                self.text(&v.command),
+                v.exit_code
             );
-            if let Some(v) = &run.validation {
+        }
+        if !run.artifacts.is_empty() {
+            let artifacts: Vec<String> = run.artifacts.iter().map(|a| self.id(a)).collect();
+            let _ = write!(out, "; artifacts {}", artifacts.join(", "));
+        }
+        if !run.artifact_urls.is_empty() {
+            let urls: Vec<String> = run.artifact_urls.iter().map(|u| self.text(u)).collect();
+            let _ = write!(out, "; evidence {}", urls.join(", "));
+        }
+        if w.spent_slots > 0 {
+            let _ = write!(out, "; spent {} slot(s)", w.spent_slots);
+        }
+        out.push('\n');
+    }
+
+    /// A gate that holds the todo: its answer, or its status while open.
+    fn gate(&self, out: &mut String, g: &Todo) {
+        let i0 = self.item(0);
+        let _ = write!(out, "{i0}gate {} {}: ", self.id(&g.id), self.text(&g.text));
+        match (&g.decision, &g.resolved_by) {
+            (Some(d), by) => {
                 let _ = write!(
                     out,
-                    "; validation {} → exit {}",
-                    self.text(&v.command),
-                    v.exit_code
+                    "{} by {}",
+                    crate::ops::snake(d),
+                    self.text(by.as_deref().unwrap_or("(not recorded)"))
                 );
-            }
-            if !run.artifacts.is_empty() {
-                let artifacts: Vec<String> = run.artifacts.iter().map(|a| self.id(a)).collect();
-                let _ = write!(out, "; artifacts {}", artifacts.join(", "));
-            }
-            if !run.artifact_urls.is_empty() {
-                let urls: Vec<String> = run.artifact_urls.iter().map(|u| self.text(u)).collect();
-                let _ = write!(out, "; evidence {}", urls.join(", "));
-            }
-            if w.spent_slots > 0 {
-                let _ = write!(out, "; spent {} slot(s)", w.spent_slots);
-            }
-            out.push('\n');
-        }
-        if let Some(e) = &todo.evidence {
-            let _ = writeln!(out, "{i0}done evidence: {}", self.text(e));
-        }
-        for h in &t.handoffs {
-            let _ = writeln!(
-                out,
-                "{i0}handoff at {}: {} → {}: {}",
-                h.at,
-                self.text(h.from.as_deref().unwrap_or("?")),
-                self.text(&h.to),
-                self.text(&h.note)
-            );
-        }
-        for g in &t.gates {
-            let _ = write!(out, "{i0}gate {} {}: ", self.id(&g.id), self.text(&g.text));
-            match (&g.decision, &g.resolved_by) {
-                (Some(d), by) => {
-                    let _ = write!(
-                        out,
-                        "{} by {}",
-                        crate::ops::snake(d),
-                        self.text(by.as_deref().unwrap_or("(not recorded)"))
-                    );
-                    if let Some(at) = g.resolved_at {
-                        let _ = write!(out, " at {at}");
-                    }
-                }
-                (None, _) => {
-                    let _ = write!(out, "{}", crate::ops::snake(&g.status));
+                if let Some(at) = g.resolved_at {
+                    let _ = write!(out, " at {at}");
                 }
             }
-            out.push('\n');
-        }
-        let _ = write!(out, "{i0}quota: {} slot(s) spent", t.spent_slots);
-        if t.voided_spends > 0 {
-            let _ = write!(out, " ({} spend(s) voided)", t.voided_spends);
+            (None, _) => {
+                let _ = write!(out, "{}", crate::ops::snake(&g.status));
+            }
         }
         out.push('\n');
     }

@@ -255,6 +255,33 @@ fn goal_doc(g: &GoalReport, limit: usize, whole: &str) -> GoalDoc {
         g.quota.allowance,
         g.quota.hours
     ))];
+    let risks: Vec<Line> = g.risks.iter().map(|r| vec![text(&r.text)]).collect();
+    GoalDoc {
+        title,
+        summary,
+        sections: vec![
+            section("Waiting for you", "nothing", waiting_lines(g), limit, whole),
+            section("Next actions", "none", next_lines(g), limit, whole),
+            section("Risks", "none seen", risks, limit, whole),
+            section(
+                "Delivered",
+                "no todo done",
+                delivered_lines(g),
+                limit,
+                whole,
+            ),
+            section("Failures", "none", failure_lines(g), limit, whole),
+            section("Quota", "", quota_lines(g), limit, whole),
+            section("Handoffs", "none", handoff_lines(g), limit, whole),
+            section("Agents", "none active", agent_lines(g), limit, whole),
+        ],
+    }
+}
+
+/// The gates and reminders that wait for the person, each with the
+/// command that answers it.
+fn waiting_lines(g: &GoalReport) -> Vec<Line> {
+    let v = &g.review;
     let flag = if v.default {
         String::new()
     } else {
@@ -288,9 +315,12 @@ fn goal_doc(g: &GoalReport, limit: usize, whole: &str) -> GoalDoc {
             code(format!("git loopx{flag} todo done {}", a.id)),
         ]);
     }
+    waiting
+}
 
-    let next: Vec<Line> = g
-        .next_actions
+/// What comes next, by whom, with the command when there is one.
+fn next_lines(g: &GoalReport) -> Vec<Line> {
+    g.next_actions
         .iter()
         .map(|a| {
             let mut line = vec![plain(format!("{}: ", a.by)), text(&a.text)];
@@ -299,9 +329,12 @@ fn goal_doc(g: &GoalReport, limit: usize, whole: &str) -> GoalDoc {
             }
             line
         })
-        .collect();
-    let risks: Vec<Line> = g.risks.iter().map(|r| vec![text(&r.text)]).collect();
+        .collect()
+}
 
+/// The todos done in the range and the gates answered.
+fn delivered_lines(g: &GoalReport) -> Vec<Line> {
+    let v = &g.review;
     let mut delivered: Vec<Line> = Vec::new();
     for d in &v.completed {
         delivered.push(vec![
@@ -331,7 +364,11 @@ fn goal_doc(g: &GoalReport, limit: usize, whole: &str) -> GoalDoc {
         }
         delivered.push(line);
     }
+    delivered
+}
 
+/// The writebacks that failed and the turns that ended without one.
+fn failure_lines(g: &GoalReport) -> Vec<Line> {
     let mut failures: Vec<Line> = Vec::new();
     for f in &g.failures {
         let why = match &f.validation {
@@ -367,7 +404,11 @@ fn goal_doc(g: &GoalReport, limit: usize, whole: &str) -> GoalDoc {
             plain(format!(" at {} {how}", t.at)),
         ]);
     }
+    failures
+}
 
+/// The slots spent against the allowance, and each window.
+fn quota_lines(g: &GoalReport) -> Vec<Line> {
     let q = &g.quota;
     let mut quota: Vec<Line> = vec![vec![plain(format!(
         "spent {} slot(s) in the range against {} allowed; now {} of {} in the window{}",
@@ -391,9 +432,13 @@ fn goal_doc(g: &GoalReport, limit: usize, whole: &str) -> GoalDoc {
             }
         ))]);
     }
+    quota
+}
 
-    let handoffs: Vec<Line> = v
-        .handoffs
+/// Each handoff in the range, with its note.
+fn handoff_lines(g: &GoalReport) -> Vec<Line> {
+    let v = &g.review;
+    v.handoffs
         .iter()
         .map(|h| {
             vec![
@@ -406,10 +451,12 @@ fn goal_doc(g: &GoalReport, limit: usize, whole: &str) -> GoalDoc {
                 text(&h.handoff.note),
             ]
         })
-        .collect();
+        .collect()
+}
 
-    let agents: Vec<Line> = g
-        .agents
+/// Each active agent's writebacks, failures and leases.
+fn agent_lines(g: &GoalReport) -> Vec<Line> {
+    g.agents
         .iter()
         .map(|a| {
             let mut words = format!(
@@ -443,20 +490,5 @@ fn goal_doc(g: &GoalReport, limit: usize, whole: &str) -> GoalDoc {
             }
             vec![text(&a.id), plain(words)]
         })
-        .collect();
-
-    GoalDoc {
-        title,
-        summary,
-        sections: vec![
-            section("Waiting for you", "nothing", waiting, limit, whole),
-            section("Next actions", "none", next, limit, whole),
-            section("Risks", "none seen", risks, limit, whole),
-            section("Delivered", "no todo done", delivered, limit, whole),
-            section("Failures", "none", failures, limit, whole),
-            section("Quota", "", quota, limit, whole),
-            section("Handoffs", "none", handoffs, limit, whole),
-            section("Agents", "none active", agents, limit, whole),
-        ],
-    }
+        .collect()
 }

@@ -10,17 +10,10 @@ use crate::render::markdown;
 /// text goes through [`markdown::text`] (terminal text is unchanged).
 pub fn review(r: &ReviewReport, md: bool) -> String {
     let mut out = String::new();
-    let h = |out: &mut String, title: &str| {
-        if md {
-            let _ = writeln!(out, "\n### {title}\n");
-        } else {
-            let _ = writeln!(out, "\n{title}:");
-        }
-    };
-    let item = if md { "- " } else { "  " };
-    let code = |s: &str| id_text(s, md);
-    // State text (agent- or person-written).
-    let t = |s: &str| state_text(s, md);
+    let form = Form { md };
+    let item = form.item();
+    let code = |s: &str| form.code(s);
+    let t = |s: &str| form.text(s);
     let since = r
         .since
         .as_ref()
@@ -42,7 +35,72 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
         code(r.tip.short())
     );
 
-    h(&mut out, "Decisions waiting for you");
+    decisions(&mut out, r, form);
+    blocked(&mut out, r, form);
+    if r.is_empty() {
+        let _ = writeln!(out, "\nNothing new since the last review.");
+        return out;
+    }
+
+    if !r.answered.is_empty() {
+        form.heading(&mut out, "Answered");
+    }
+    for a in &r.answered {
+        let _ = writeln!(out, "{item}{}", answered(a, md));
+    }
+
+    delivered(&mut out, r, form);
+    handoffs(&mut out, r, form);
+    changed(&mut out, r, form);
+    if r.acked {
+        let _ = writeln!(
+            out,
+            "\nMarked reviewed: refs/loopx/reviewed → {}",
+            code(r.tip.short())
+        );
+    }
+    out
+}
+
+/// The form a packet is written in: Markdown or terminal text.
+#[derive(Clone, Copy)]
+struct Form {
+    md: bool,
+}
+
+impl Form {
+    fn heading(self, out: &mut String, title: &str) {
+        if self.md {
+            let _ = writeln!(out, "\n### {title}\n");
+        } else {
+            let _ = writeln!(out, "\n{title}:");
+        }
+    }
+
+    /// How a list item starts.
+    fn item(self) -> &'static str {
+        if self.md {
+            "- "
+        } else {
+            "  "
+        }
+    }
+
+    fn code(self, s: &str) -> String {
+        id_text(s, self.md)
+    }
+
+    /// State text (agent- or person-written).
+    fn text(self, s: &str) -> String {
+        state_text(s, self.md)
+    }
+}
+
+/// The gates that wait for the person, each with the command that answers
+/// it and the answers it ignored, and their reminders.
+fn decisions(out: &mut String, r: &ReviewReport, form: Form) {
+    let item = form.item();
+    form.heading(out, "Decisions waiting for you");
     if r.decisions.is_empty() && r.user_actions.is_empty() {
         let _ = writeln!(out, "{item}none");
     }
@@ -50,9 +108,9 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
         let _ = writeln!(
             out,
             "{item}{} {} — {}",
-            code(&g.id),
-            t(&g.text),
-            code(&format!(
+            form.code(&g.id),
+            form.text(&g.text),
+            form.code(&format!(
                 "git loopx{} gate resolve {} --approve|--reject",
                 if r.default {
                     String::new()
@@ -63,15 +121,24 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
             ))
         );
         for a in r.ignored_answers.iter().filter(|a| a.gate == g.id) {
-            let _ = writeln!(out, "  {}", t(&a.sentence()));
+            let _ = writeln!(out, "  {}", form.text(&a.sentence()));
         }
     }
     for a in &r.user_actions {
-        let _ = writeln!(out, "{item}{} {} (reminder)", code(&a.id), t(&a.text));
+        let _ = writeln!(
+            out,
+            "{item}{} {} (reminder)",
+            form.code(&a.id),
+            form.text(&a.text)
+        );
     }
+}
 
+/// The blocked todos and blockers, each with why.
+fn blocked(out: &mut String, r: &ReviewReport, form: Form) {
+    let item = form.item();
     if !r.blocked.is_empty() {
-        h(&mut out, "Blocked");
+        form.heading(out, "Blocked");
         for b in &r.blocked {
             let what = if b.class == crate::model::TodoClass::Blocker {
                 "blocker "
@@ -81,26 +148,18 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
             let _ = writeln!(
                 out,
                 "{item}{what}{} {}: {}",
-                code(&b.id),
-                t(&b.text),
-                t(b.why.as_deref().unwrap_or("no reason given"))
+                form.code(&b.id),
+                form.text(&b.text),
+                form.text(b.why.as_deref().unwrap_or("no reason given"))
             );
         }
     }
+}
 
-    if r.is_empty() {
-        let _ = writeln!(out, "\nNothing new since the last review.");
-        return out;
-    }
-
-    if !r.answered.is_empty() {
-        h(&mut out, "Answered");
-    }
-    for a in &r.answered {
-        let _ = writeln!(out, "{item}{}", answered(a, md));
-    }
-
-    h(&mut out, "Delivered");
+/// The writebacks in the range and the todos done.
+fn delivered(out: &mut String, r: &ReviewReport, form: Form) {
+    let item = form.item();
+    form.heading(out, "Delivered");
     if r.delivered.is_empty() && r.completed.is_empty() {
         let _ = writeln!(out, "{item}nothing");
     }
@@ -109,98 +168,123 @@ pub fn review(r: &ReviewReport, md: bool) -> String {
         let _ = write!(
             out,
             "{item}{} {} on {} by {}: {}",
-            code(&w.id),
+            form.code(&w.id),
             outcome,
-            code(w.todo.as_deref().unwrap_or("the goal")),
-            t(w.agent.as_deref().unwrap_or("?")),
-            t(w.summary.as_deref().unwrap_or(""))
+            form.code(w.todo.as_deref().unwrap_or("the goal")),
+            form.text(w.agent.as_deref().unwrap_or("?")),
+            form.text(w.summary.as_deref().unwrap_or(""))
         );
         if let Some(v) = &w.validation {
-            let _ = write!(out, " (validated: {} → {})", t(&v.command), v.exit_code);
+            let _ = write!(
+                out,
+                " (validated: {} → {})",
+                form.text(&v.command),
+                v.exit_code
+            );
         }
         for a in &w.artifacts {
-            let _ = write!(out, " {}", code(&a.chars().take(12).collect::<String>()));
+            let _ = write!(
+                out,
+                " {}",
+                form.code(&a.chars().take(12).collect::<String>())
+            );
         }
         for u in &w.artifact_urls {
-            let _ = write!(out, " {}", t(u));
+            let _ = write!(out, " {}", form.text(u));
         }
         out.push('\n');
     }
     for d in &r.completed {
-        let _ = writeln!(out, "{item}{}", completed(d, md));
+        let _ = writeln!(out, "{item}{}", completed(d, form.md));
     }
+}
 
+/// Each handoff, with its packet.
+fn handoffs(out: &mut String, r: &ReviewReport, form: Form) {
+    let item = form.item();
     if !r.handoffs.is_empty() {
-        h(&mut out, "Handoffs");
+        form.heading(out, "Handoffs");
     }
     for x in &r.handoffs {
         let _ = writeln!(
             out,
             "{item}{} {}: {} → {} at {}: {}",
-            code(&x.todo),
-            t(&x.text),
-            t(x.handoff.from.as_deref().unwrap_or("?")),
-            t(&x.handoff.to),
+            form.code(&x.todo),
+            form.text(&x.text),
+            form.text(x.handoff.from.as_deref().unwrap_or("?")),
+            form.text(&x.handoff.to),
             x.handoff.at,
-            t(&x.handoff.note)
+            form.text(&x.handoff.note)
         );
         if let Some(p) = &x.packet {
-            let indent = if md { "  " } else { "    " };
-            out.push_str(&p.sections(indent, &t));
+            let indent = if form.md { "  " } else { "    " };
+            out.push_str(&p.sections(indent, &|s: &str| form.text(s)));
         }
     }
+}
 
-    h(&mut out, "Changed");
+/// Every other change, one line each.
+fn changed(out: &mut String, r: &ReviewReport, form: Form) {
+    let item = form.item();
+    form.heading(out, "Changed");
     if r.changes.is_empty() {
         let _ = writeln!(out, "{item}nothing else");
     }
     for c in &r.changes {
-        let line = match c {
-            Change::TodoAdded { id, text, class } => {
-                format!("added {} {} ({})", code(id), t(text), t(class))
-            }
-            Change::TodoRemoved { id, text } => format!("removed {} {}", code(id), t(text)),
-            Change::TodoChanged {
-                id,
-                text,
-                fields,
-                summary,
-            } => {
-                let what = if summary.is_empty() {
-                    fields.join(", ")
-                } else {
-                    summary.join("; ")
-                };
-                format!("{} {}: {}", code(id), t(text), t(&what))
-            }
-            Change::RunAdded {
-                id,
-                kind,
-                agent,
-                summary,
-            } => format!(
-                "{kind} {} by {}{}",
-                code(id),
-                t(agent.as_deref().unwrap_or("?")),
-                summary
-                    .as_deref()
-                    .map(|s| format!(": {}", t(s)))
-                    .unwrap_or_default()
-            ),
-            Change::GoalChanged { id, fields } => {
-                format!("goal {} {}", code(id), t(&fields.join(", ")))
-            }
-        };
-        let _ = writeln!(out, "{item}{line}");
+        let _ = writeln!(out, "{item}{}", change(c, form));
     }
-    if r.acked {
-        let _ = writeln!(
-            out,
-            "\nMarked reviewed: refs/loopx/reviewed → {}",
-            code(r.tip.short())
-        );
+}
+
+/// One change as a line.
+fn change(c: &Change, form: Form) -> String {
+    match c {
+        Change::TodoAdded { id, text, class } => {
+            format!(
+                "added {} {} ({})",
+                form.code(id),
+                form.text(text),
+                form.text(class)
+            )
+        }
+        Change::TodoRemoved { id, text } => {
+            format!("removed {} {}", form.code(id), form.text(text))
+        }
+        Change::TodoChanged {
+            id,
+            text,
+            fields,
+            summary,
+        } => {
+            let what = if summary.is_empty() {
+                fields.join(", ")
+            } else {
+                summary.join("; ")
+            };
+            format!(
+                "{} {}: {}",
+                form.code(id),
+                form.text(text),
+                form.text(&what)
+            )
+        }
+        Change::RunAdded {
+            id,
+            kind,
+            agent,
+            summary,
+        } => format!(
+            "{kind} {} by {}{}",
+            form.code(id),
+            form.text(agent.as_deref().unwrap_or("?")),
+            summary
+                .as_deref()
+                .map(|s| format!(": {}", form.text(s)))
+                .unwrap_or_default()
+        ),
+        Change::GoalChanged { id, fields } => {
+            format!("goal {} {}", form.code(id), form.text(&fields.join(", ")))
+        }
     }
-    out
 }
 
 /// State text as `md` wants it: inert Markdown, or one terminal line.

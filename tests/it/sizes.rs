@@ -47,7 +47,6 @@ const KNOWN: &[(&str, &str)] = &[
     ("src/ops/review.rs", "review"),
     ("src/ops/run.rs", "run"),
     ("src/ops/sync/shared.rs", "merge_heads"),
-    ("src/render/text.rs", "status_styled"),
 ];
 
 /// The modules over [`MAX_MODULE`] lines today.

@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::ids::{headline, new_todo_id, nonce};
 use crate::model::{
-    ids, lease, Code, Extra, Outcome, Refusal, Role, Run, RunKind, Todo, TodoClass, TodoStatus,
-    Validation,
+    ids, lease, Code, Extra, GoalState, Outcome, Refusal, Role, Run, RunKind, Todo, TodoClass,
+    TodoStatus, Validation,
 };
 use crate::ops::args::Seconds;
 use crate::ops::validate::{self, ValidationRun};
@@ -156,18 +156,7 @@ pub fn done(
     };
     if let Some(v) = validation.as_ref().filter(|v| !v.passed()) {
         let commit = record_failed_validation(ctx, &id, agent.as_deref(), v, args.epoch)?;
-        let mut refusal = Refusal::new(
-            Code::ValidationFailed,
-            format!("{id} not completed: `{}` {}", v.command, v.what()),
-        )
-        .with_hint("fix the failure and run `todo done` again; the failed validation was recorded");
-        if let Some(construct) = validate::shell_construct(&v.command) {
-            refusal = refusal.with_hint(format!(
-                "`{}` needs a shell ({construct}) but runs without one: \
-                 set the todo's validate to `sh -c '…'`",
-                v.command
-            ));
-        }
+        let refusal = validation_refusal(&id, v);
         let report = DoneReport {
             todo: todo.clone(),
             successor: None,
@@ -191,7 +180,6 @@ pub fn done(
         todo.evidence = Some(evidence.clone());
         lease::release(todo);
         touch(todo, ctx.now);
-        let priority = todo.priority;
         let mut message = Message::new(
             "todo done",
             format!("todo done {id}{}", by(agent.as_deref())),
@@ -210,42 +198,16 @@ pub fn done(
         }
         let successor = match &next {
             Some(text) => {
-                let succ_id = new_todo_id(goal, text, agent.as_deref(), ctx.now, &nonce);
-                let mut succ = Todo::new(
-                    succ_id,
-                    goal,
-                    text,
-                    Role::Agent,
-                    TodoClass::AdvancementTask,
-                    priority,
-                    agent.as_deref(),
-                    ctx.now,
-                );
-                if let Some(b) = &args.next_agent {
-                    lease::claim(&mut succ, b, ctx.now, lease::DEFAULT_TTL)?;
-                }
-                let todo = gs.todos.get_mut(&id).expect("still there");
-                todo.successors.push(succ.id.clone());
+                let next_agent = args.next_agent.as_deref();
+                let succ = add_successor(ctx, gs, goal, &id, text, next_agent, &nonce)?;
                 message = message.trailer("Loopx-Todo", succ.id.clone());
                 message.subject.push_str(&format!(", next {}", succ.id));
-                let succ = gs.add_todo(succ);
                 Some(succ)
             }
             None => None,
         };
-        // Where the goal reserves `done` for the person, only the person's
-        // `--no-follow-up` ends it.
-        let reserved =
-            gs.goal.person_only.iter().any(|d| d == "done") && ctx.gate_actor().is_some();
-        let goal_done = args.no_follow_up && !has_open_work(gs) && !reserved;
-        if goal_done {
-            let by = crate::ops::goal::actor(ctx)?;
-            let note = format!("no follow-up after {id}: {}", headline(&evidence, 200));
-            crate::ops::goal::mark_done(&mut gs.goal, &by, Some(&note), ctx.now);
-            gs.goal.rev = gs.goal.rev.saturating_add(1);
-            gs.goal.updated_at = ctx.now;
-            message.subject.push_str(", goal done (no follow-up)");
-        } else if args.no_follow_up {
+        let goal_done = args.no_follow_up && end_goal(ctx, gs, &id, &evidence, &mut message)?;
+        if args.no_follow_up && !goal_done {
             message = message.line("no follow-up");
         }
         Ok(((gs.todos[&id].clone(), successor, goal_done), message))
@@ -266,6 +228,77 @@ pub fn done(
         goal_done,
     };
     Ok((report, None))
+}
+
+/// Why a failed validation leaves the todo open, with how to fix it.
+fn validation_refusal(id: &str, v: &ValidationRun) -> Refusal {
+    let refusal = Refusal::new(
+        Code::ValidationFailed,
+        format!("{id} not completed: `{}` {}", v.command, v.what()),
+    )
+    .with_hint("fix the failure and run `todo done` again; the failed validation was recorded");
+    match validate::shell_construct(&v.command) {
+        Some(construct) => refusal.with_hint(format!(
+            "`{}` needs a shell ({construct}) but runs without one: \
+             set the todo's validate to `sh -c '…'`",
+            v.command
+        )),
+        None => refusal,
+    }
+}
+
+/// The `--next` todo after `id`: created by this caller at `id`'s
+/// priority, its lease given to `next_agent` when named, and listed among
+/// `id`'s successors.
+fn add_successor(
+    ctx: &Context,
+    gs: &mut GoalState,
+    goal: &str,
+    id: &str,
+    text: &str,
+    next_agent: Option<&str>,
+    nonce: &str,
+) -> Result<Todo> {
+    let agent = ctx.agent();
+    let mut succ = Todo::new(
+        new_todo_id(goal, text, agent, ctx.now, nonce),
+        goal,
+        text,
+        Role::Agent,
+        TodoClass::AdvancementTask,
+        gs.todos[id].priority,
+        agent,
+        ctx.now,
+    );
+    if let Some(b) = next_agent {
+        lease::claim(&mut succ, b, ctx.now, lease::DEFAULT_TTL)?;
+    }
+    let todo = gs.todos.get_mut(id).expect("still there");
+    todo.successors.push(succ.id.clone());
+    Ok(gs.add_todo(succ))
+}
+
+/// Ends the goal for `--no-follow-up` when no work is left open, unless
+/// the goal reserves `done` for the person and this is not the person;
+/// whether it did.
+fn end_goal(
+    ctx: &Context,
+    gs: &mut GoalState,
+    id: &str,
+    evidence: &str,
+    message: &mut Message,
+) -> Result<bool> {
+    let reserved = gs.goal.person_only.iter().any(|d| d == "done") && ctx.gate_actor().is_some();
+    if has_open_work(gs) || reserved {
+        return Ok(false);
+    }
+    let by = crate::ops::goal::actor(ctx)?;
+    let note = format!("no follow-up after {id}: {}", headline(evidence, 200));
+    crate::ops::goal::mark_done(&mut gs.goal, &by, Some(&note), ctx.now);
+    gs.goal.rev = gs.goal.rev.saturating_add(1);
+    gs.goal.updated_at = ctx.now;
+    message.subject.push_str(", goal done (no follow-up)");
+    Ok(true)
 }
 
 /// The note a todo the person completed gets when it carries a `validate`.

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::quota::{self, Usage};
-use crate::model::{ids, Code, Refusal, Run, RunFacts, RunKind};
+use crate::model::{ids, Code, GoalState, Refusal, Run, RunFacts, RunKind};
 use crate::ops::{mutate_maybe, non_empty, Context};
 use crate::store::{Message, Oid};
 use crate::Result;
@@ -64,62 +64,11 @@ pub fn spend(ctx: &Context, args: &SpendArgs) -> Result<SpendReport> {
         let live_spends = quota::live_spends(gs);
         // The writeback this spend is for.
         let target: Run = match writeback {
-            Some(q) => {
-                let id = resolve_run(gs, q)?;
-                let run = gs.runs[&id].clone();
-                if run.kind != RunKind::Writeback {
-                    return Err(Refusal::invalid_input(format!(
-                        "{id} is a {} record, not a writeback",
-                        crate::ops::snake(&run.kind)
-                    ))
-                    .into());
-                }
-                run
-            }
-            None => {
-                if let Some(t) = &turn {
-                    if let Some(old) = live_spends
-                        .iter()
-                        .find(|r| r.turn == Some(t.as_str()) && r.agent == Some(agent.as_str()))
-                    {
-                        return Ok(((gs.runs[old.id].clone(), true), None));
-                    }
-                    crate::ops::local::check_turn_open(ctx, t)?;
-                }
-                let spent: Vec<&str> = live_spends.iter().filter_map(|r| r.writeback).collect();
-                let mut candidates: Vec<RunFacts<'_>> = gs
-                    .runs
-                    .all_facts()
-                    .filter(|r| r.kind == RunKind::Writeback && r.agent == Some(agent.as_str()))
-                    .filter(|r| {
-                        r.outcome.is_some_and(|o| o.is_accountable()) && !spent.contains(&r.id)
-                    })
-                    .collect();
-                candidates.sort_by(|a, b| (a.at, a.id).cmp(&(b.at, b.id)));
-                // A turn's spend charges that turn's writeback, never an
-                // older one: charged now, the turn's own could never be.
-                if let Some(t) = turn.as_deref() {
-                    if !candidates.iter().any(|r| r.turn == Some(t)) {
-                        return Err(Refusal::new(
-                            Code::NothingToSpend,
-                            format!("turn {t} of {agent} has no unspent accountable writeback"),
-                        )
-                        .with_hint(format!(
-                            "write back first (`git loopx writeback --turn {t} --outcome outcome_progress …`), then spend; quiet turns never spend"
-                        ))
-                        .into());
-                    }
-                    candidates.retain(|r| r.turn == Some(t));
-                }
-                match candidates.last() {
-                    Some(r) => gs.runs[r.id].clone(),
-                    None => {
-                        return Err(Refusal::new(Code::NothingToSpend, format!("{agent} has no unspent accountable writeback"))
-                            .with_hint("record work with `git loopx writeback --outcome outcome_progress …` first; quiet turns never spend")
-                            .into())
-                    }
-                }
-            }
+            Some(q) => named_writeback(gs, q)?,
+            None => match latest_writeback(ctx, gs, &live_spends, &agent, turn.as_deref())? {
+                Charge::Writeback(run) => run,
+                Charge::Spent(old) => return Ok(((old, true), None)),
+            },
         };
         if let Some(todo) = target.todo.as_deref().and_then(|t| gs.todos.get(t)) {
             crate::model::gate::check_reserved(
@@ -203,6 +152,77 @@ pub fn spend(ctx: &Context, args: &SpendArgs) -> Result<SpendReport> {
         quota: usage,
         commit: done.commit,
     })
+}
+
+/// What a spend charges: a writeback, or nothing new because this turn's
+/// spend was already made (a replay hands that spend back).
+enum Charge {
+    Writeback(Run),
+    Spent(Run),
+}
+
+/// The writeback `--writeback` names (an id or a unique prefix).
+fn named_writeback(gs: &GoalState, q: &str) -> Result<Run> {
+    let id = resolve_run(gs, q)?;
+    let run = gs.runs[&id].clone();
+    if run.kind != RunKind::Writeback {
+        return Err(Refusal::invalid_input(format!(
+            "{id} is a {} record, not a writeback",
+            crate::ops::snake(&run.kind)
+        ))
+        .into());
+    }
+    Ok(run)
+}
+
+/// Without `--writeback`: the latest unspent accountable writeback of
+/// `agent`, of the turn `turn` when given (or that turn's spend, when it
+/// already has one).
+fn latest_writeback(
+    ctx: &Context,
+    gs: &GoalState,
+    live_spends: &[RunFacts<'_>],
+    agent: &str,
+    turn: Option<&str>,
+) -> Result<Charge> {
+    if let Some(t) = turn {
+        if let Some(old) = live_spends
+            .iter()
+            .find(|r| r.turn == Some(t) && r.agent == Some(agent))
+        {
+            return Ok(Charge::Spent(gs.runs[old.id].clone()));
+        }
+        crate::ops::local::check_turn_open(ctx, t)?;
+    }
+    let spent: Vec<&str> = live_spends.iter().filter_map(|r| r.writeback).collect();
+    let mut candidates: Vec<RunFacts<'_>> = gs
+        .runs
+        .all_facts()
+        .filter(|r| r.kind == RunKind::Writeback && r.agent == Some(agent))
+        .filter(|r| r.outcome.is_some_and(|o| o.is_accountable()) && !spent.contains(&r.id))
+        .collect();
+    candidates.sort_by(|a, b| (a.at, a.id).cmp(&(b.at, b.id)));
+    // A turn's spend charges that turn's writeback, never an
+    // older one: charged now, the turn's own could never be.
+    if let Some(t) = turn {
+        if !candidates.iter().any(|r| r.turn == Some(t)) {
+            return Err(Refusal::new(
+                Code::NothingToSpend,
+                format!("turn {t} of {agent} has no unspent accountable writeback"),
+            )
+            .with_hint(format!(
+                "write back first (`git loopx writeback --turn {t} --outcome outcome_progress …`), then spend; quiet turns never spend"
+            ))
+            .into());
+        }
+        candidates.retain(|r| r.turn == Some(t));
+    }
+    match candidates.last() {
+        Some(r) => Ok(Charge::Writeback(gs.runs[r.id].clone())),
+        None => Err(Refusal::new(Code::NothingToSpend, format!("{agent} has no unspent accountable writeback"))
+            .with_hint("record work with `git loopx writeback --outcome outcome_progress …` first; quiet turns never spend")
+            .into()),
+    }
 }
 
 #[derive(Debug, Serialize)]

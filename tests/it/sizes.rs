@@ -41,7 +41,6 @@ const KNOWN: &[(&str, &str)] = &[
     ("src/ops/notify.rs", "conditions"),
     ("src/ops/notify.rs", "look"),
     ("src/ops/prompt/text.rs", "body"),
-    ("src/ops/quota.rs", "spend"),
     ("src/ops/redact.rs", "redact"),
     ("src/ops/review.rs", "review"),
     ("src/ops/run.rs", "run"),

@@ -4,7 +4,10 @@
 use serde::Serialize;
 
 use crate::model::diff::{self, Change};
-use crate::model::{limits, Run, RunKind, Todo, TodoClass, TodoStatus};
+use std::collections::BTreeSet;
+
+use crate::model::{limits, GoalState, Run, RunKind, Todo, TodoClass, TodoStatus};
+use crate::ops::signers::IgnoredAnswer;
 use crate::ops::Context;
 use crate::store::{transaction, Error as StoreError, Oid, REVIEWED_REF};
 use crate::Result;
@@ -85,8 +88,7 @@ pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewRep
     let goal_id = ctx.goal(&state)?.goal.id.clone();
     let ignored_answers =
         crate::ops::signers::ignored_answers_of(ctx, &tip, &state, &ctx.goal(&state)?.goal.id)?;
-    let unsigned: std::collections::BTreeSet<String> =
-        ignored_answers.iter().map(|a| a.gate.clone()).collect();
+    let unsigned: BTreeSet<String> = ignored_answers.iter().map(|a| a.gate.clone()).collect();
     let reviewed = ctx.store.try_find_ref(REVIEWED_REF)?;
     let since = match since {
         Some(rev) => Some(crate::ops::revision::state_commit(ctx, rev)?),
@@ -98,29 +100,88 @@ pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewRep
     };
     let gs = ctx.goal(&state)?;
     let goal = gs.goal.id.clone();
-    let commits = match &since {
-        Some(s) if *s == tip => 0,
-        Some(s) => {
-            let log = ctx.store.first_parent_log_while(&tip, |c| c.id != *s)?;
-            log.iter().position(|c| c.id == *s).unwrap_or(log.len())
-        }
-        None => ctx.store.first_parent_log(&tip, usize::MAX)?.len(),
-    };
+    let commits = commits_since(ctx, since.as_ref(), &tip)?;
     let changes = if commits == 0 {
         Vec::new()
     } else {
         diff::diff(old_state.as_ref(), &state, &goal)
     };
-    let mut delivered = Vec::new();
-    let mut completed = Vec::new();
-    let mut rest = Vec::new();
-    let mut answered = Vec::new();
+    let old_goal = old_state.as_ref().and_then(|s| s.goals.get(&goal));
+    let handoffs = handoffs_in(&changes, gs, old_goal);
+    let Sorted {
+        mut delivered,
+        completed,
+        answered,
+        rest,
+    } = sort_changes(changes, gs, &unsigned, &ignored_answers);
+    if commits > 0 {
+        let mut all = archived_writebacks(ctx, gs, old_goal)?;
+        all.append(&mut delivered);
+        delivered = all;
+    }
+    delivered.sort_by(|a, b| (a.at, &a.id).cmp(&(b.at, &b.id)));
+    let _ = gs;
+    crate::ops::signers::reopen(&mut state, &goal_id, &unsigned);
+    let gs = ctx.goal(&state)?;
+    let mut decisions: Vec<Todo> = gs
+        .todos
+        .values()
+        .filter(|t| t.is_gate() && t.status == TodoStatus::Open)
+        .cloned()
+        .collect();
+    decisions.sort_by(|a, b| a.order_key().cmp(&b.order_key()));
+    let user_actions = gs
+        .todos
+        .values()
+        .filter(|t| t.class == TodoClass::UserAction && !t.status.is_terminal())
+        .cloned()
+        .collect();
+    let acked = ack && acknowledge(ctx, reviewed.as_ref(), &tip)?;
+    Ok(ReviewReport {
+        default: goal == state.meta.default_goal,
+        goal,
+        objective: gs.goal.objective.clone(),
+        since,
+        tip,
+        commits,
+        decisions,
+        user_actions,
+        answered,
+        delivered,
+        completed,
+        blocked: crate::ops::status::blocked(gs),
+        handoffs,
+        changes: rest,
+        acked,
+        ignored_answers,
+    })
+}
+
+/// State commits from `since` (exclusive) up to `tip`, along first
+/// parents; every commit when there is no `since`.
+fn commits_since(ctx: &Context, since: Option<&Oid>, tip: &Oid) -> Result<usize> {
+    Ok(match since {
+        Some(s) if s == tip => 0,
+        Some(s) => {
+            let log = ctx.store.first_parent_log_while(tip, |c| c.id != *s)?;
+            log.iter().position(|c| c.id == *s).unwrap_or(log.len())
+        }
+        None => ctx.store.first_parent_log(tip, usize::MAX)?.len(),
+    })
+}
+
+/// The handoffs the added or changed todos' new notes record, each with its
+/// packet while it is the todo's latest.
+fn handoffs_in(
+    changes: &[Change],
+    gs: &GoalState,
+    old_goal: Option<&GoalState>,
+) -> Vec<ReviewHandoff> {
     let mut handoffs = Vec::new();
     // Each todo's notes, moved ones included: the runs read once a side.
-    let old_goal = old_state.as_ref().and_then(|s| s.goals.get(&goal));
     let mut old_moved = old_goal.map(|g| g.moved_notes()).unwrap_or_default();
     let mut moved = gs.moved_notes();
-    for change in &changes {
+    for change in changes {
         if let Change::TodoChanged { id, .. } | Change::TodoAdded { id, .. } = change {
             let todo = &gs.todos[id];
             let seen = old_goal
@@ -144,6 +205,31 @@ pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewRep
             }
         }
     }
+    handoffs
+}
+
+/// The changes, sorted by what the packet tells of them.
+struct Sorted {
+    delivered: Vec<Run>,
+    completed: Vec<Todo>,
+    answered: Vec<Answered>,
+    /// Everything else (gates answered and todos done too: their
+    /// other fields may have changed).
+    rest: Vec<Change>,
+}
+
+/// Sorts the changes: writebacks delivered, todos completed, gates
+/// answered (counting unless `unsigned` holds them), and the rest.
+fn sort_changes(
+    changes: Vec<Change>,
+    gs: &GoalState,
+    unsigned: &BTreeSet<String>,
+    ignored_answers: &[IgnoredAnswer],
+) -> Sorted {
+    let mut delivered = Vec::new();
+    let mut completed = Vec::new();
+    let mut rest = Vec::new();
+    let mut answered = Vec::new();
     for change in changes {
         match &change {
             Change::TodoChanged { id, .. } | Change::TodoAdded { id, .. }
@@ -169,72 +255,47 @@ pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewRep
             _ => rest.push(change),
         }
     }
-    if commits > 0 {
-        // Runs written in the range and archived in it too: the two ends'
-        // states do not hold them, the archives made since do. A first
-        // review (or one from before the goal) takes every archive.
-        let live: std::collections::BTreeSet<&str> = gs.runs.keys().collect();
-        let archived = match old_goal {
-            Some(old) => crate::ops::retention::archived_since(ctx, &gs.goal, &live, Some(old))?,
-            None => crate::ops::retention::archived_runs(ctx, &gs.goal, "0000-00-00", None)?
-                .into_iter()
-                .filter(|r| !live.contains(r.id.as_str()))
-                .collect(),
-        };
-        let mut all: Vec<Run> = archived
-            .into_iter()
-            .filter(|r| r.kind == RunKind::Writeback)
-            .collect();
-        all.append(&mut delivered);
-        delivered = all;
-    }
-    delivered.sort_by(|a, b| (a.at, &a.id).cmp(&(b.at, &b.id)));
-    let _ = gs;
-    crate::ops::signers::reopen(&mut state, &goal_id, &unsigned);
-    let gs = ctx.goal(&state)?;
-    let mut decisions: Vec<Todo> = gs
-        .todos
-        .values()
-        .filter(|t| t.is_gate() && t.status == TodoStatus::Open)
-        .cloned()
-        .collect();
-    decisions.sort_by(|a, b| a.order_key().cmp(&b.order_key()));
-    let user_actions = gs
-        .todos
-        .values()
-        .filter(|t| t.class == TodoClass::UserAction && !t.status.is_terminal())
-        .cloned()
-        .collect();
-    let mut acked = false;
-    if ack && reviewed.as_ref() != Some(&tip) {
-        let moved = ctx.store.move_ref(
-            REVIEWED_REF,
-            reviewed.as_ref(),
-            &tip,
-            "loopx: review --ack",
-            ctx.now,
-        )?;
-        if !moved {
-            return Err(StoreError::Contended { attempts: 1 }.into());
-        }
-        acked = true;
-    }
-    Ok(ReviewReport {
-        default: goal == state.meta.default_goal,
-        goal,
-        objective: gs.goal.objective.clone(),
-        since,
-        tip,
-        commits,
-        decisions,
-        user_actions,
-        answered,
+    Sorted {
         delivered,
         completed,
-        blocked: crate::ops::status::blocked(gs),
-        handoffs,
-        changes: rest,
-        acked,
-        ignored_answers,
-    })
+        answered,
+        rest,
+    }
+}
+
+/// Runs written in the range and archived in it too: the two ends'
+/// states do not hold them, the archives made since do. A first
+/// review (or one from before the goal) takes every archive.
+fn archived_writebacks(
+    ctx: &Context,
+    gs: &GoalState,
+    old_goal: Option<&GoalState>,
+) -> Result<Vec<Run>> {
+    let live: BTreeSet<&str> = gs.runs.keys().collect();
+    let archived = match old_goal {
+        Some(old) => crate::ops::retention::archived_since(ctx, &gs.goal, &live, Some(old))?,
+        None => crate::ops::retention::archived_runs(ctx, &gs.goal, "0000-00-00", None)?
+            .into_iter()
+            .filter(|r| !live.contains(r.id.as_str()))
+            .collect(),
+    };
+    Ok(archived
+        .into_iter()
+        .filter(|r| r.kind == RunKind::Writeback)
+        .collect())
+}
+
+/// Moves `refs/loopx/reviewed` from `reviewed` to `tip` (`--ack`); whether
+/// it moved (not when it was there already).
+fn acknowledge(ctx: &Context, reviewed: Option<&Oid>, tip: &Oid) -> Result<bool> {
+    if reviewed == Some(tip) {
+        return Ok(false);
+    }
+    let moved = ctx
+        .store
+        .move_ref(REVIEWED_REF, reviewed, tip, "loopx: review --ack", ctx.now)?;
+    if !moved {
+        return Err(StoreError::Contended { attempts: 1 }.into());
+    }
+    Ok(true)
 }

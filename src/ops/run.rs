@@ -191,55 +191,21 @@ pub fn run(
         };
         report.goal = decided.goal.clone();
         let d = &decided.decision;
-        let mut turn = Turn {
-            key: key.clone(),
-            decision: text(d, &["decision"]),
-            effective_action: text(d, &["effective_action"]),
-            reason: text(d, &["reason"]),
-            todo: d["selected_todo"]["id"].as_str().map(str::to_owned),
-            exit_code: None,
-            signal: None,
-            timed_out: false,
-            agent_ran: false,
-            wrote_back: None,
-            next_wake_seconds: None,
-        };
+        let mut turn = Turn::decided(&key, d);
         let wake = d["scheduler_hint"]["wake_after_seconds"]
             .as_i64()
             .unwrap_or(0)
             .max(0) as u64;
         if d["should_run"] != Value::Bool(true) {
-            let end = if d["scheduler_hint"]["action"] == "stop_until_explicit_resume" {
-                Some(End::Stopped)
-            } else if args.until_idle {
-                Some(End::Idle)
-            } else {
-                None
-            };
-            if let Some(end) = end {
-                // Its line is the loop's last line (the caller's end line).
-                report.end = end;
-                report.end_reason = Some(format!("{}: {}", turn.effective_action, turn.reason));
-                report.turns.push(turn);
-                return Ok((report, None));
+            let stops = d["scheduler_hint"]["action"] == "stop_until_explicit_resume";
+            match skipped(args, host, &mut report, turn, stops, wake) {
+                Flow::Next => continue,
+                Flow::End => return Ok((report, None)),
+                Flow::Interrupted => return Ok(interrupted(report)),
             }
-            turn.next_wake_seconds = Some(wake);
-            host.turn(&turn);
-            report.turns.push(turn);
-            if !host.sleep(wake) {
-                return Ok(interrupted(report));
-            }
-            continue;
         }
 
-        let ran = prompt::prompt(
-            ctx,
-            (args.runtime, Surface::Cli),
-            &args.capabilities,
-            Some(&key),
-        )
-        .and_then(|prompt| run_agent(ctx.repo_dir(), &cmd, &agent, &key, &prompt, args, host));
-        let status = match ran {
+        let status = match launch(ctx, args, host, &cmd, &agent, &key) {
             Ok(status) => status,
             Err(e) => {
                 report.turns.push(turn);
@@ -249,13 +215,7 @@ pub fn run(
         turn.agent_ran = true;
         turn.timed_out = status.is_none();
         if turn.timed_out || host.interrupted() {
-            let why = match (turn.timed_out, host.hangup()) {
-                (true, _) => "stopped at --turn-timeout",
-                (false, true) => "stopped: `git loopx run` got SIGHUP",
-                (false, false) => "`git loopx run` was interrupted during it",
-            };
-            local::end_turn(ctx, &key, &format!("{why} at {}", host.now()?));
-            stop_strays(&key);
+            cut_short(ctx, host, &key, turn.timed_out)?;
         }
         turn.exit_code = status.and_then(|s| s.code());
         turn.signal = status.and_then(|s| s.signal());
@@ -272,15 +232,7 @@ pub fn run(
             record(ctx, goal, &agent, &turn);
         }
 
-        let end = if host.interrupted() {
-            Some(End::Interrupted)
-        } else if args.max_failures > 0 && failures >= args.max_failures {
-            Some(End::AgentFailed)
-        } else if args.max_turns.is_some_and(|max| report.turns_run >= max) {
-            Some(End::MaxTurns)
-        } else {
-            None
-        };
+        let end = end_after_turn(args, host, failures, report.turns_run);
         // --until-idle works through what is ready now: the next decision
         // follows at once, and the first that is not `run` ends the loop.
         let wake = if args.until_idle { 0 } else { wake };
@@ -290,15 +242,8 @@ pub fn run(
         match end {
             Some(End::Interrupted) => return Ok(interrupted(report)),
             Some(End::AgentFailed) => {
-                let e = Refusal::new(
-                    Code::AgentFailed,
-                    format!(
-                        "the agent command failed {failures} turn(s) in a row (a non-zero exit, a timeout, or no writeback for the turn)"
-                    ),
-                )
-                .with_hint("run the command by hand with the prompt of `git loopx prompt`; `--max-failures 0` never stops");
                 report.end = End::AgentFailed;
-                return Ok((report, Some(e.into())));
+                return Ok((report, Some(agent_failed(failures))));
             }
             Some(end) => {
                 report.end = end;
@@ -311,6 +256,127 @@ pub fn run(
         }
     }
     unreachable!("the turn counter does not run out")
+}
+
+impl Turn {
+    /// The turn `key` as decided by `d` (a `should-run` decision), before
+    /// anything ran.
+    fn decided(key: &str, d: &Value) -> Turn {
+        Turn {
+            key: key.to_owned(),
+            decision: text(d, &["decision"]),
+            effective_action: text(d, &["effective_action"]),
+            reason: text(d, &["reason"]),
+            todo: d["selected_todo"]["id"].as_str().map(str::to_owned),
+            exit_code: None,
+            signal: None,
+            timed_out: false,
+            agent_ran: false,
+            wrote_back: None,
+            next_wake_seconds: None,
+        }
+    }
+}
+
+/// How the loop goes on after a skipped turn.
+enum Flow {
+    Next,
+    /// The loop's end is set in the report.
+    End,
+    Interrupted,
+}
+
+/// A turn the decision skipped: the loop ends when the goal `stops` (or,
+/// with `--until-idle`, at the first skip), else it sleeps `wake` seconds.
+fn skipped(
+    args: &RunArgs,
+    host: &mut dyn Host,
+    report: &mut RunReport,
+    mut turn: Turn,
+    stops: bool,
+    wake: u64,
+) -> Flow {
+    let end = if stops {
+        Some(End::Stopped)
+    } else if args.until_idle {
+        Some(End::Idle)
+    } else {
+        None
+    };
+    if let Some(end) = end {
+        // Its line is the loop's last line (the caller's end line).
+        report.end = end;
+        report.end_reason = Some(format!("{}: {}", turn.effective_action, turn.reason));
+        report.turns.push(turn);
+        return Flow::End;
+    }
+    turn.next_wake_seconds = Some(wake);
+    host.turn(&turn);
+    report.turns.push(turn);
+    if host.sleep(wake) {
+        Flow::Next
+    } else {
+        Flow::Interrupted
+    }
+}
+
+/// Whether the loop ends after a turn the agent ran: a signal, too many
+/// failures in a row (`--max-failures`), or `--max-turns` reached.
+fn end_after_turn(args: &RunArgs, host: &dyn Host, failures: u32, turns_run: u32) -> Option<End> {
+    if host.interrupted() {
+        Some(End::Interrupted)
+    } else if args.max_failures > 0 && failures >= args.max_failures {
+        Some(End::AgentFailed)
+    } else if args.max_turns.is_some_and(|max| turns_run >= max) {
+        Some(End::MaxTurns)
+    } else {
+        None
+    }
+}
+
+/// The end of a loop whose agent failed `failures` turns in a row.
+fn agent_failed(failures: u32) -> Error {
+    Refusal::new(
+        Code::AgentFailed,
+        format!(
+            "the agent command failed {failures} turn(s) in a row (a non-zero exit, a timeout, or no writeback for the turn)"
+        ),
+    )
+    .with_hint("run the command by hand with the prompt of `git loopx prompt`; `--max-failures 0` never stops")
+    .into()
+}
+
+/// Runs the agent command on the turn's prompt; its exit status, `None`
+/// when it ran past `--turn-timeout`.
+fn launch(
+    ctx: &Context,
+    args: &RunArgs,
+    host: &dyn Host,
+    cmd: &str,
+    agent: &str,
+    key: &str,
+) -> Result<Option<std::process::ExitStatus>> {
+    let prompt = prompt::prompt(
+        ctx,
+        (args.runtime, Surface::Cli),
+        &args.capabilities,
+        Some(key),
+    )?;
+    run_agent(ctx.repo_dir(), cmd, agent, key, &prompt, args, host)
+}
+
+/// A turn stopped before its agent finished (its time limit, a signal to
+/// `run`): it is over, every later write naming it refused, and the
+/// processes it left behind are stopped.
+fn cut_short(ctx: &Context, host: &dyn Host, key: &str, timed_out: bool) -> Result<()> {
+    let why = match (timed_out, host.hangup()) {
+        (true, _) => "stopped at --turn-timeout",
+        (false, true) => "stopped: `git loopx run` got SIGHUP",
+        (false, false) => "`git loopx run` was interrupted during it",
+    };
+    local::end_turn(ctx, key, &format!("{why} at {}", host.now()?));
+    stop_strays(key);
+    Ok(())
 }
 
 /// `should-run --turn key`; an unreadable state is an error.

@@ -42,7 +42,6 @@ const KNOWN: &[(&str, &str)] = &[
     ("src/ops/notify.rs", "look"),
     ("src/ops/prompt/text.rs", "body"),
     ("src/ops/redact.rs", "redact"),
-    ("src/ops/run.rs", "run"),
     ("src/ops/sync/shared.rs", "merge_heads"),
 ];
 

@@ -175,34 +175,7 @@ pub fn poll(ctx: &Context, args: &PollArgs) -> Result<PollReport> {
         let gs = state.goals.get_mut(goal).expect("goal exists");
         let id = super::resolve_todo(gs, &args.todo)?;
         let monitor_todo = gs.todos.get_mut(&id).expect("resolved");
-        if monitor_todo.class != TodoClass::ContinuousMonitor {
-            return Err(Refusal::invalid_input(format!(
-                "{id} is a {}, not a continuous_monitor: only a monitor is polled",
-                super::snake(&monitor_todo.class)
-            ))
-            .into());
-        }
-        if monitor_todo.status == TodoStatus::Done {
-            return Err(Refusal::invalid_input(format!(
-                "{id} is done: a done monitor is not polled"
-            ))
-            .into());
-        }
-        match &agent {
-            Some(a) => {
-                let expected = super::local::expected_epoch(ctx, a, &id, args.epoch);
-                crate::model::lease::check_writer(monitor_todo, a, expected, now)?;
-            }
-            None => {
-                if let Some(c) = monitor_todo.live_claim(now) {
-                    return Err(Refusal::new(
-                        Code::NotClaimHolder,
-                        format!("{id} is claimed by {} until {}", c.agent, c.expires_at),
-                    )
-                    .into());
-                }
-            }
-        }
+        check_pollable(ctx, &id, monitor_todo, agent.as_deref(), args.epoch)?;
         let priority = monitor_todo.priority;
         let monitor = monitor_todo.monitor.as_mut().ok_or_else(|| {
             Refusal::new(
@@ -210,17 +183,7 @@ pub fn poll(ctx: &Context, args: &PollArgs) -> Result<PollReport> {
                 format!("{id} is a continuous_monitor without a schedule (no `monitor` field)"),
             )
         })?;
-        let seconds = parse_duration(&monitor.cadence)
-            .filter(|s| (MIN_EVERY..=MAX_EVERY).contains(s))
-            .ok_or_else(|| {
-                Refusal::new(
-                    Code::StateInvalid,
-                    format!(
-                        "{id} has cadence `{}`, which is not a duration from 1m to 366d",
-                        monitor.cadence
-                    ),
-                )
-            })?;
+        let seconds = cadence_seconds(&id, monitor)?;
         let follow_up_id = next
             .as_deref()
             .map(|text| ids::new_todo_id(goal, text, agent.as_deref(), now, &nonce));
@@ -232,18 +195,7 @@ pub fn poll(ctx: &Context, args: &PollArgs) -> Result<PollReport> {
             follow_up: follow_up_id.clone(),
             extra: Extra::new(),
         };
-        monitor.last_checked_at = Some(now);
-        monitor.next_due_at = Some(now.plus_seconds(seconds).min(Timestamp::MAX));
-        if args.material {
-            monitor.consecutive_no_change = 0;
-            monitor.material_change_generation =
-                monitor.material_change_generation.saturating_add(1);
-        } else {
-            monitor.consecutive_no_change = monitor.consecutive_no_change.saturating_add(1);
-        }
-        monitor.polls.push(record.clone());
-        let excess = monitor.polls.len().saturating_sub(Monitor::KEPT_POLLS);
-        monitor.polls.drain(..excess);
+        record_poll(monitor, record.clone(), seconds);
         let due = monitor.next_due_at.expect("set above");
         super::touch(monitor_todo, now);
         let monitor_todo = monitor_todo.clone();
@@ -287,6 +239,79 @@ pub fn poll(ctx: &Context, args: &PollArgs) -> Result<PollReport> {
         follow_up,
         commit: done.commit,
     })
+}
+
+/// Refuses a poll of `todo` that is not a live monitor, or that this
+/// caller may not write: an agent must hold its claim (at `epoch` when
+/// given) unless it is unclaimed; the person only polls an unclaimed one.
+fn check_pollable(
+    ctx: &Context,
+    id: &str,
+    todo: &Todo,
+    agent: Option<&str>,
+    epoch: Option<u64>,
+) -> Result<()> {
+    if todo.class != TodoClass::ContinuousMonitor {
+        return Err(Refusal::invalid_input(format!(
+            "{id} is a {}, not a continuous_monitor: only a monitor is polled",
+            super::snake(&todo.class)
+        ))
+        .into());
+    }
+    if todo.status == TodoStatus::Done {
+        return Err(
+            Refusal::invalid_input(format!("{id} is done: a done monitor is not polled")).into(),
+        );
+    }
+    match agent {
+        Some(a) => {
+            let expected = super::local::expected_epoch(ctx, a, id, epoch);
+            crate::model::lease::check_writer(todo, a, expected, ctx.now)?;
+        }
+        None => {
+            if let Some(c) = todo.live_claim(ctx.now) {
+                return Err(Refusal::new(
+                    Code::NotClaimHolder,
+                    format!("{id} is claimed by {} until {}", c.agent, c.expires_at),
+                )
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The monitor's cadence in seconds, refused unless it is from 1m to 366d.
+fn cadence_seconds(id: &str, monitor: &Monitor) -> Result<i64> {
+    parse_duration(&monitor.cadence)
+        .filter(|s| (MIN_EVERY..=MAX_EVERY).contains(s))
+        .ok_or_else(|| {
+            Refusal::new(
+                Code::StateInvalid,
+                format!(
+                    "{id} has cadence `{}`, which is not a duration from 1m to 366d",
+                    monitor.cadence
+                ),
+            )
+            .into()
+        })
+}
+
+/// Records `poll` on `monitor`: checked at its time, due again `seconds`
+/// later, the quiet polls in a row counted (a material one resets them and
+/// counts a change), and only the latest [`Monitor::KEPT_POLLS`] polls kept.
+fn record_poll(monitor: &mut Monitor, poll: Poll, seconds: i64) {
+    monitor.last_checked_at = Some(poll.at);
+    monitor.next_due_at = Some(poll.at.plus_seconds(seconds).min(Timestamp::MAX));
+    if poll.material {
+        monitor.consecutive_no_change = 0;
+        monitor.material_change_generation = monitor.material_change_generation.saturating_add(1);
+    } else {
+        monitor.consecutive_no_change = monitor.consecutive_no_change.saturating_add(1);
+    }
+    monitor.polls.push(poll);
+    let excess = monitor.polls.len().saturating_sub(Monitor::KEPT_POLLS);
+    monitor.polls.drain(..excess);
 }
 
 /// One line about a monitor's schedule at `now`: cadence, next due or

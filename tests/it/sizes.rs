@@ -37,7 +37,6 @@ const KNOWN: &[(&str, &str)] = &[
     ("src/ops/import/map.rs", "plan"),
     ("src/ops/import/map.rs", "map_todo"),
     ("src/ops/lease.rs", "claim_shared"),
-    ("src/ops/monitor.rs", "poll"),
     ("src/ops/notify.rs", "conditions"),
     ("src/ops/notify.rs", "look"),
     ("src/ops/prompt/text.rs", "body"),

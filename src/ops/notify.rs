@@ -39,9 +39,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{GoalStatus, Timestamp};
+use crate::model::Timestamp;
 use crate::ops::Context;
 use crate::Result;
+
+mod events;
+
+pub use events::conditions;
 
 /// One thing to tell the person.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -111,141 +115,10 @@ pub struct Delivery {
     pub error: Option<String>,
 }
 
-/// How many of the last week's refused attempts a look tells.
-const REFUSED_TOLD: usize = 50;
-
 const FIRST_RETRY: i64 = 10;
 const LAST_RETRY: i64 = 600;
 /// How long a sink may take.
 const SINK_TIME: Duration = Duration::from_secs(30);
-
-/// The events the state holds now, by key.
-pub fn conditions(ctx: &Context) -> Result<BTreeMap<String, Event>> {
-    let repo = repo_name(ctx);
-    let all = crate::ops::status::status_all(ctx)?;
-    let mut out = BTreeMap::new();
-    let mut add = |key: String, kind: &str, goal: &str, id: Option<&str>, text: String| {
-        out.insert(
-            key,
-            Event {
-                kind: kind.to_owned(),
-                repo: repo.clone(),
-                goal: goal.to_owned(),
-                id: id.map(str::to_owned),
-                text,
-                at: ctx.now,
-                keys: Vec::new(),
-            },
-        );
-    };
-    for g in &all.goals {
-        let goal = g.goal.id.as_str();
-        for gate in &g.gates {
-            let key = format!("gate_opened/{goal}/{}", gate.id);
-            add(
-                key,
-                "gate_opened",
-                goal,
-                Some(&gate.id),
-                gate.question.clone(),
-            );
-        }
-        for t in &g.user_actions {
-            let key = format!("reminder_opened/{goal}/{}", t.id);
-            add(key, "reminder_opened", goal, Some(&t.id), t.text.clone());
-        }
-        match g.goal.status {
-            GoalStatus::Done => add(
-                format!("goal_done/{goal}"),
-                "goal_done",
-                goal,
-                None,
-                g.goal.objective.clone(),
-            ),
-            GoalStatus::Stopped => add(
-                format!("goal_stopped/{goal}"),
-                "goal_stopped",
-                goal,
-                None,
-                g.goal.objective.clone(),
-            ),
-            GoalStatus::Active if g.quota.throttled() => add(
-                format!("quota_throttled/{goal}/{}", g.quota.next_eligible_at),
-                "quota_throttled",
-                goal,
-                None,
-                format!(
-                    "{} of {} slots spent in {} h; the next one frees at {}",
-                    g.quota.spent_slots,
-                    g.quota.allowed_slots,
-                    g.quota.window_hours,
-                    g.quota.next_eligible_at
-                ),
-            ),
-            GoalStatus::Active => {}
-        }
-        for a in g.agents.iter().filter(|a| !a.healthy) {
-            let mut why = Vec::new();
-            if a.consecutive_failures > 0 {
-                why.push(format!(
-                    "{} failed turn(s) in a row",
-                    a.consecutive_failures
-                ));
-            }
-            if a.guard_releases > 0 {
-                why.push(format!("{} loop-guard release(s)", a.guard_releases));
-            }
-            if !a.expired_leases.is_empty() {
-                why.push(format!(
-                    "lease(s) expired with no writeback: {}",
-                    a.expired_leases.join(", ")
-                ));
-            }
-            let key = format!("agent_failing/{goal}/{}", a.id);
-            add(key, "agent_failing", goal, Some(&a.id), why.join("; "));
-        }
-        for a in &g.ignored_answers {
-            let key = format!("answer_ignored/{goal}/{}/{}", a.gate, a.commit);
-            add(key, "answer_ignored", goal, Some(&a.gate), a.sentence());
-        }
-    }
-    // What is told of this host, not of a goal: under the default goal.
-    let goal = all
-        .goals
-        .first()
-        .map(|g| g.goal.id.clone())
-        .unwrap_or_default();
-    let week_ago = ctx.now.plus_seconds(-7 * 24 * 3600);
-    for r in crate::ops::refused::latest(ctx.store.common_dir(), week_ago, REFUSED_TOLD) {
-        let what = format!("{} {} {} {}", r.at, r.code, r.by, r.message);
-        let key = format!(
-            "refused/{}/{}",
-            r.at.unix(),
-            &sha1_smol::Sha1::from(&what).digest().to_string()[..12]
-        );
-        let first = r.message.lines().next().unwrap_or_default();
-        add(key, "refused", &goal, None, format!("{}: {first}", r.by));
-    }
-    if let Some(g) = all.goals.first() {
-        for u in &g.governance_lost {
-            let key = format!("governance_lost/{}/{}", u.runtime, u.path.display());
-            add(
-                key,
-                "governance_lost",
-                &goal,
-                None,
-                format!(
-                    "{} is not governed: {}: {}; {}",
-                    u.runtime,
-                    u.path.display(),
-                    u.problem,
-                    u.fix
-                ),
-            );
-        }
-    }
-    Ok(out)
-}
 
 /// A configured sink: its name (`command`, `webhook`, `desktop`), what it
 /// runs or posts to, and (a webhook) whether it takes Slack's `{"text"}`.
@@ -362,41 +235,7 @@ pub fn look(ctx: &Context) -> Result<Option<Look>> {
     let mut record = match read_record(ctx) {
         Stored::Found(record) => record,
         Stored::Missing => Record::default(),
-        Stored::Damaged(why) => {
-            // What was delivered is unknown: take every event of now as
-            // told (a flood of all of them is worse than one message), and
-            // say so, once, through the sinks.
-            let _ = std::fs::rename(record_path(ctx), damaged_path(ctx));
-            look.warnings.push(format!(
-                "{} could not be read ({why}): the {} event(s) of now are taken as delivered, and the record was set aside as {}",
-                record_path(ctx).display(),
-                current.len(),
-                damaged_path(ctx).display()
-            ));
-            let mut record = Record::default();
-            for (key, event) in &current {
-                record
-                    .events
-                    .insert(key.clone(), Entry::told(event.clone()));
-            }
-            let event = Event {
-                kind: "record_damaged".to_owned(),
-                repo: repo_name(ctx),
-                goal: "-".to_owned(),
-                id: None,
-                text: format!(
-                    "this host's record of notifications sent could not be read ({why}); the {} event(s) of now were taken as sent: `git loopx status` shows them",
-                    current.len()
-                ),
-                at: ctx.now,
-                keys: Vec::new(),
-            };
-            record.events.insert(
-                format!("record_damaged/{now}"),
-                Entry::new(event, look.sinks.clone(), now),
-            );
-            record
-        }
+        Stored::Damaged(why) => damaged_record(ctx, &mut look, &current, &why, now),
     };
     // Sent events whose condition is gone are forgotten: it may come back.
     // While the state cannot be read, nothing is known to be gone.
@@ -424,59 +263,12 @@ pub fn look(ctx: &Context) -> Result<Option<Look>> {
     due.sort();
     let rest = due.split_off(due.len().min(ONE_BY_ONE));
     for (_, key) in due {
-        let entry = record.events.get_mut(&key).expect("a due key is recorded");
-        let mut failed = None;
-        entry.pending.retain(|sink| {
-            let Some(found) = sinks.iter().find(|s| s.name == sink) else {
-                return false; // no longer configured
-            };
-            let result = deliver(found, &entry.event);
-            look.settle(sink, &key, &result);
-            if let Err(e) = &result {
-                failed = Some(format!("{sink}: {e}"));
-            }
-            result.is_err()
-        });
-        entry.tried(failed, now);
+        send_alone(&sinks, &mut record, &mut look, &key, now);
         write_record(ctx, &record)?;
     }
     if !rest.is_empty() {
         let rest: Vec<String> = rest.into_iter().map(|(_, key)| key).collect();
-        let mut failed: BTreeMap<&str, String> = BTreeMap::new();
-        for sink in &sinks {
-            let keys: Vec<String> = rest
-                .iter()
-                .filter(|k| record.events[*k].pending.iter().any(|p| p == sink.name))
-                .cloned()
-                .collect();
-            if keys.is_empty() {
-                continue;
-            }
-            let result = deliver(sink, &more_events(ctx, &record, keys.clone()));
-            for key in &keys {
-                look.settle(sink.name, key, &result);
-            }
-            match result {
-                Ok(()) => {
-                    for key in &keys {
-                        let entry = record.events.get_mut(key).expect("recorded");
-                        entry.pending.retain(|p| p != sink.name);
-                    }
-                }
-                Err(e) => {
-                    failed.insert(sink.name, e);
-                }
-            }
-        }
-        for key in &rest {
-            let entry = record.events.get_mut(key).expect("recorded");
-            entry.pending.retain(|p| sinks.iter().any(|s| s.name == p));
-            let why = entry
-                .pending
-                .iter()
-                .find_map(|p| failed.get(p.as_str()).map(|e| format!("{p}: {e}")));
-            entry.tried(why, now);
-        }
+        send_together(ctx, &sinks, &mut record, &mut look, &rest, now);
         write_record(ctx, &record)?;
     }
     look.pending = record
@@ -485,6 +277,114 @@ pub fn look(ctx: &Context) -> Result<Option<Look>> {
         .filter(|e| !e.pending.is_empty())
         .count();
     Ok(Some(look))
+}
+
+/// What was delivered is unknown: take every event of now as told (a
+/// flood of all of them is worse than one message), and say so, once,
+/// through the sinks; the damaged record is set aside.
+fn damaged_record(
+    ctx: &Context,
+    look: &mut Look,
+    current: &BTreeMap<String, Event>,
+    why: &str,
+    now: i64,
+) -> Record {
+    let _ = std::fs::rename(record_path(ctx), damaged_path(ctx));
+    look.warnings.push(format!(
+        "{} could not be read ({why}): the {} event(s) of now are taken as delivered, and the record was set aside as {}",
+        record_path(ctx).display(),
+        current.len(),
+        damaged_path(ctx).display()
+    ));
+    let mut record = Record::default();
+    for (key, event) in current {
+        record
+            .events
+            .insert(key.clone(), Entry::told(event.clone()));
+    }
+    let event = Event {
+        kind: "record_damaged".to_owned(),
+        repo: repo_name(ctx),
+        goal: "-".to_owned(),
+        id: None,
+        text: format!(
+            "this host's record of notifications sent could not be read ({why}); the {} event(s) of now were taken as sent: `git loopx status` shows them",
+            current.len()
+        ),
+        at: ctx.now,
+        keys: Vec::new(),
+    };
+    record.events.insert(
+        format!("record_damaged/{now}"),
+        Entry::new(event, look.sinks.clone(), now),
+    );
+    record
+}
+
+/// Sends the event `key` on its own to each sink it is pending for; a sink
+/// no longer configured is dropped, one that failed is tried again later.
+fn send_alone(sinks: &[Sink], record: &mut Record, look: &mut Look, key: &str, now: i64) {
+    let entry = record.events.get_mut(key).expect("a due key is recorded");
+    let mut failed = None;
+    entry.pending.retain(|sink| {
+        let Some(found) = sinks.iter().find(|s| s.name == sink) else {
+            return false; // no longer configured
+        };
+        let result = deliver(found, &entry.event);
+        look.settle(sink, key, &result);
+        if let Err(e) = &result {
+            failed = Some(format!("{sink}: {e}"));
+        }
+        result.is_err()
+    });
+    entry.tried(failed, now);
+}
+
+/// Sends the due events past the first few as one `more_events` message a
+/// sink; each is settled by how its sinks took it.
+fn send_together(
+    ctx: &Context,
+    sinks: &[Sink],
+    record: &mut Record,
+    look: &mut Look,
+    rest: &[String],
+    now: i64,
+) {
+    let mut failed: BTreeMap<&str, String> = BTreeMap::new();
+    for sink in sinks {
+        let keys: Vec<String> = rest
+            .iter()
+            .filter(|k| record.events[*k].pending.iter().any(|p| p == sink.name))
+            .cloned()
+            .collect();
+        if keys.is_empty() {
+            continue;
+        }
+        let result = deliver(sink, &more_events(ctx, record, keys.clone()));
+        for key in &keys {
+            look.settle(sink.name, key, &result);
+        }
+        match result {
+            Ok(()) => {
+                for key in &keys {
+                    let entry = record.events.get_mut(key).expect("recorded");
+                    entry.pending.retain(|p| p != sink.name);
+                }
+            }
+            Err(e) => {
+                failed.insert(sink.name, e);
+            }
+        }
+    }
+    for key in rest {
+        let entry = record.events.get_mut(key).expect("recorded");
+        entry.pending.retain(|p| sinks.iter().any(|s| s.name == p));
+        let why = entry
+            .pending
+            .iter()
+            .find_map(|p| failed.get(p.as_str()).map(|e| format!("{p}: {e}")));
+        entry.tried(why, now);
+    }
 }
 
 impl Entry {

@@ -37,7 +37,6 @@ const KNOWN: &[(&str, &str)] = &[
     ("src/ops/import/map.rs", "plan"),
     ("src/ops/import/map.rs", "map_todo"),
     ("src/ops/lease.rs", "claim_shared"),
-    ("src/ops/prompt/text.rs", "body"),
     ("src/ops/redact.rs", "redact"),
     ("src/ops/sync/shared.rs", "merge_heads"),
 ];

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use super::calls::*;
 use super::{PromptReport, Runtime, Surface};
-use crate::model::Timestamp;
+use crate::model::{Timestamp, Todo};
 use crate::ops::{done, gate, goal, lease, monitor, quota, should_run, todo, writeback};
 
 /// The prompt for `r`. With an agent known, every `git loopx` command in it
@@ -30,8 +30,26 @@ pub fn prompt(r: &PromptReport, now: Timestamp, s: Surface) -> String {
 
 fn body(r: &PromptReport, now: Timestamp, s: Surface) -> String {
     let mut out = String::new();
+    header(&mut out, r);
+    if r.decision.should_run && r.todo.is_none() {
+        planning(&mut out, r, s);
+        return out;
+    }
+    let Some(todo) = &r.todo else {
+        no_work(&mut out, r, s);
+        return out;
+    };
+    this_turn(&mut out, r, todo, now, s);
+    gates(&mut out, r);
+    steps(&mut out, r, &todo.id, s);
+    rules(&mut out, r, &todo.id, s);
+    out
+}
+
+/// Who the turn is for and the goal it serves: objective, next action,
+/// guards and where the agent may write.
+fn header(out: &mut String, r: &PromptReport) {
     let agent = r.agent.as_deref().unwrap_or("<agent>");
-    let d = &r.decision;
     let g = &r.goal;
     let _ = writeln!(out, "# git-loopx turn {} for {agent}", r.turn);
     let _ = writeln!(out);
@@ -46,31 +64,33 @@ fn body(r: &PromptReport, now: Timestamp, s: Surface) -> String {
         let _ = writeln!(out, "Write only within: {}", g.write_scope.join(", "));
     }
     let _ = writeln!(out);
+}
 
-    if d.should_run && r.todo.is_none() {
-        planning(&mut out, r, s);
-        return out;
+/// A turn with nothing to do: why, when to ask again, the gates that wait,
+/// and (where a stop hook runs) to end the turn now.
+fn no_work(out: &mut String, r: &PromptReport, s: Surface) {
+    let d = &r.decision;
+    let _ = writeln!(
+        out,
+        "Do not work this turn: {} ({}).",
+        d.effective_action, d.reason
+    );
+    let _ = writeln!(
+        out,
+        "Check again in {} seconds with {}.",
+        d.scheduler_hint.wake_after_seconds,
+        call::<should_run::ShouldRunArgs>(s, SHOULD_RUN, &[], &[])
+    );
+    gates(out, r);
+    if let Some(line) = stop_hook_line(r.runtime) {
+        let _ = writeln!(out, "\nEnd this turn now, without changes.");
+        let _ = writeln!(out, "{line}");
     }
-    let Some(todo) = &r.todo else {
-        let _ = writeln!(
-            out,
-            "Do not work this turn: {} ({}).",
-            d.effective_action, d.reason
-        );
-        let _ = writeln!(
-            out,
-            "Check again in {} seconds with {}.",
-            d.scheduler_hint.wake_after_seconds,
-            call::<should_run::ShouldRunArgs>(s, SHOULD_RUN, &[], &[])
-        );
-        gates(&mut out, r);
-        if let Some(line) = stop_hook_line(r.runtime) {
-            let _ = writeln!(out, "\nEnd this turn now, without changes.");
-            let _ = writeln!(out, "{line}");
-        }
-        return out;
-    };
+}
 
+/// The todo of this turn: its text, the lease held on it, what completes
+/// it, its monitor, its latest notes and the handoff that passed it here.
+fn this_turn(out: &mut String, r: &PromptReport, todo: &Todo, now: Timestamp, s: Surface) {
     let _ = writeln!(out, "## This turn: {} ({:?})", todo.id, todo.priority);
     let _ = writeln!(out);
     let _ = writeln!(out, "{}", todo.text);
@@ -88,7 +108,7 @@ fn body(r: &PromptReport, now: Timestamp, s: Surface) -> String {
             s.pick("`todo done`", "the `complete_todo` tool")
         );
     }
-    monitor(&mut out, todo, s);
+    monitor(out, todo, s);
     for n in todo.notes.iter().rev().take(3).rev() {
         let _ = writeln!(
             out,
@@ -111,9 +131,12 @@ fn body(r: &PromptReport, now: Timestamp, s: Surface) -> String {
         );
         out.push_str(&h.sections("", &|s| s.to_owned()));
     }
-    gates(&mut out, r);
+}
 
-    let id = todo.id.as_str();
+/// The calls of the turn, in order: claim (when needed), work, check,
+/// write back, complete, spend.
+fn steps(out: &mut String, r: &PromptReport, id: &str, s: Surface) {
+    let d = &r.decision;
     let turn = r.turn.as_str();
     let _ = writeln!(out, "\n## {}, in order\n", s.pick("Commands", "Tool calls"));
     let mut step = 1;
@@ -153,7 +176,10 @@ fn body(r: &PromptReport, now: Timestamp, s: Surface) -> String {
     step += 1;
     let spend = call::<quota::SpendArgs>(s, SPEND, &[("turn", turn)], &[]);
     let _ = writeln!(out, "{step}. {spend}");
+}
 
+/// The rules of a working turn.
+fn rules(out: &mut String, r: &PromptReport, id: &str, s: Surface) {
     let _ = writeln!(out, "\n## Rules\n");
     let _ = writeln!(out, "- Claim before you work; work only on {id} this turn.");
     let _ = writeln!(
@@ -193,7 +219,6 @@ fn body(r: &PromptReport, now: Timestamp, s: Surface) -> String {
         );
         let _ = writeln!(out, "- {line}");
     }
-    out
 }
 
 /// A planning turn (no open todo) or a replanning turn (every open todo is

@@ -34,8 +34,6 @@ const KNOWN: &[(&str, &str)] = &[
     ("src/ops/doctor.rs", "doctor"),
     ("src/ops/hooks/mod.rs", "uninstall"),
     ("src/ops/hooks/status.rs", "status"),
-    ("src/ops/import/map.rs", "plan"),
-    ("src/ops/import/map.rs", "map_todo"),
     ("src/ops/lease.rs", "claim_shared"),
     ("src/ops/redact.rs", "redact"),
     ("src/ops/sync/shared.rs", "merge_heads"),

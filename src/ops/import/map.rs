@@ -151,14 +151,6 @@ pub fn plan(goals: &[source::Goal], now: Timestamp) -> Plan {
     let mut plan = Plan::default();
     let mut agents: BTreeMap<String, ()> = BTreeMap::new();
     for g in goals {
-        let skip = |plan: &mut Plan, kind, id: &str, field: Option<&str>, why: String| {
-            plan.skipped.push(Skipped {
-                kind,
-                loopx_id: id.to_owned(),
-                field: field.map(str::to_owned),
-                why,
-            });
-        };
         if !ids::is_valid_name(&g.id) {
             skip(
                 &mut plan,
@@ -169,36 +161,7 @@ pub fn plan(goals: &[source::Goal], now: Timestamp) -> Plan {
             );
             continue;
         }
-        let mut goal = Goal::new(&g.id, &g.objective, now);
-        goal.extra = with_origin(&g.id);
-        match g.status.as_str() {
-            "active" => {}
-            other => {
-                goal.status = GoalStatus::Stopped;
-                skip(
-                    &mut plan,
-                    "goal",
-                    &g.id,
-                    Some("status"),
-                    format!("status `{other}` has no equivalent; the goal is imported as stopped"),
-                );
-            }
-        }
-        if let Some(c) = g.compute.filter(|c| *c > 0.0) {
-            goal.quota.compute = c;
-        }
-        if let Some(h) = g.window_hours.filter(|h| *h > 0) {
-            goal.quota.window_hours = h;
-        }
-        if g.store_missing {
-            skip(
-                &mut plan,
-                "goal",
-                &g.id,
-                Some("todos"),
-                "no SQLite authority store for this goal under the runtime root: its todos and leases were not read".into(),
-            );
-        }
+        let goal = goal_of(g, now, &mut plan);
         for a in &g.agents {
             agents.insert(a.clone(), ());
         }
@@ -221,40 +184,7 @@ pub fn plan(goals: &[source::Goal], now: Timestamp) -> Plan {
                 todos.push(todo);
             }
         }
-        let mut runs = Vec::new();
-        for s in &g.spends {
-            let Some(at) = Timestamp::parse(&s.at) else {
-                skip(
-                    &mut plan,
-                    "spend",
-                    &s.key,
-                    Some("generated_at"),
-                    format!("`{}` is not a time", s.at),
-                );
-                continue;
-            };
-            let agent = s.agent.as_deref().filter(|a| ids::is_valid_name(a));
-            let mut run = Run::new(
-                ids::derive_id("run_", &["loopx", &g.id, &s.key]),
-                RunKind::Spend,
-                &g.id,
-                agent,
-                at,
-            );
-            run.slots = Some(s.slots);
-            run.turn = s.turn.clone();
-            run.todo = s
-                .todo_id
-                .as_ref()
-                .and_then(|t| plan.todo_ids.get(t))
-                .cloned();
-            run.reason = Some("imported from LoopX".into());
-            run.extra = with_origin(&s.key);
-            if let Some(a) = agent {
-                agents.insert(a.to_owned(), ());
-            }
-            runs.push(run);
-        }
+        let runs = spend_runs(g, &mut plan, &mut agents);
         plan.goals.push(Planned { goal, todos, runs });
     }
     for id in agents.into_keys() {
@@ -280,6 +210,92 @@ pub fn plan(goals: &[source::Goal], now: Timestamp) -> Plan {
     plan
 }
 
+/// Writes down what the plan does not bring over, and why.
+fn skip(plan: &mut Plan, kind: &'static str, id: &str, field: Option<&str>, why: String) {
+    plan.skipped.push(Skipped {
+        kind,
+        loopx_id: id.to_owned(),
+        field: field.map(str::to_owned),
+        why,
+    });
+}
+
+/// The goal a LoopX goal becomes: stopped unless it is active, with its
+/// quota when it sets one; a goal whose store is missing is noted.
+fn goal_of(g: &source::Goal, now: Timestamp, plan: &mut Plan) -> Goal {
+    let mut goal = Goal::new(&g.id, &g.objective, now);
+    goal.extra = with_origin(&g.id);
+    match g.status.as_str() {
+        "active" => {}
+        other => {
+            goal.status = GoalStatus::Stopped;
+            skip(
+                plan,
+                "goal",
+                &g.id,
+                Some("status"),
+                format!("status `{other}` has no equivalent; the goal is imported as stopped"),
+            );
+        }
+    }
+    if let Some(c) = g.compute.filter(|c| *c > 0.0) {
+        goal.quota.compute = c;
+    }
+    if let Some(h) = g.window_hours.filter(|h| *h > 0) {
+        goal.quota.window_hours = h;
+    }
+    if g.store_missing {
+        skip(
+            plan,
+            "goal",
+            &g.id,
+            Some("todos"),
+            "no SQLite authority store for this goal under the runtime root: its todos and leases were not read".into(),
+        );
+    }
+    goal
+}
+
+/// The goal's LoopX spends as spend records (one whose time does not read
+/// is skipped), each agent they name noted in `agents`.
+fn spend_runs(g: &source::Goal, plan: &mut Plan, agents: &mut BTreeMap<String, ()>) -> Vec<Run> {
+    let mut runs = Vec::new();
+    for s in &g.spends {
+        let Some(at) = Timestamp::parse(&s.at) else {
+            skip(
+                plan,
+                "spend",
+                &s.key,
+                Some("generated_at"),
+                format!("`{}` is not a time", s.at),
+            );
+            continue;
+        };
+        let agent = s.agent.as_deref().filter(|a| ids::is_valid_name(a));
+        let mut run = Run::new(
+            ids::derive_id("run_", &["loopx", &g.id, &s.key]),
+            RunKind::Spend,
+            &g.id,
+            agent,
+            at,
+        );
+        run.slots = Some(s.slots);
+        run.turn = s.turn.clone();
+        run.todo = s
+            .todo_id
+            .as_ref()
+            .and_then(|t| plan.todo_ids.get(t))
+            .cloned();
+        run.reason = Some("imported from LoopX".into());
+        run.extra = with_origin(&s.key);
+        if let Some(a) = agent {
+            agents.insert(a.to_owned(), ());
+        }
+        runs.push(run);
+    }
+    runs
+}
+
 fn map_todo(
     goal: &str,
     t: &Map<String, Value>,
@@ -289,48 +305,11 @@ fn map_todo(
     skipped: &mut Vec<Skipped>,
 ) -> Option<Todo> {
     let lid = str_of(t, "todo_id")?.to_owned();
-    let mut skip = |field: Option<&str>, why: String| {
-        skipped.push(Skipped {
-            kind: "todo",
-            loopx_id: lid.clone(),
-            field: field.map(str::to_owned),
-            why,
-        });
+    let mut skips = Skips {
+        lid: &lid,
+        out: skipped,
     };
-    let class = match str_of(t, "task_class").unwrap_or("advancement_task") {
-        "advancement_task" => TodoClass::AdvancementTask,
-        "continuous_monitor" => TodoClass::ContinuousMonitor,
-        "blocker" => TodoClass::Blocker,
-        "user_gate" => TodoClass::UserGate,
-        "user_action" => TodoClass::UserAction,
-        other => {
-            skip(
-                Some("task_class"),
-                format!("task class `{other}` has no equivalent; todo not imported"),
-            );
-            return None;
-        }
-    };
-    let status = match str_of(t, "status").unwrap_or("open") {
-        "open" => TodoStatus::Open,
-        "done" => TodoStatus::Done,
-        "blocked" => TodoStatus::Blocked,
-        "deferred" => TodoStatus::Deferred,
-        other => {
-            skip(
-                Some("status"),
-                format!("status `{other}` has no equivalent; todo not imported"),
-            );
-            return None;
-        }
-    };
-    if str_of(t, "archive_state").is_some_and(|a| a != "active") {
-        skip(
-            Some("archive_state"),
-            "archived todos are not imported".into(),
-        );
-        return None;
-    }
+    let (class, status) = class_and_status(t, &mut skips)?;
     let priority = match str_of(t, "priority").unwrap_or("P1") {
         "P0" => Priority::P0,
         "P1" => Priority::P1,
@@ -358,7 +337,7 @@ fn map_todo(
         at,
     );
     if str_of(t, "role") == Some("user") && class.role() == Role::Agent {
-        skip(
+        skips.todo(
             Some("role"),
             "a user todo of an agent class is imported as the agent's".into(),
         );
@@ -379,11 +358,103 @@ fn map_todo(
             });
         }
     }
+    links(&mut todo, t, todo_ids, &mut skips);
+    todo.exclude_agents = strings(t, "excluded_agents");
+    todo.requires_capabilities = strings(t, "required_capabilities");
+    todo.decision = match str_of(t, "decision_outcome") {
+        Some("approve") => Some(Decision::Approve),
+        Some("reject") => Some(Decision::Reject),
+        Some("cancel") => Some(Decision::Cancel),
+        _ => None,
+    };
+    if class == TodoClass::ContinuousMonitor {
+        todo.monitor = monitor_of(t, &mut skips);
+    }
+    bring_leases(&mut todo, leases, status, now, &mut skips);
+    unmapped(t, &mut skips);
+    todo.extra = with_origin(&lid);
+    Some(todo)
+}
+
+/// Where `map_todo` writes down what it could not bring over, for one
+/// LoopX todo.
+struct Skips<'a> {
+    lid: &'a str,
+    out: &'a mut Vec<Skipped>,
+}
+
+impl Skips<'_> {
+    fn push(&mut self, kind: &'static str, field: Option<&str>, why: String) {
+        self.out.push(Skipped {
+            kind,
+            loopx_id: self.lid.to_owned(),
+            field: field.map(str::to_owned),
+            why,
+        });
+    }
+
+    fn todo(&mut self, field: Option<&str>, why: String) {
+        self.push("todo", field, why);
+    }
+}
+
+/// The todo's class and status, `None` (and why) for one that is not
+/// imported: a class or status git-loopx has no equivalent of, or archived.
+fn class_and_status(
+    t: &Map<String, Value>,
+    skips: &mut Skips<'_>,
+) -> Option<(TodoClass, TodoStatus)> {
+    let class = match str_of(t, "task_class").unwrap_or("advancement_task") {
+        "advancement_task" => TodoClass::AdvancementTask,
+        "continuous_monitor" => TodoClass::ContinuousMonitor,
+        "blocker" => TodoClass::Blocker,
+        "user_gate" => TodoClass::UserGate,
+        "user_action" => TodoClass::UserAction,
+        other => {
+            skips.todo(
+                Some("task_class"),
+                format!("task class `{other}` has no equivalent; todo not imported"),
+            );
+            return None;
+        }
+    };
+    let status = match str_of(t, "status").unwrap_or("open") {
+        "open" => TodoStatus::Open,
+        "done" => TodoStatus::Done,
+        "blocked" => TodoStatus::Blocked,
+        "deferred" => TodoStatus::Deferred,
+        other => {
+            skips.todo(
+                Some("status"),
+                format!("status `{other}` has no equivalent; todo not imported"),
+            );
+            return None;
+        }
+    };
+    if str_of(t, "archive_state").is_some_and(|a| a != "active") {
+        skips.todo(
+            Some("archive_state"),
+            "archived todos are not imported".into(),
+        );
+        return None;
+    }
+    Some((class, status))
+}
+
+/// The todos this one names, each mapped to its git-loopx id: its resume
+/// condition, the todo it unblocks, its successors (a name that is not a
+/// todo of the goal is skipped), and its gate's scope.
+fn links(
+    todo: &mut Todo,
+    t: &Map<String, Value>,
+    todo_ids: &BTreeMap<String, String>,
+    skips: &mut Skips<'_>,
+) {
     let mapped = |old: &str| todo_ids.get(old).cloned();
     if let Some(cond) = str_of(t, "resume_when") {
         match cond.strip_prefix("todo_done:").map(|x| (x, mapped(x))) {
             Some((_, Some(new))) => todo.resume_when = Some(format!("todo_done:{new}")),
-            _ => skip(
+            _ => skips.todo(
                 Some("resume_when"),
                 format!("resume condition `{cond}` has no equivalent (only todo_done:<a todo of this goal>)"),
             ),
@@ -392,7 +463,7 @@ fn map_todo(
     if let Some(old) = str_of(t, "unblocks_todo_id") {
         match mapped(old) {
             Some(new) => todo.unblocks = Some(new),
-            None => skip(
+            None => skips.todo(
                 Some("unblocks_todo_id"),
                 format!("`{old}` is not a todo of this goal"),
             ),
@@ -406,65 +477,70 @@ fn map_todo(
     for old in strings(t, "successor_todo_ids") {
         match mapped(&old) {
             Some(new) => todo.successors.push(new),
-            None => skip(
+            None => skips.todo(
                 Some("successor_todo_ids"),
                 format!("`{old}` is not a todo of this goal"),
             ),
         }
     }
-    todo.exclude_agents = strings(t, "excluded_agents");
-    todo.requires_capabilities = strings(t, "required_capabilities");
-    todo.decision = match str_of(t, "decision_outcome") {
-        Some("approve") => Some(Decision::Approve),
-        Some("reject") => Some(Decision::Reject),
-        Some("cancel") => Some(Decision::Cancel),
-        _ => None,
-    };
-    if class == TodoClass::ContinuousMonitor {
-        match str_of(t, "cadence") {
-            Some(c) if parse_duration(c).is_some() => {
-                let time = |key| str_of(t, key).and_then(Timestamp::parse);
-                let count = |key| {
-                    t.get(key)
-                        .and_then(|v| v.as_u64().or_else(|| v.as_str()?.parse().ok()))
-                        .unwrap_or(0)
-                };
-                todo.monitor = Some(Monitor {
-                    cadence: c.to_owned(),
-                    next_due_at: time("next_due_at"),
-                    expires_at: time("expires_at"),
-                    // LoopX 2.1.1 stores it as the string "true".
-                    watch_only: matches!(t.get("watch_only"), Some(Value::Bool(true)))
-                        || str_of(t, "watch_only") == Some("true"),
-                    last_checked_at: time("last_checked_at"),
-                    consecutive_no_change: count("consecutive_no_change"),
-                    material_change_generation: count("material_change_generation"),
-                    polls: Vec::new(),
-                    extra: Extra::new(),
-                });
-            }
-            Some(c) => skip(
+}
+
+/// A monitor's schedule, when its cadence is a duration.
+fn monitor_of(t: &Map<String, Value>, skips: &mut Skips<'_>) -> Option<Monitor> {
+    match str_of(t, "cadence") {
+        Some(c) if parse_duration(c).is_some() => {
+            let time = |key| str_of(t, key).and_then(Timestamp::parse);
+            let count = |key| {
+                t.get(key)
+                    .and_then(|v| v.as_u64().or_else(|| v.as_str()?.parse().ok()))
+                    .unwrap_or(0)
+            };
+            Some(Monitor {
+                cadence: c.to_owned(),
+                next_due_at: time("next_due_at"),
+                expires_at: time("expires_at"),
+                // LoopX 2.1.1 stores it as the string "true".
+                watch_only: matches!(t.get("watch_only"), Some(Value::Bool(true)))
+                    || str_of(t, "watch_only") == Some("true"),
+                last_checked_at: time("last_checked_at"),
+                consecutive_no_change: count("consecutive_no_change"),
+                material_change_generation: count("material_change_generation"),
+                polls: Vec::new(),
+                extra: Extra::new(),
+            })
+        }
+        Some(c) => {
+            skips.todo(
                 Some("cadence"),
                 format!("cadence `{c}` is not a duration like 15m"),
-            ),
-            None => {}
+            );
+            None
         }
+        None => None,
     }
-    // Leases: the highest epoch is kept so fencing continues; a lease still
-    // active at `now` on an open todo becomes its claim.
-    // A lease past the highest epoch, or longer than a lease may last, or
-    // taken after `now` (a clock far ahead), is not brought over: it would
-    // fence its todo for good.
+}
+
+/// Leases: the highest epoch is kept so fencing continues; a lease still
+/// active at `now` on an open todo becomes its claim.
+/// A lease past the highest epoch, or longer than a lease may last, or
+/// taken after `now` (a clock far ahead), is not brought over: it would
+/// fence its todo for good.
+fn bring_leases(
+    todo: &mut Todo,
+    leases: &[source::Lease],
+    status: TodoStatus,
+    now: Timestamp,
+    skips: &mut Skips<'_>,
+) {
     let (mine, odd): (Vec<&source::Lease>, Vec<&source::Lease>) = leases
         .iter()
-        .filter(|l| l.todo_id == lid)
+        .filter(|l| l.todo_id == skips.lid)
         .partition(|l| plausible(l, now));
     for l in odd {
-        skipped.push(Skipped {
-            kind: "lease",
-            loopx_id: lid.clone(),
-            field: None,
-            why: format!(
+        skips.push(
+            "lease",
+            None,
+            format!(
                 "the lease of {} (epoch {}, {} to {}) is past epoch {} or runs more than 24h or from after now: not brought over",
                 l.owner,
                 l.epoch,
@@ -472,7 +548,7 @@ fn map_todo(
                 l.expires_at,
                 crate::model::lease::MAX_IMPORTED_EPOCH
             ),
-        });
+        );
     }
     todo.last_epoch = mine.iter().map(|l| l.epoch).max().unwrap_or(0);
     if let Some(l) = mine.iter().find(|l| l.status == "active") {
@@ -492,31 +568,27 @@ fn map_todo(
                     extra: Extra::new(),
                 });
             }
-            _ => skipped.push(Skipped {
-                kind: "lease",
-                loopx_id: lid.clone(),
-                field: None,
-                why: format!(
+            _ => skips.push(
+                "lease",
+                None,
+                format!(
                     "the lease of {} (epoch {}) has expired or its todo is not open: no claim",
                     l.owner, l.epoch
                 ),
-            }),
+            ),
         }
     }
+}
+
+/// Every other field of the record that holds something: skipped by name.
+fn unmapped(t: &Map<String, Value>, skips: &mut Skips<'_>) {
     for (key, value) in t {
         if MAPPED.contains(&key.as_str()) || BOOKKEEPING.contains(&key.as_str()) || is_empty(value)
         {
             continue;
         }
-        skipped.push(Skipped {
-            kind: "todo",
-            loopx_id: lid.clone(),
-            field: Some(key.clone()),
-            why: "no equivalent in git-loopx".into(),
-        });
+        skips.todo(Some(key), "no equivalent in git-loopx".into());
     }
-    todo.extra = with_origin(&lid);
-    Some(todo)
 }
 
 /// Whether a LoopX lease is one a clock and a count of claims could have

@@ -457,54 +457,7 @@ pub fn uninstall(ctx: &Context, which: &[Integration]) -> Result<HooksReport> {
                     );
                 }
                 let created = recorded.as_ref().is_some_and(|(r, _)| r.created);
-                let removed = |r: Option<runtime_json::Removed>| match r {
-                    None => None,
-                    Some(runtime_json::Removed::Empty) => Some(Next::Delete),
-                    Some(runtime_json::Removed::Text(t)) => Some(Next::Write(t.into_bytes())),
-                };
-                match &target.kind {
-                    Kind::Json {
-                        syntax,
-                        prefix,
-                        edits,
-                        ..
-                    } => {
-                        let text = utf8(&target.path, now)?;
-                        let hooks = runtime_json::uninstall(&shown, *syntax, text, prefix)?;
-                        let left = match &hooks {
-                            Some(runtime_json::Removed::Text(t)) => Some(t.as_str()),
-                            Some(runtime_json::Removed::Empty) => None,
-                            None => Some(text),
-                        };
-                        let settings = match left {
-                            Some(left) => json_edit::uninstall(&shown, *syntax, left, edits)?,
-                            None => None,
-                        };
-                        removed(settings.or(hooks))
-                    }
-                    Kind::Toml { edits } => removed(toml_conf::uninstall(
-                        &shown,
-                        utf8(&target.path, now)?,
-                        edits,
-                    )?),
-                    Kind::Owned { .. } => removed(owned::uninstall(utf8(&target.path, now)?)),
-                    Kind::EnvFile { .. } => removed(owned::env_uninstall(utf8(&target.path, now)?)),
-                    Kind::McpJson => match mcp_json::uninstall(&shown, utf8(&target.path, now)?)? {
-                        None => None,
-                        Some(runtime_json::Removed::Empty) => Some(Next::Delete),
-                        Some(runtime_json::Removed::Text(t)) => Some(Next::Write(t.into_bytes())),
-                    },
-                    Kind::Shim { .. } => match shim::uninstall(&shown, now)? {
-                        None => None,
-                        Some(left)
-                            if shim::is_empty_hook(&left)
-                                && (created || left == shim::SHEBANG.as_bytes()) =>
-                        {
-                            Some(Next::Delete)
-                        }
-                        Some(left) => Some(Next::Write(left)),
-                    },
-                }
+                ours_taken_out(&target, &shown, now, created)?
             }
         };
         plans.push(Plan {
@@ -554,4 +507,58 @@ pub fn uninstall(ctx: &Context, which: &[Integration]) -> Result<HooksReport> {
         let _ = std::fs::remove_dir(dir);
     }
     Ok(HooksReport { files })
+}
+
+/// `now`, the bytes of `target`'s file, with our entries taken out: the
+/// bytes to write, a delete when nothing else is left (a shim we `created`,
+/// or one left with only its shebang), or `None` when it holds none of
+/// ours.
+fn ours_taken_out(target: &Target, shown: &str, now: &[u8], created: bool) -> Result<Option<Next>> {
+    let removed = |r: Option<runtime_json::Removed>| match r {
+        None => None,
+        Some(runtime_json::Removed::Empty) => Some(Next::Delete),
+        Some(runtime_json::Removed::Text(t)) => Some(Next::Write(t.into_bytes())),
+    };
+    Ok(match &target.kind {
+        Kind::Json {
+            syntax,
+            prefix,
+            edits,
+            ..
+        } => {
+            let text = utf8(&target.path, now)?;
+            let hooks = runtime_json::uninstall(shown, *syntax, text, prefix)?;
+            let left = match &hooks {
+                Some(runtime_json::Removed::Text(t)) => Some(t.as_str()),
+                Some(runtime_json::Removed::Empty) => None,
+                None => Some(text),
+            };
+            let settings = match left {
+                Some(left) => json_edit::uninstall(shown, *syntax, left, edits)?,
+                None => None,
+            };
+            removed(settings.or(hooks))
+        }
+        Kind::Toml { edits } => removed(toml_conf::uninstall(
+            shown,
+            utf8(&target.path, now)?,
+            edits,
+        )?),
+        Kind::Owned { .. } => removed(owned::uninstall(utf8(&target.path, now)?)),
+        Kind::EnvFile { .. } => removed(owned::env_uninstall(utf8(&target.path, now)?)),
+        Kind::McpJson => match mcp_json::uninstall(shown, utf8(&target.path, now)?)? {
+            None => None,
+            Some(runtime_json::Removed::Empty) => Some(Next::Delete),
+            Some(runtime_json::Removed::Text(t)) => Some(Next::Write(t.into_bytes())),
+        },
+        Kind::Shim { .. } => match shim::uninstall(shown, now)? {
+            None => None,
+            Some(left)
+                if shim::is_empty_hook(&left) && (created || left == shim::SHEBANG.as_bytes()) =>
+            {
+                Some(Next::Delete)
+            }
+            Some(left) => Some(Next::Write(left)),
+        },
+    })
 }

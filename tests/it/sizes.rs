@@ -32,7 +32,6 @@ const MAX_MODULE: usize = 800;
 /// name listed twice stands for two functions of that name in the file).
 const KNOWN: &[(&str, &str)] = &[
     ("src/ops/doctor.rs", "doctor"),
-    ("src/ops/hooks/status.rs", "status"),
     ("src/ops/lease.rs", "claim_shared"),
     ("src/ops/redact.rs", "redact"),
     ("src/ops/sync/shared.rs", "merge_heads"),

@@ -1,7 +1,7 @@
 //! `hooks status`: per integration, whether our entries are in its files,
 //! where, and whether a file changed by hand since we wrote it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -109,116 +109,16 @@ pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
             (None, Some(_)) => Some(true),
             _ => None,
         };
-        let mut notes = Vec::new();
-        let (installed, commands) = match (&current, &target.kind) {
-            (None, _) => (Installed::No, Vec::new()),
-            (
-                Some(now),
-                Kind::Json {
-                    syntax,
-                    template,
-                    prefix,
-                    edits,
-                },
-            ) => {
-                let text = utf8(&target.path, now);
-                let found = match text.as_ref().map_err(|e| e.to_string()).and_then(|t| {
-                    runtime_json::installed(&shown, *syntax, t, prefix).map_err(|e| e.to_string())
-                }) {
-                    Ok(found) => found,
-                    Err(e) => {
-                        notes.push(e);
-                        Vec::new()
-                    }
-                };
-                let wanted = template
-                    .map(|t| runtime_json::template_entries(t, super::Baked::default()))
-                    .unwrap_or_default();
-                let has = |event: &str| found.iter().any(|(e, _)| e == event);
-                // Settings are compared by key: another agent's identity
-                // still counts as installed.
-                let settings = text
-                    .ok()
-                    .and_then(|t| json_edit::present_keys(&shown, *syntax, t, edits).ok())
-                    .unwrap_or(0);
-                let present = wanted.iter().filter(|w| has(&w.event)).count() + settings;
-                let installed = match present {
-                    0 => Installed::No,
-                    n if n == wanted.len() + edits.len() => Installed::Yes,
-                    _ => Installed::Partly,
-                };
-                let commands = found
-                    .into_iter()
-                    .map(|(e, c)| format!("{e}: {c}"))
-                    .collect();
-                (installed, commands)
-            }
-            (Some(now), Kind::Toml { edits }) => {
-                let present = utf8(&target.path, now)
-                    .map_err(|e| e.to_string())
-                    .and_then(|t| {
-                        toml_conf::present_keys(&shown, t, edits).map_err(|e| e.to_string())
-                    });
-                match present {
-                    Ok(0) => (Installed::No, Vec::new()),
-                    Ok(n) if n == edits.len() => (Installed::Yes, Vec::new()),
-                    Ok(_) => (Installed::Partly, Vec::new()),
-                    Err(e) => {
-                        notes.push(e);
-                        (Installed::No, Vec::new())
-                    }
-                }
-            }
-            (Some(now), Kind::Owned { .. }) => {
-                // Ours whatever agent it was written for.
-                if String::from_utf8_lossy(now).contains(owned::MARK) {
-                    (Installed::Yes, Vec::new())
-                } else {
-                    notes.push("a file of the same name that git-loopx did not write".to_owned());
-                    (Installed::No, Vec::new())
-                }
-            }
-            (Some(now), Kind::EnvFile { .. }) => {
-                if owned::env_installed(&String::from_utf8_lossy(now)) {
-                    (Installed::Yes, Vec::new())
-                } else {
-                    (Installed::No, Vec::new())
-                }
-            }
-            (Some(now), Kind::McpJson) => {
-                let found = utf8(&target.path, now)
-                    .and_then(|t| mcp_json::installed(&shown, t).map_err(Into::into));
-                match found {
-                    Ok(Some(command)) => (Installed::Yes, vec![command]),
-                    Ok(None) => (Installed::No, Vec::new()),
-                    Err(e) => {
-                        notes.push(e.to_string());
-                        (Installed::No, Vec::new())
-                    }
-                }
-            }
-            (Some(now), Kind::Shim { name, .. }) => {
-                if is_unexecutable(&target.path) {
-                    notes.push("not executable: git does not run it".to_owned());
-                }
-                let text = String::from_utf8_lossy(now);
-                let call = format!("git loopx hook git {name}");
-                match shim::uninstall(&shown, now) {
-                    Ok(Some(_)) => (
-                        Installed::Yes,
-                        text.lines()
-                            .filter(|l| l.contains(&call))
-                            .map(|l| l.trim().to_owned())
-                            .collect(),
-                    ),
-                    Ok(None) => (Installed::No, Vec::new()),
-                    Err(e) => {
-                        notes.push(e.to_string());
-                        (Installed::Partly, Vec::new())
-                    }
-                }
-            }
+        let mut file = Reading {
+            path: &target.path,
+            shown: &shown,
+            notes: Vec::new(),
         };
+        let (installed, commands) = match &current {
+            None => (Installed::No, Vec::new()),
+            Some(now) => file.installed(&target.kind, now),
+        };
+        let notes = file.notes;
         let trust = match installed {
             Installed::Yes => codex_trust(ctx, &target),
             _ => None,
@@ -267,6 +167,142 @@ pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
         files,
         pre_push_sync,
     })
+}
+
+/// An integration's file being read for `hooks status`: where it is, how
+/// it is shown, and what was noted about it.
+struct Reading<'a> {
+    path: &'a Path,
+    shown: &'a str,
+    notes: Vec<String>,
+}
+
+impl Reading<'_> {
+    /// Whether `now`, the file's bytes, holds our entries of `kind`, and
+    /// the commands they run; what keeps it from being read is noted.
+    fn installed(&mut self, kind: &Kind, now: &[u8]) -> (Installed, Vec<String>) {
+        match kind {
+            Kind::Json {
+                syntax,
+                template,
+                prefix,
+                edits,
+            } => self.json(now, *syntax, *template, prefix, edits),
+            Kind::Toml { edits } => {
+                let present = utf8(self.path, now)
+                    .map_err(|e| e.to_string())
+                    .and_then(|t| {
+                        toml_conf::present_keys(self.shown, t, edits).map_err(|e| e.to_string())
+                    });
+                match present {
+                    Ok(0) => (Installed::No, Vec::new()),
+                    Ok(n) if n == edits.len() => (Installed::Yes, Vec::new()),
+                    Ok(_) => (Installed::Partly, Vec::new()),
+                    Err(e) => {
+                        self.notes.push(e);
+                        (Installed::No, Vec::new())
+                    }
+                }
+            }
+            Kind::Owned { .. } => {
+                // Ours whatever agent it was written for.
+                if String::from_utf8_lossy(now).contains(owned::MARK) {
+                    (Installed::Yes, Vec::new())
+                } else {
+                    self.notes
+                        .push("a file of the same name that git-loopx did not write".to_owned());
+                    (Installed::No, Vec::new())
+                }
+            }
+            Kind::EnvFile { .. } => {
+                if owned::env_installed(&String::from_utf8_lossy(now)) {
+                    (Installed::Yes, Vec::new())
+                } else {
+                    (Installed::No, Vec::new())
+                }
+            }
+            Kind::McpJson => {
+                let found = utf8(self.path, now)
+                    .and_then(|t| mcp_json::installed(self.shown, t).map_err(Into::into));
+                match found {
+                    Ok(Some(command)) => (Installed::Yes, vec![command]),
+                    Ok(None) => (Installed::No, Vec::new()),
+                    Err(e) => {
+                        self.notes.push(e.to_string());
+                        (Installed::No, Vec::new())
+                    }
+                }
+            }
+            Kind::Shim { name, .. } => self.shim(now, name),
+        }
+    }
+
+    /// A runtime's JSON configuration: its hook entries and settings, all,
+    /// some or none of them.
+    fn json(
+        &mut self,
+        now: &[u8],
+        syntax: runtime_json::Syntax,
+        template: Option<&'static str>,
+        prefix: &str,
+        edits: &[json_edit::Edit],
+    ) -> (Installed, Vec<String>) {
+        let text = utf8(self.path, now);
+        let found = match text.as_ref().map_err(|e| e.to_string()).and_then(|t| {
+            runtime_json::installed(self.shown, syntax, t, prefix).map_err(|e| e.to_string())
+        }) {
+            Ok(found) => found,
+            Err(e) => {
+                self.notes.push(e);
+                Vec::new()
+            }
+        };
+        let wanted = template
+            .map(|t| runtime_json::template_entries(t, super::Baked::default()))
+            .unwrap_or_default();
+        let has = |event: &str| found.iter().any(|(e, _)| e == event);
+        // Settings are compared by key: another agent's identity
+        // still counts as installed.
+        let settings = text
+            .ok()
+            .and_then(|t| json_edit::present_keys(self.shown, syntax, t, edits).ok())
+            .unwrap_or(0);
+        let present = wanted.iter().filter(|w| has(&w.event)).count() + settings;
+        let installed = match present {
+            0 => Installed::No,
+            n if n == wanted.len() + edits.len() => Installed::Yes,
+            _ => Installed::Partly,
+        };
+        let commands = found
+            .into_iter()
+            .map(|(e, c)| format!("{e}: {c}"))
+            .collect();
+        (installed, commands)
+    }
+
+    /// A git hook: our block in it, and whether git may run it.
+    fn shim(&mut self, now: &[u8], name: &str) -> (Installed, Vec<String>) {
+        if is_unexecutable(self.path) {
+            self.notes
+                .push("not executable: git does not run it".to_owned());
+        }
+        let text = String::from_utf8_lossy(now);
+        let call = format!("git loopx hook git {name}");
+        match shim::uninstall(self.shown, now) {
+            Ok(Some(_)) => (
+                Installed::Yes,
+                text.lines()
+                    .filter(|l| l.contains(&call))
+                    .map(|l| l.trim().to_owned())
+                    .collect(),
+            ),
+            Ok(None) => (Installed::No, Vec::new()),
+            Err(e) => {
+                self.notes.push(e.to_string());
+                (Installed::Partly, Vec::new())
+            }
+        }
+    }
 }
 
 /// For Codex's hooks file: Codex's trust of each hook (`codex_trust`), by

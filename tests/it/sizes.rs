@@ -32,14 +32,11 @@ const MAX_MODULE: usize = 800;
 /// name listed twice stands for two functions of that name in the file).
 const KNOWN: &[(&str, &str)] = &[
     ("src/ops/doctor.rs", "doctor"),
-    ("src/ops/lease.rs", "claim_shared"),
     ("src/ops/redact.rs", "redact"),
-    ("src/ops/sync/shared.rs", "merge_heads"),
 ];
 
 /// The modules over [`MAX_MODULE`] lines today.
 const KNOWN_MODULES: &[&str] = &[
-    "src/ops/lease.rs",
     "src/ops/sync/shared.rs",
     "src/store/gix_store/objects.rs",
 ];

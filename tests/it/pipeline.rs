@@ -430,3 +430,27 @@ fn the_store_commits_only_through_its_publishing_ends() {
         calls.join("\n")
     );
 }
+
+/// A sync that writes nothing starts no git maintenance, on either path:
+/// its fetches pass `--no-auto-maintenance` (the branch's fetch once did
+/// not, and started one per sync); maintenance is for writes to start.
+#[test]
+fn a_sync_that_writes_nothing_starts_no_maintenance() {
+    for shared in [false, true] {
+        let env = TestEnv::new();
+        let (_remote, a, _) = published_todo(&env, shared);
+        env.git(&a, &["config", "gc.auto", "20"]);
+        plant_loose_in_17(&env, &a);
+        let packs = || env.git(&a, &["count-objects", "-v"]);
+        let before = packs();
+        for _ in 0..3 {
+            env.loopx(&a, &["sync"]).success();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        assert!(
+            !a.join(".git/gc.pid").exists() && packs() == before,
+            "shared refs {shared}: a sync started maintenance:\n{before}\n{}",
+            packs()
+        );
+    }
+}

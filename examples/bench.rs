@@ -496,7 +496,7 @@ enum Claimer {
 /// `--claim-worker DIR AGENT ID...`: claims each id in turn, in this process.
 fn claim_worker(args: &[String]) {
     let (dir, agent, ids) = (Path::new(&args[0]), &args[1], &args[2..]);
-    let ctx = loopx::ops::Context::open(dir, now(), Some(agent.clone()), None).unwrap();
+    let ctx = loopx::session::Context::open(dir, now(), Some(agent.clone()), None).unwrap();
     for id in ids {
         let args = loopx::ops::lease::ClaimArgs {
             todo: id.clone(),
@@ -603,10 +603,10 @@ fn divergent_merge(env: &Env, o: &Opts, t: &mut Table) {
     // writeback` does), so its background upkeep runs as it would.
     for (side, dir) in [("a", &a), ("b", &b)] {
         let ctx =
-            loopx::ops::Context::open(dir, now(), Some(format!("agent-{side}")), None).unwrap();
+            loopx::session::Context::open(dir, now(), Some(format!("agent-{side}")), None).unwrap();
         for i in 0..k {
             let id = todo_id(if side == "a" { i } else { 500 + i } % 1_000);
-            loopx::ops::mutate(&ctx, |s: &mut State, goal: &str| {
+            loopx::session::mutate(&ctx, |s: &mut State, goal: &str| {
                 let gs = s.goals.get_mut(goal).unwrap();
                 let run_id = ids::derive_id("run_", &[side, &i.to_string()]);
                 let mut run = loopx::model::Run::new(
@@ -672,9 +672,9 @@ fn runs_in_a_day(env: &Env, o: &Opts, t: &mut Table) {
     let mut figures = Vec::new();
     for (name, n_runs, at, label) in cases {
         let dir = build_with_runs(env, name, TODOS, n_runs, at);
-        let ctx = loopx::ops::Context::open(&dir, now(), Some("bench".into()), None).unwrap();
+        let ctx = loopx::session::Context::open(&dir, now(), Some("bench".into()), None).unwrap();
         let inproc = time(o.reps, |i| {
-            loopx::ops::mutate(&ctx, |s: &mut State, goal: &str| {
+            loopx::session::mutate(&ctx, |s: &mut State, goal: &str| {
                 let mut run = Run::new(
                     ids::derive_id("run_", &[name, "in-process", &i.to_string()]),
                     RunKind::Writeback,

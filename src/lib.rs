@@ -17,6 +17,7 @@ pub mod ops;
 pub mod render;
 #[cfg(feature = "serve")]
 pub mod serve;
+pub mod session;
 pub mod store;
 
 pub use error::{Error, Result};

@@ -3,7 +3,8 @@
 use clap::Subcommand;
 
 use crate::cli::Output;
-use crate::ops::{agent, Context};
+use crate::ops::agent;
+use crate::session::Context;
 use crate::Result;
 
 /// The agent registry.

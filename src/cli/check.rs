@@ -3,8 +3,9 @@
 use std::path::PathBuf;
 
 use crate::cli::Output;
-use crate::ops::{check, Context};
+use crate::ops::check;
 use crate::render;
+use crate::session::Context;
 use crate::Result;
 
 /// Scan the state, and any files named, for credentials.

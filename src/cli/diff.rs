@@ -1,8 +1,9 @@
 //! `git loopx diff`
 
 use crate::cli::Output;
-use crate::ops::{diff, Context};
+use crate::ops::diff;
 use crate::render;
+use crate::session::Context;
 use crate::Result;
 
 /// What changed in the state between two state commits, as meaning, not

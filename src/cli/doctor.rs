@@ -2,8 +2,9 @@
 
 use crate::cli::Output;
 use crate::model::{Code, Refusal};
-use crate::ops::{check_state, doctor, Context};
+use crate::ops::{check_state, doctor};
 use crate::render;
+use crate::session::Context;
 use crate::Result;
 
 /// Check the environment and the state, and say how to fix what is wrong.

@@ -4,7 +4,8 @@ use clap::Subcommand;
 
 use crate::cli::Output;
 use crate::model::Decision;
-use crate::ops::{gate, Context};
+use crate::ops::gate;
+use crate::session::Context;
 use crate::Result;
 
 /// Questions only a human may answer (gates).

@@ -4,8 +4,9 @@ use clap::Subcommand;
 
 use crate::cli::Output;
 use crate::model::GoalStatus;
-use crate::ops::{goal, Context};
+use crate::ops::goal;
 use crate::render::{self, goal::Action};
+use crate::session::Context;
 use crate::Result;
 
 /// The goal: objective, status, quota policy, next action.

@@ -15,8 +15,8 @@ use serde_json::json;
 use crate::cli::GlobalArgs;
 use crate::ops::hook::{self, HookInput, NotifyInput, StopOutcome};
 use crate::ops::prompt::Runtime;
-use crate::ops::Context;
 use crate::render;
+use crate::session::Context;
 
 /// Hook programs for agent runtimes (install them with `git loopx hooks
 /// install`). They read the runtime's JSON on stdin and always exit 0.
@@ -203,7 +203,7 @@ fn open(global: &GlobalArgs, runtime: Runtime, cwd: Option<&str>) -> Result<Cont
     // person's too.
     if runtime != Runtime::Cursor {
         if let Some(g) =
-            crate::ops::governed::Governed::runtime_served(ctx.store.common_dir(), runtime)
+            crate::session::governed::Governed::runtime_served(ctx.store.common_dir(), runtime)
         {
             g.keep();
         }
@@ -272,7 +272,10 @@ const STOP_EVENTS: &[&str] = &["Stop", "SubagentStop", "AfterAgent", "stop"];
 
 /// What the person reads as the session ends at their decisions: each
 /// gate's question and the command that answers it.
-fn waiting_message(ctx: &crate::ops::Context, gates: &[crate::model::gate::GateView]) -> String {
+fn waiting_message(
+    ctx: &crate::session::Context,
+    gates: &[crate::model::gate::GateView],
+) -> String {
     let goal = match (ctx.goal_flag(), ctx.load()) {
         (Some(goal), Ok((_, state))) if goal != state.meta.default_goal => {
             format!(" --goal {goal}")

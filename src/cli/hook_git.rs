@@ -9,8 +9,8 @@ use clap::Subcommand;
 
 use crate::cli::GlobalArgs;
 use crate::ops::hook_git::{self, Outcome};
-use crate::ops::Context;
 use crate::render;
+use crate::session::Context;
 
 /// The git hook programs.
 #[derive(Debug, clap::Args)]

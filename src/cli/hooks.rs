@@ -5,8 +5,8 @@ use clap::Subcommand;
 use crate::cli::{GlobalArgs, Output};
 use crate::model::runtime::Runtime;
 use crate::ops::hooks::{self, Integration};
-use crate::ops::Context;
 use crate::render;
+use crate::session::Context;
 use crate::Result;
 
 /// Install, remove or show git-loopx's integrations: an agent runtime's

@@ -6,8 +6,9 @@ use std::path::PathBuf;
 #[cfg(feature = "import-loopx")]
 use {
     crate::cli::Output,
-    crate::ops::{import, Context},
+    crate::ops::import,
     crate::render,
+    crate::session::Context,
     crate::{Error, Result},
 };
 

@@ -1,8 +1,9 @@
 //! `git loopx init`
 
 use crate::cli::Output;
-use crate::ops::{init, Context};
+use crate::ops::init;
 use crate::render;
+use crate::session::Context;
 use crate::Result;
 
 pub use init::InitArgs as Args;

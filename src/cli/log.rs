@@ -1,8 +1,9 @@
 //! `git loopx log`
 
 use crate::cli::Output;
-use crate::ops::{log, Context};
+use crate::ops::log;
 use crate::render;
+use crate::session::Context;
 use crate::Result;
 
 pub use log::LogArgs as Args;

@@ -47,7 +47,7 @@ pub fn run(global: &GlobalArgs, _args: &Args) -> Result<()> {
     super::now()?;
     // The runtime this server serves is governed while it runs: its shell
     // tool does not act as the person, whatever its environment says.
-    let _governed = crate::ops::governed::Governed::mcp_client(&options.dir);
+    let _governed = crate::session::governed::Governed::mcp_client(&options.dir);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -43,8 +43,8 @@ use std::path::PathBuf;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::model::Timestamp;
-use crate::ops::Context;
 use crate::render;
+use crate::session::Context;
 use crate::{Error, Result};
 
 /// git-loopx: durable control state for long-running AI agents, kept on the

@@ -1,8 +1,9 @@
 //! `git loopx pr`
 
 use crate::cli::Output;
-use crate::ops::{pr, Context};
+use crate::ops::pr;
 use crate::render;
+use crate::session::Context;
 use crate::Result;
 
 /// The agent work behind a pull request: for the code commits of a range,

@@ -2,7 +2,7 @@
 
 use crate::cli::Output;
 use crate::ops::prompt::{self, Surface};
-use crate::ops::Context;
+use crate::session::Context;
 use crate::Result;
 
 /// Print the task body a host loop gives its agent this turn: the goal, the

@@ -3,8 +3,9 @@
 use clap::Subcommand;
 
 use crate::cli::Output;
-use crate::ops::{quota, Context};
+use crate::ops::quota;
 use crate::render;
+use crate::session::Context;
 use crate::Result;
 
 /// The rolling compute quota: spend, void, show.

@@ -2,7 +2,7 @@
 
 use crate::cli::Output;
 use crate::ops::redact::{self, Scope, Secrets};
-use crate::ops::Context;
+use crate::session::Context;
 use crate::Result;
 
 /// Remove a credential from the unpushed history of loopx-state.

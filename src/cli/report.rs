@@ -1,8 +1,9 @@
 //! `git loopx report`
 
 use crate::cli::Output;
-use crate::ops::{report, Context};
+use crate::ops::report;
 use crate::render;
+use crate::session::Context;
 use crate::Result;
 
 /// What an unattended stretch did: per goal, what waits for you (with the

@@ -1,8 +1,9 @@
 //! `git loopx review`
 
 use crate::cli::Output;
-use crate::ops::{review, Context};
+use crate::ops::review;
 use crate::render;
+use crate::session::Context;
 use crate::Result;
 
 /// The owner's packet: decisions waiting, what was delivered with its

@@ -11,8 +11,8 @@ use crate::model::Timestamp;
 use crate::ops::args::enum_arg;
 use crate::ops::prompt::Runtime;
 use crate::ops::run::{self, Host, RunArgs, Turn};
-use crate::ops::Context;
 use crate::render;
+use crate::session::Context;
 use crate::{Error, Result};
 
 /// Run this agent's turns: the generic host loop, as a command.

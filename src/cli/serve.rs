@@ -7,8 +7,8 @@ use crate::model::parse_duration;
 use {
     crate::cli::{GlobalArgs, Output},
     crate::model::Timestamp,
-    crate::ops::Context,
     crate::serve::{self, Answering, Options},
+    crate::session::Context,
     crate::{Error, Result},
     std::io::Write as _,
 };

@@ -1,8 +1,9 @@
 //! `git loopx should-run`
 
 use crate::cli::Output;
-use crate::ops::{should_run, Context};
+use crate::ops::should_run;
 use crate::render;
+use crate::session::Context;
 use crate::Result;
 
 /// Decide whether this agent should run a turn now, and on which todo.

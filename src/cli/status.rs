@@ -1,8 +1,9 @@
 //! `git loopx status`
 
 use crate::cli::Output;
-use crate::ops::{status, Context};
+use crate::ops::status;
 use crate::render;
+use crate::session::Context;
 use crate::Result;
 
 /// Show the goal, what needs the human, who holds what, and recent evidence.

@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use crate::cli::Output;
-use crate::ops::{sync, Context};
+use crate::ops::sync;
+use crate::session::Context;
 use crate::Result;
 
 /// Fetch the remote's loopx-state, merge it, and push with a pinned lease.

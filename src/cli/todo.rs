@@ -7,8 +7,9 @@ mod handoff;
 use crate::cli::Output;
 use crate::model::{Role, TodoStatus};
 use crate::ops::args::enum_arg;
-use crate::ops::{done, lease, monitor, todo, Context};
+use crate::ops::{done, lease, monitor, todo};
 use crate::render;
+use crate::session::Context;
 use crate::Result;
 
 /// Agent and user todos, and the leases on them.

@@ -1,7 +1,8 @@
 //! `git loopx watch`
 
 use crate::cli::{GlobalArgs, Output};
-use crate::ops::{notify, Context};
+use crate::ops::notify;
+use crate::session::Context;
 use crate::Result;
 
 /// Tell the person when they are needed, without a page.

@@ -1,8 +1,9 @@
 //! `git loopx writeback` and `git loopx history`
 
 use crate::cli::Output;
-use crate::ops::{writeback, Context};
+use crate::ops::writeback;
 use crate::render;
+use crate::session::Context;
 use crate::Result;
 
 /// Record delivered work on a todo (you must hold it, or it must be unclaimed),

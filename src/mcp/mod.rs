@@ -98,7 +98,7 @@ impl Server {
     async fn answer<R, F>(&self, op: F) -> std::result::Result<CallToolResult, rmcp::ErrorData>
     where
         R: serde::Serialize,
-        F: FnOnce(&crate::ops::Context) -> Result<(R, Option<Error>)> + Send + 'static,
+        F: FnOnce(&crate::session::Context) -> Result<(R, Option<Error>)> + Send + 'static,
     {
         let (value, failed) = self.worker.json(op).await?;
         Ok(if failed {

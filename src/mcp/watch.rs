@@ -21,7 +21,7 @@ use tokio::sync::watch;
 
 use crate::mcp::resources::{self, Target};
 use crate::mcp::Options;
-use crate::ops::Context;
+use crate::session::Context;
 use crate::{Error, Result};
 
 /// How often the tip is read.

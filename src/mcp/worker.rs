@@ -13,7 +13,7 @@ use rmcp::ErrorData;
 use serde_json::Value;
 
 use crate::mcp::Options;
-use crate::ops::Context;
+use crate::session::Context;
 use crate::{render, Error, Result};
 
 type Job = Box<dyn FnOnce(&mut Context) + Send>;

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::model::{ids, Agent, Extra, State};
-use crate::ops::Context;
+use crate::session::Context;
 use crate::store::{Message, Oid, Write};
 use crate::Result;
 
@@ -30,8 +30,8 @@ pub fn register(
     caps.sort();
     caps.dedup();
     ctx.adopt_remote_state()?;
-    let done = crate::ops::transact(ctx, |state: &mut Option<State>| {
-        let state = crate::ops::existing(state)?;
+    let done = crate::session::transact(ctx, |state: &mut Option<State>| {
+        let state = crate::session::existing(state)?;
         let created = !state.agents.contains_key(id);
         let agent = state.agents.entry(id.to_owned()).or_insert_with(|| Agent {
             id: id.to_owned(),

@@ -6,7 +6,8 @@
 use serde::Serialize;
 
 use crate::model::{Code, Decision, Refusal, TodoClass};
-use crate::ops::{self, Context};
+use crate::ops::{self};
+use crate::session::Context;
 use crate::{Error, Result};
 
 /// What the page asks for: `approve`, `reject`, `cancel` (a gate) or

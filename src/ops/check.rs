@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::model::{leaks, Code, Refusal};
-use crate::ops::Context;
+use crate::session::Context;
 use crate::store::{self};
 use crate::Result;
 

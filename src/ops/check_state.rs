@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::codec;
 use crate::model::validate::{self, Problem, Severity};
-use crate::ops::Context;
+use crate::session::Context;
 use crate::store::Oid;
 use crate::Result;
 

@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::diff::semantic::{self, Fact};
 use crate::model::{Refusal, State};
-use crate::ops::{revision, Context};
+use crate::ops::revision;
+use crate::session::Context;
 use crate::store::{transaction, Oid};
 use crate::Result;
 

@@ -2,8 +2,8 @@
 
 use serde::Serialize;
 
-use crate::ops::write::Writer;
-use crate::ops::Context;
+use crate::session::write::Writer;
+use crate::session::Context;
 use crate::store::{self, health, transaction, Oid, STATE_REF};
 use crate::Result;
 use crate::{codec, git_cmd};
@@ -414,7 +414,7 @@ fn repair_refused_file(ctx: &Context, tip: &Oid, repaired: &mut Vec<String>) -> 
         return Ok(());
     };
     let good = log[at].id.clone();
-    if let Err(e) = ctx.person_moves(crate::ops::PersonRef::Rollback) {
+    if let Err(e) = ctx.person_moves(crate::session::PersonRef::Rollback) {
         repaired.push(format!(
             "left {STATE_REF} at {} (a file a reader refuses): {e}; the person runs `git loopx doctor --repair`",
             tip.short()
@@ -508,7 +508,7 @@ fn repair_state(
         return Ok(());
     };
     let good = reflog[at].new.clone();
-    if let Err(e) = ctx.person_moves(crate::ops::PersonRef::Rollback) {
+    if let Err(e) = ctx.person_moves(crate::session::PersonRef::Rollback) {
         repaired.push(format!(
             "left {STATE_REF} at {} (objects missing): {e}; the person runs `git loopx doctor --repair`",
             tip.short()

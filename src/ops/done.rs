@@ -17,7 +17,8 @@ use crate::model::{
 };
 use crate::ops::args::Seconds;
 use crate::ops::validate::{self, ValidationRun};
-use crate::ops::{local, mutate, non_empty, resolve_todo, touch, Context};
+use crate::ops::{non_empty, resolve_todo, touch};
+use crate::session::{local, mutate, Context};
 use crate::store::{Message, Oid};
 use crate::{Error, Result};
 

@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 use crate::model::gate::{self, GateAction};
 use crate::model::ids::{headline, new_todo_id, nonce};
 use crate::model::{ids, Decision, Priority, Refusal, Role, Todo, TodoClass, TodoStatus};
-use crate::ops::{add_note, mutate, non_empty, resolve_todo, touch, Context};
+use crate::ops::{add_note, non_empty, resolve_todo, touch};
+use crate::session::{mutate, Context};
 use crate::store::{Message, Oid};
 use crate::Result;
 
@@ -197,7 +198,7 @@ pub fn resolve(
         Ok(((gate, unblocked), message))
     };
     let done = if signed {
-        crate::ops::signed::mutate_signed(ctx, decide)?
+        crate::session::signed::mutate_signed(ctx, decide)?
     } else {
         mutate(ctx, decide)?
     };

@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::{ids, Goal, GoalState, GoalStatus, Refusal};
-use crate::ops::{mutate, non_empty, Context};
+use crate::ops::non_empty;
+use crate::session::{mutate, Context};
 use crate::store::{Message, Oid};
 use crate::Result;
 
@@ -35,7 +36,7 @@ pub fn show_id(ctx: &Context, id: &str) -> Result<GoalReport> {
     let gs = state
         .goals
         .get(id)
-        .ok_or_else(|| super::unknown_goal(id, &state))?;
+        .ok_or_else(|| crate::session::unknown_goal(id, &state))?;
     Ok(report(&state, gs))
 }
 
@@ -305,8 +306,8 @@ pub fn add(ctx: &Context, id: &str, objective: &str, make_default: bool) -> Resu
     ids::check_name("goal", id)?;
     let objective = non_empty("--objective", objective)?;
     ctx.adopt_remote_state()?;
-    let done = crate::ops::transact(ctx, |state: &mut Option<crate::model::State>| {
-        let state = crate::ops::existing(state)?;
+    let done = crate::session::transact(ctx, |state: &mut Option<crate::model::State>| {
+        let state = crate::session::existing(state)?;
         if state.goals.contains_key(id) {
             return Err(Refusal::invalid_input(format!("goal `{id}` already exists")).into());
         }

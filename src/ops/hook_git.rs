@@ -12,7 +12,8 @@ use serde::Serialize;
 
 use crate::git_cmd::hooks as git;
 use crate::model::Code;
-use crate::ops::{sync, Context};
+use crate::ops::sync;
+use crate::session::Context;
 use crate::{Error, Result};
 
 /// The trailer a code commit carries to name the todo it works on.

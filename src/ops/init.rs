@@ -3,7 +3,8 @@
 use serde::Serialize;
 
 use crate::model::{ids, Code, Goal, Refusal, State};
-use crate::ops::{non_empty, Context};
+use crate::ops::non_empty;
+use crate::session::Context;
 use crate::store::{Message, Oid, Write, STATE_REF};
 use crate::Result;
 
@@ -70,7 +71,7 @@ pub fn init(ctx: &Context, args: &InitArgs) -> Result<InitReport> {
         .map(|t| non_empty("--objective", t))
         .transpose()?;
     let now = ctx.now;
-    let done = crate::ops::transact(ctx, |state: &mut Option<State>| {
+    let done = crate::session::transact(ctx, |state: &mut Option<State>| {
         if let Some(state) = state {
             return match &goal_text {
                 Some(objective) => keep_or_replace(state, args, objective, now),

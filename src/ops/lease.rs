@@ -20,8 +20,9 @@ use crate::model::lease::{self, ClaimAction};
 use crate::model::Timestamp;
 use crate::model::{select, Claim, Code, Refusal, State, Todo};
 use crate::ops::args::Seconds;
-use crate::ops::write::Writer;
-use crate::ops::{local, mutate_maybe, resolve_todo, sync, touch, Context};
+use crate::ops::{resolve_todo, sync, touch};
+use crate::session::write::Writer;
+use crate::session::{local, mutate_maybe, Context};
 use crate::store::{transaction, Message, Oid};
 use crate::Result;
 

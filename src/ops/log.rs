@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::model::Timestamp;
-use crate::ops::Context;
+use crate::session::Context;
 use crate::store::{trailer, Oid};
 use crate::Result;
 

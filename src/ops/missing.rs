@@ -4,7 +4,7 @@
 //! network on this path).
 
 use crate::model::{Code, Refusal};
-use crate::ops::Context;
+use crate::session::Context;
 use crate::store::STATE_REF;
 use crate::Error;
 

@@ -8,7 +8,8 @@ use crate::model::{
     ids, parse_duration, Code, Extra, Monitor, Poll, Refusal, Timestamp, Todo, TodoClass,
     TodoStatus,
 };
-use crate::ops::{non_empty, Context};
+use crate::ops::non_empty;
+use crate::session::Context;
 use crate::store::{Message, Oid};
 use crate::Result;
 
@@ -171,7 +172,7 @@ pub fn poll(ctx: &Context, args: &PollArgs) -> Result<PollReport> {
     let agent = ctx.agent().map(str::to_owned);
     let now = ctx.now;
     let nonce = ids::nonce();
-    let done = super::mutate(ctx, |state, goal| {
+    let done = crate::session::mutate(ctx, |state, goal| {
         let gs = state.goals.get_mut(goal).expect("goal exists");
         let id = super::resolve_todo(gs, &args.todo)?;
         let monitor_todo = gs.todos.get_mut(&id).expect("resolved");
@@ -265,7 +266,7 @@ fn check_pollable(
     }
     match agent {
         Some(a) => {
-            let expected = super::local::expected_epoch(ctx, a, id, epoch);
+            let expected = crate::session::local::expected_epoch(ctx, a, id, epoch);
             crate::model::lease::check_writer(todo, a, expected, ctx.now)?;
         }
         None => {

@@ -40,7 +40,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::model::Timestamp;
-use crate::ops::Context;
+use crate::session::Context;
 use crate::Result;
 
 mod events;

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::model::{GoalState, Refusal, Run, RunKind, Timestamp, Todo};
-use crate::ops::Context;
+use crate::session::Context;
 use crate::store::{self, Oid};
 use crate::Result;
 
@@ -222,7 +222,7 @@ pub fn pr(ctx: &Context, range: Option<&str>) -> Result<PrReport> {
             .as_deref()
             .filter(|_| !gs.goal.archive.is_empty())
         {
-            archived.extend(crate::ops::retention::archived_runs(
+            archived.extend(crate::session::retention::archived_runs(
                 ctx, &gs.goal, day, None,
             )?);
         }

@@ -4,7 +4,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::quota::{self, Usage};
 use crate::model::{ids, Code, GoalState, Refusal, Run, RunFacts, RunKind};
-use crate::ops::{mutate_maybe, non_empty, Context};
+use crate::ops::non_empty;
+use crate::session::{mutate_maybe, Context};
 use crate::store::{Message, Oid};
 use crate::Result;
 
@@ -192,7 +193,7 @@ fn latest_writeback(
         {
             return Ok(Charge::Spent(gs.runs[old.id].clone()));
         }
-        crate::ops::local::check_turn_open(ctx, t)?;
+        crate::session::local::check_turn_open(ctx, t)?;
     }
     let spent: Vec<&str> = live_spends.iter().filter_map(|r| r.writeback).collect();
     let mut candidates: Vec<RunFacts<'_>> = gs

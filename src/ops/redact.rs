@@ -24,7 +24,7 @@ use serde::Serialize;
 
 use crate::git_cmd::history;
 use crate::model::{leaks, Code, Refusal};
-use crate::ops::Context;
+use crate::session::Context;
 use crate::store::{
     transaction, Checked, Error as StoreError, FileChange, Message, Oid, REVIEWED_REF, STATE_REF,
 };
@@ -119,7 +119,7 @@ pub fn redact(
                 .iter()
                 .any(|t| !t.is_empty() && leaks::scan_bytes(t.as_bytes()).is_empty())
             {
-                ctx.person_moves(crate::ops::PersonRef::History)?;
+                ctx.person_moves(crate::session::PersonRef::History)?;
             }
         }
     }

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::model::{parse_duration, Goal, Outcome, Run, RunKind, Timestamp};
 use crate::ops::review::{self, ReviewReport};
-use crate::ops::Context;
+use crate::session::Context;
 use crate::store::{CommitInfo, Oid};
 use crate::{codec, Result};
 
@@ -165,7 +165,7 @@ pub fn report(ctx: &mut Context, since: &str) -> Result<Report> {
         ctx.set_goal(Some(id.clone()));
         let review = review::review(ctx, Some(&start.0), false)?;
         let gs = &state.goals[id];
-        let runs = crate::ops::retention::runs_since(ctx, gs, from_time)?;
+        let runs = crate::session::retention::runs_since(ctx, gs, from_time)?;
         let usage = crate::model::quota::usage(gs, ctx.now);
         let hours = from_time.map_or(0, |t| (ctx.now.unix() - t.unix() + 3599) / 3600);
         let windows = match from_time {

@@ -28,7 +28,7 @@ use serde::Serialize;
 
 use crate::model::{Code, Refusal, Timestamp};
 use crate::ops::status::{status_all, StatusReport};
-use crate::ops::Context;
+use crate::session::Context;
 use crate::store::GixStore;
 use crate::{Error, Result};
 

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use crate::model::{limits, GoalState, Run, RunKind, Todo, TodoClass, TodoStatus};
 use crate::ops::signers::IgnoredAnswer;
-use crate::ops::Context;
+use crate::session::Context;
 use crate::store::{transaction, Error as StoreError, Oid, REVIEWED_REF};
 use crate::Result;
 
@@ -82,7 +82,7 @@ impl ReviewReport {
 
 pub fn review(ctx: &Context, since: Option<&str>, ack: bool) -> Result<ReviewReport> {
     if ack {
-        ctx.person_moves(crate::ops::PersonRef::Reviewed)?;
+        ctx.person_moves(crate::session::PersonRef::Reviewed)?;
     }
     let (tip, mut state) = ctx.load()?;
     let goal_id = ctx.goal(&state)?.goal.id.clone();
@@ -273,8 +273,8 @@ fn archived_writebacks(
 ) -> Result<Vec<Run>> {
     let live: BTreeSet<&str> = gs.runs.keys().collect();
     let archived = match old_goal {
-        Some(old) => crate::ops::retention::archived_since(ctx, &gs.goal, &live, Some(old))?,
-        None => crate::ops::retention::archived_runs(ctx, &gs.goal, "0000-00-00", None)?
+        Some(old) => crate::session::retention::archived_since(ctx, &gs.goal, &live, Some(old))?,
+        None => crate::session::retention::archived_runs(ctx, &gs.goal, "0000-00-00", None)?
             .into_iter()
             .filter(|r| !live.contains(r.id.as_str()))
             .collect(),

@@ -7,7 +7,7 @@
 //! commit, say) is refused as such, not reported as corrupt state.
 
 use crate::model::Refusal;
-use crate::ops::Context;
+use crate::session::Context;
 use crate::store::Oid;
 use crate::Result;
 

@@ -35,7 +35,8 @@ use serde_json::Value;
 
 use crate::model::{Code, Refusal, RunKind, Timestamp};
 use crate::ops::prompt::{self, Runtime, Surface};
-use crate::ops::{local, non_empty, should_run, Context};
+use crate::ops::{non_empty, should_run};
+use crate::session::{local, Context};
 use crate::{Error, Result};
 
 /// What the loop needs from its surroundings.
@@ -162,7 +163,7 @@ pub fn run(
     ctx.load()?;
     // Everything this loop starts is the agent's, whatever its environment
     // says by the time it runs a command (`governed`).
-    let _governed = crate::ops::governed::Governed::this_process(
+    let _governed = crate::session::governed::Governed::this_process(
         ctx.store.common_dir(),
         crate::model::runtime::Runtime::Generic,
     );

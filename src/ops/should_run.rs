@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 use crate::model::ids::nonce;
 use crate::model::should_run::{self, Decision};
 use crate::model::{ids, GoalState, Refusal, Run, RunKind, State, Timestamp};
-use crate::ops::{mutate_maybe, non_empty, Context};
+use crate::ops::non_empty;
+use crate::session::{mutate_maybe, Context};
 use crate::store::{self, transaction, Message, Oid};
 use crate::{Error, Result};
 

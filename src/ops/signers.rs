@@ -18,7 +18,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use crate::model::{Code, Refusal, State, Todo, TodoClass, TodoStatus};
-use crate::ops::Context;
+use crate::session::Context;
 use crate::store::Oid;
 use crate::Result;
 
@@ -443,7 +443,7 @@ fn read_key(arg: &str) -> Result<String> {
 /// `gate signers add KEY` / `remove KEY`: a new policy, built on the one in
 /// effect and committed signed by the person's key.
 pub fn change(ctx: &Context, add: bool, key: &str) -> Result<SignersReport> {
-    ctx.person_moves(crate::ops::PersonRef::Signers)?;
+    ctx.person_moves(crate::session::PersonRef::Signers)?;
     let (tip, _) = ctx.load()?;
     let mut keys = effective(ctx, &tip)?;
     let word = if add { "add" } else { "remove" };
@@ -464,7 +464,7 @@ pub fn change(ctx: &Context, add: bool, key: &str) -> Result<SignersReport> {
             return Err(Refusal::invalid_input(format!("`{key}` is not a gate signer")).into());
         }
     }
-    let done = crate::ops::signed::mutate_signed(ctx, |state, _| {
+    let done = crate::session::signed::mutate_signed(ctx, |state, _| {
         state.meta.gate_signers = keys.clone();
         let message = crate::store::Message::new(
             "gate signers",
@@ -574,7 +574,7 @@ fn find_key(ctx: &Context, given: Option<&str>) -> Result<PathBuf> {
 /// this repository, and adds it to gate_signers in a commit it signs.
 pub fn setup(ctx: &Context, key: Option<&str>, allow_unprotected: bool) -> Result<SetupReport> {
     use crate::git_cmd::signing;
-    ctx.person_moves(crate::ops::PersonRef::Signers)?;
+    ctx.person_moves(crate::session::PersonRef::Signers)?;
     let (tip, _) = ctx.load()?;
     let file = find_key(ctx, key)?;
     let text = read_key(&file.to_string_lossy())?;

@@ -10,7 +10,7 @@ use crate::model::{
     select, Decision, GoalState, GoalStatus, Priority, Role, Run, RunKind, State, Timestamp, Todo,
     TodoClass, TodoCounts, TodoStatus,
 };
-use crate::ops::Context;
+use crate::session::Context;
 use crate::store::Oid;
 use crate::Result;
 
@@ -153,9 +153,9 @@ pub struct StatusReport {
     /// Each agent registered or named by the goal's runs or claims, by id.
     pub agents: Vec<AgentHealth>,
     /// The latest attempts on the person's authority refused on this host
-    /// in the last week (`ops::refused`), newest first.
+    /// in the last week (`session::refused`), newest first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub refused: Vec<crate::ops::refused::Refused>,
+    pub refused: Vec<crate::session::refused::Refused>,
     /// Answers to gates that do not count under `gate_signers`: each one's
     /// claimed author, time and commit (the gate is listed as open).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -404,7 +404,7 @@ fn of_goal(ctx: &Context, tip: Oid, state: &State, goal_id: &str) -> Result<Stat
         quota: quota::usage(gs, now),
         recent_runs: runs.into_iter().take(RECENT_RUNS).cloned().collect(),
         agents: agents(ctx, state, gs, &todos),
-        refused: crate::ops::refused::latest(
+        refused: crate::session::refused::latest(
             ctx.store.common_dir(),
             now.plus_seconds(-7 * 24 * 3600),
             REFUSED_SHOWN,

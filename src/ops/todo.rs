@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 use crate::model::gate::GateAction;
 use crate::model::{ids, Priority, Refusal, Role, State, Todo, TodoClass, TodoStatus};
 use crate::ops::args::enum_arg;
-use crate::ops::{non_empty, Context};
+use crate::ops::non_empty;
+use crate::session::Context;
 use crate::store::{Message, Oid, Write};
 use crate::Result;
 
@@ -128,8 +129,8 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<TodoReport> {
     let now = ctx.now;
     let nonce = ids::nonce();
     ctx.adopt_remote_state()?;
-    let done = crate::ops::transact(ctx, |state: &mut Option<State>| {
-        let state = super::existing(state)?;
+    let done = crate::session::transact(ctx, |state: &mut Option<State>| {
+        let state = crate::session::existing(state)?;
         let goal = ctx.goal(state)?.goal.id.clone();
         let resume_when = args
             .resume_when
@@ -271,7 +272,7 @@ pub fn update(ctx: &Context, args: &UpdateArgs) -> Result<TodoReport> {
         .into());
     }
     let agent = ctx.agent().map(str::to_owned);
-    let done = super::mutate(ctx, |state, goal| {
+    let done = crate::session::mutate(ctx, |state, goal| {
         let resume = args
             .resume_when
             .as_deref()
@@ -297,7 +298,7 @@ pub fn update(ctx: &Context, args: &UpdateArgs) -> Result<TodoReport> {
         }
         match &agent {
             Some(a) => {
-                let expected = super::local::expected_epoch(ctx, a, &id, args.epoch);
+                let expected = crate::session::local::expected_epoch(ctx, a, &id, args.epoch);
                 crate::model::lease::check_writer(todo, a, expected, ctx.now)?;
             }
             None => {

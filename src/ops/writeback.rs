@@ -9,7 +9,8 @@ use crate::model::{
     ids, lease, Code, Extra, Outcome, Refusal, Run, RunKind, Timestamp, Validation,
 };
 use crate::ops::args::enum_arg;
-use crate::ops::{local, mutate_maybe, non_empty, resolve_todo, Context};
+use crate::ops::{non_empty, resolve_todo};
+use crate::session::{local, mutate_maybe, Context};
 use crate::store::{Message, Oid};
 use crate::Result;
 
@@ -327,7 +328,7 @@ pub fn history(ctx: &Context, args: &HistoryArgs) -> Result<HistoryReport> {
     if let Some(since) = since {
         let until_day = until.map(Timestamp::day);
         let live: std::collections::BTreeSet<String> = runs.iter().map(|r| r.id.clone()).collect();
-        let archived = crate::ops::retention::archived_runs(
+        let archived = crate::session::retention::archived_runs(
             ctx,
             &gs.goal,
             &since.day(),

@@ -37,7 +37,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{mpsc, Arc, Mutex};
 
 use crate::model::Timestamp;
-use crate::ops::{self, Context};
+use crate::ops::{self};
+use crate::session::Context;
 use crate::{Error, Result};
 
 pub use http::{content_security_policy, page};

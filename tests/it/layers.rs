@@ -331,11 +331,39 @@ fn names_brought_in(module: &Module, scan: &Scan) -> BTreeMap<String, Vec<String
 /// every layer above `store` returns. A layer is a module under the crate
 /// root; `git_cmd` and the test-only `fuzz` and `proptests` have no list.
 const MAY_USE: &[(&str, &[&str])] = &[
-    ("cli", &["ops", "render", "model", "serve", "mcp", "error"]),
-    ("serve", &["ops", "render", "model", "error"]),
-    ("mcp", &["ops", "render", "model", "store", "error"]),
+    (
+        "cli",
+        &["ops", "session", "render", "model", "serve", "mcp", "error"],
+    ),
+    ("serve", &["ops", "session", "render", "model", "error"]),
+    (
+        "mcp",
+        &["ops", "session", "render", "model", "store", "error"],
+    ),
     ("render", &["ops", "model", "codec", "error"]),
-    ("ops", &["store", "model", "codec", "git_cmd", "error"]),
+    (
+        "ops",
+        &[
+            "session",
+            "replicate",
+            "install",
+            "import",
+            "supervise",
+            "store",
+            "model",
+            "codec",
+            "git_cmd",
+            "error",
+        ],
+    ),
+    (
+        "replicate",
+        &["session", "store", "model", "codec", "git_cmd", "error"],
+    ),
+    ("session", &["store", "model", "codec", "git_cmd", "error"]),
+    ("supervise", &["model", "git_cmd", "error"]),
+    ("install", &["model", "codec", "git_cmd", "error"]),
+    ("import", &["model", "codec", "error"]),
     ("error", &["model", "store"]),
     ("store", &["codec", "model"]),
     ("codec", &["model"]),

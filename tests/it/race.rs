@@ -498,9 +498,9 @@ fn long_lived_writer_survives_repacking() {
 fn long_lived_writer(dir: &std::path::Path, writes: usize) {
     use loopx::model::{ids, Priority, Role, State, Timestamp, Todo, TodoClass};
     let now = Timestamp::parse(crate::env::NOW).unwrap();
-    let ctx = loopx::ops::Context::open(dir, now, Some("a".into()), None).unwrap();
+    let ctx = loopx::session::Context::open(dir, now, Some("a".into()), None).unwrap();
     for i in 0..writes {
-        loopx::ops::mutate(&ctx, |state: &mut State, goal: &str| {
+        loopx::session::mutate(&ctx, |state: &mut State, goal: &str| {
             let id = ids::derive_id("todo_", &["long-lived", &i.to_string()]);
             let todo = Todo::new(
                 id.clone(),

@@ -4,7 +4,8 @@ use std::io::Read as _;
 
 use crate::cli::Output;
 use crate::model::Refusal;
-use crate::ops::{lease, Context};
+use crate::ops::lease;
+use crate::session::Context;
 use crate::Result;
 
 /// Pass your lease to another agent (new epoch), with a note and an

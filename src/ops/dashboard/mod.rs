@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::model::{Bucket, Priority, Role, Run, RunKind, State, Timestamp, TodoClass};
 use crate::ops::status::{self, StatusReport};
 use crate::ops::writeback::{history, HistoryArgs};
-use crate::ops::Context;
+use crate::session::Context;
 use crate::store::Oid;
 use crate::Result;
 
@@ -44,7 +44,7 @@ pub struct DashboardReport {
     pub recent: Vec<RecentWriteback>,
     /// The latest attempts on the person's authority refused on this host
     /// in the last week, newest first (as `status` lists them).
-    pub refused: Vec<crate::ops::refused::Refused>,
+    pub refused: Vec<crate::session::refused::Refused>,
     /// Runtimes installed here that their files no longer govern.
     pub governance_lost: Vec<crate::ops::hooks::Ungoverned>,
 }

@@ -32,7 +32,7 @@ use crate::model::{GoalState, RunKind};
 use crate::ops::prompt::{self, PromptReport, Runtime};
 use crate::ops::should_run::{find_receipt, new_receipt, TurnReceipt};
 use crate::ops::status::{self, StatusReport};
-use crate::ops::{mutate_maybe, Context};
+use crate::session::{mutate_maybe, Context};
 use crate::store::Oid;
 use crate::Result;
 

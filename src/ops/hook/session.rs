@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::Timestamp;
 use crate::ops::prompt::Runtime;
-use crate::ops::Context;
+use crate::session::Context;
 use crate::{Error, Result};
 
 /// The longest session part of a turn key.

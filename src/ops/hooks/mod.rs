@@ -31,7 +31,7 @@ use serde::Serialize;
 
 use crate::model::runtime::Runtime;
 use crate::model::Refusal;
-use crate::ops::Context;
+use crate::session::Context;
 use crate::Result;
 
 use record::{digest, io_error, Record};

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Code, Refusal};
-use crate::ops::Context;
+use crate::session::Context;
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Record {

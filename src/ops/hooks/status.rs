@@ -10,7 +10,7 @@ use super::{
     is_unexecutable, json_edit, mcp_json, owned, read, runtime_json, shim, targets, toml_conf,
     utf8, Integration, Kind,
 };
-use crate::ops::Context;
+use crate::session::Context;
 use crate::Result;
 
 /// Whether an integration's file holds our entries.

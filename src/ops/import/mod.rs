@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::model::{Code, GoalState, Refusal, State};
-use crate::ops::Context;
+use crate::session::Context;
 use crate::store::{Message, Oid, Write};
 use crate::Result;
 
@@ -97,7 +97,7 @@ pub fn import(ctx: &Context, args: &ImportArgs) -> Result<ImportReport> {
     let plan = map::plan(&source.goals, ctx.now);
     ctx.store.check_not_checked_out()?;
     ctx.adopt_remote_state()?;
-    let done = crate::ops::transact(ctx, |state: &mut Option<State>| {
+    let done = crate::session::transact(ctx, |state: &mut Option<State>| {
         let counted = apply(state, &plan, args.replace)?;
         let first = plan.goals.first().map(|g| g.goal.id.clone());
         let imported = &counted[0];

@@ -6,7 +6,8 @@ use crate::model::handoff::{parse_markdown, Packet, Tried};
 use crate::model::lease::{self, ClaimAction};
 use crate::model::{Code, Refusal, State};
 use crate::ops::lease::{claimed, ClaimReport, HandoffArgs, LeaseReport, ReleaseArgs};
-use crate::ops::{add_note, local, mutate, non_empty, resolve_todo, touch, Context};
+use crate::ops::{add_note, non_empty, resolve_todo, touch};
+use crate::session::{local, mutate, Context};
 use crate::store::Message;
 use crate::Result;
 

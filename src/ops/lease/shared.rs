@@ -23,8 +23,9 @@ use crate::model::lease::ClaimAction;
 use crate::model::lease::Published;
 use crate::model::{Code, Refusal, State, Timestamp, Todo};
 use crate::ops::sync::shared::{self, Confirm, Leases, Patience, RemoteLease};
-use crate::ops::write::Writer;
-use crate::ops::{resolve_todo, sync, Context};
+use crate::ops::{resolve_todo, sync};
+use crate::session::write::Writer;
+use crate::session::Context;
 use crate::store::{Detached, Draft, Message, Oid};
 use crate::Result;
 

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use super::{repo_name, Event};
 use crate::model::GoalStatus;
 use crate::ops::status::{AgentHealth, AllReport, StatusReport};
-use crate::ops::Context;
+use crate::session::Context;
 use crate::Result;
 
 /// How many of the last week's refused attempts a look tells.
@@ -144,7 +144,8 @@ fn host_events(events: &mut Events<'_>, all: &AllReport) {
         .map(|g| g.goal.id.clone())
         .unwrap_or_default();
     let week_ago = events.ctx.now.plus_seconds(-7 * 24 * 3600);
-    for r in crate::ops::refused::latest(events.ctx.store.common_dir(), week_ago, REFUSED_TOLD) {
+    for r in crate::session::refused::latest(events.ctx.store.common_dir(), week_ago, REFUSED_TOLD)
+    {
         let what = format!("{} {} {} {}", r.at, r.code, r.by, r.message);
         let key = format!(
             "refused/{}/{}",

@@ -9,7 +9,7 @@ use crate::model::handoff::Handoff;
 use crate::model::should_run::{self, Decision};
 use crate::model::{Goal, GoalState, Role, RunKind, Timestamp, Todo, TodoStatus};
 use crate::ops::args::enum_arg;
-use crate::ops::Context;
+use crate::session::Context;
 use crate::Result;
 
 /// Which agent runtime the prompt is written for.

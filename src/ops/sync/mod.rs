@@ -14,8 +14,8 @@ use serde::Serialize;
 use crate::git_cmd::{self, history, PushStatus, TransportError};
 use crate::model::merge::{self, Conflict, LostClaim};
 use crate::model::{leaks, Code, Refusal};
-use crate::ops::write::Writer;
-use crate::ops::Context;
+use crate::session::write::Writer;
+use crate::session::Context;
 use crate::store::{transaction, CasResult, Error as StoreError, Message, Oid, STATE_REF};
 use crate::{Error, Result};
 

@@ -34,8 +34,8 @@ use crate::git_cmd::{self, PushStatus};
 use crate::model::lease::{LeaseStatus, Published};
 use crate::model::merge::{self, Conflict, LostClaim};
 use crate::model::{Code, Refusal, State, Timestamp};
-use crate::ops::write::Writer;
-use crate::ops::Context;
+use crate::session::write::Writer;
+use crate::session::Context;
 use crate::store::{
     publish, transaction, CasResult, Error as StoreError, Message, Oid, RefTrailers, STATE_REF,
 };

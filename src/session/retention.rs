@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::retention::{self, covers};
 use crate::model::{Goal, Refusal, Run, State};
-use crate::ops::Context;
+use crate::session::Context;
 use crate::store::{self, Oid};
 use crate::{codec, Result};
 

@@ -8,7 +8,7 @@
 //! so a claim creates no file.
 
 use crate::model::{Code, Refusal};
-use crate::ops::Context;
+use crate::session::Context;
 use crate::Result;
 
 fn key(agent: &str, todo: &str) -> String {

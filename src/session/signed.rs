@@ -4,15 +4,15 @@
 //! compare-and-swap, deciding again on the new tip when another writer won.
 
 use crate::model::State;
-use crate::ops::write::Writer;
-use crate::ops::Context;
+use crate::session::write::Writer;
+use crate::session::Context;
 use crate::store::{Committed, Message};
 use crate::Result;
 
 /// How many times a signed write decides again after losing the race.
 const ROUNDS: usize = 20;
 
-/// Like [`crate::ops::mutate`], but the commit is signed by git with the
+/// Like [`crate::session::mutate`], but the commit is signed by git with the
 /// person's configured key (`user.signingkey`, `gpg.format`); refused
 /// (`git_failed`) when git cannot sign.
 pub fn mutate_signed<R>(

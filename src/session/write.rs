@@ -20,7 +20,7 @@
 
 use crate::codec::Skeleton;
 use crate::model::State;
-use crate::ops::{local, retention, Context};
+use crate::session::{local, retention, Context};
 use crate::store::{self, Draft, FileChange, Message, Oid, Write};
 use crate::Result;
 

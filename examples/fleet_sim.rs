@@ -14,7 +14,7 @@
 //!   a new round at once (as `ops::lease::claim_synced`), and after 12 the
 //!   agent gives up and tries again after a pause. After the work: `todo
 //!   done` (a local commit) and `sync`.
-//! - `leases`, as built (`ops::sync::shared`, `ops::lease::claim_shared`):
+//! - `leases`, as built (`replicate::shared`, `ops::lease::claim_shared`):
 //!   `loopx-state`, one `peers/<machine>` ref written only by that machine,
 //!   one `leases/<todo>` ref per claimed todo. A claim (`todo next --claim
 //!   --sync`) fetches the goal's lease refs only (protocol v2's ref-prefix:
@@ -118,7 +118,7 @@ usage: cargo run --release --example fleet_sim -- [options]
 
 /// A local commit (claim or done) on a clone.
 const LOCAL_COMMIT_US: u64 = 2_000;
-/// `ops::sync::MAX_ROUNDS`: rounds of a sync, and of a claim, before giving up.
+/// `replicate::MAX_ROUNDS`: rounds of a sync, and of a claim, before giving up.
 const MAX_ROUNDS: u32 = 12;
 /// How long an agent that gave up on a claim waits before its next attempt.
 const GIVE_UP_PAUSE_US: u64 = 1_000_000;
@@ -146,7 +146,7 @@ const STATE_REF: usize = 0;
 const LEASE_ABSENT: u64 = 0;
 const LEASE_HELD: u64 = 1;
 const LEASE_DONE: u64 = 2;
-/// `ops::sync::shared::ADVANCE_ROUNDS`: rounds a sync among a few peers
+/// `replicate::shared::ADVANCE_ROUNDS`: rounds a sync among a few peers
 /// tries to advance `loopx-state`, waiting `Jitter::full(round, 20 ms, 1 s)`.
 const ADVANCE_ROUNDS: u32 = 2;
 const ADVANCE_RETRY_BASE_US: u64 = 20_000;

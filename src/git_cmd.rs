@@ -11,7 +11,6 @@ pub mod signing;
 
 use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// The oldest git whose `fetch --porcelain` we rely on for sync.
@@ -200,59 +199,71 @@ pub enum PushStatus {
 /// The default limit on one network step of `sync` (a fetch, a probe, a push).
 pub const DEFAULT_NETWORK_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// The network limit in milliseconds; `u64::MAX` until set, 0 for none.
-static NETWORK_TIMEOUT_MS: AtomicU64 = AtomicU64::new(u64::MAX);
-
-/// Sets how long each network step may run before git is killed (`None`:
-/// no limit). It is per process: `sync` sets it from `--timeout` or
-/// `loopx.syncTimeout` before it talks to the remote.
-pub fn set_network_timeout(limit: Option<Duration>) {
-    let ms = limit.map_or(0, |d| {
-        u64::try_from(d.as_millis()).unwrap_or(u64::MAX - 1).max(1)
-    });
-    NETWORK_TIMEOUT_MS.store(ms, Ordering::Relaxed);
+/// One remote as git's network steps reach it: its name, the limit on
+/// each step, and the pace this clone's processes share. The sync's
+/// preparation (`replicate::prepare`) makes it from `--timeout`,
+/// `loopx.syncTimeout` and `loopx.maxRemoteOpsPerSecond` for the command
+/// at hand, and every step is given it: nothing of it outlives that
+/// command, in a long-lived `mcp`, `serve` or `run` process either.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Remote {
+    /// The remote's name in this repository's config.
+    pub name: String,
+    /// How long each network step may run before git is killed; `None`:
+    /// no limit.
+    pub timeout: Option<Duration>,
+    /// The steps a second every process of this clone shares; `None`: no
+    /// limit.
+    pub pace: Option<Pace>,
 }
 
-/// The limit on one network step (default [`DEFAULT_NETWORK_TIMEOUT`]).
-pub fn network_timeout() -> Option<Duration> {
-    match NETWORK_TIMEOUT_MS.load(Ordering::Relaxed) {
-        u64::MAX => Some(DEFAULT_NETWORK_TIMEOUT),
-        0 => None,
-        ms => Some(Duration::from_millis(ms)),
+/// A pace of network steps: a host-local file holding the time the next
+/// step may start, and the steps a second (`loopx.maxRemoteOpsPerSecond`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pace {
+    pub file: std::path::PathBuf,
+    pub per_second: f64,
+}
+
+impl Remote {
+    /// `name` with the default limit ([`DEFAULT_NETWORK_TIMEOUT`]) and no pace.
+    pub fn named(name: impl Into<String>) -> Self {
+        Remote {
+            name: name.into(),
+            timeout: Some(DEFAULT_NETWORK_TIMEOUT),
+            pace: None,
+        }
     }
 }
 
-/// The pace of network steps: a host-local file holding the time the
-/// next step may start, and the steps a second (`loopx.maxRemoteOpsPerSecond`).
-static PACE: std::sync::Mutex<Option<(std::path::PathBuf, f64)>> = std::sync::Mutex::new(None);
-
-/// Limits this clone's fetches, pushes and ls-remotes to `per_second`, in
-/// every process that shares `file` (`None`: no limit). Set by `sync`
-/// (and every `--sync` claim) from `loopx.maxRemoteOpsPerSecond`.
-pub fn set_pace(pace: Option<(std::path::PathBuf, f64)>) {
-    if let Ok(mut p) = PACE.lock() {
-        *p = pace.filter(|(_, rate)| *rate > 0.0);
+impl std::fmt::Display for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name)
     }
 }
 
-/// Waits for this step's turn under [`set_pace`]: each step takes the next
+/// Waits for this step's turn under `pace`: each step takes the next
 /// free start time, one interval after the last one taken, under an OS
 /// lock on the file, so the clone's processes start their steps in the
 /// order they asked, none more often than the pace. Best effort: a file
 /// that cannot be used means no wait.
-fn wait_for_pace() {
+fn wait_for_pace(pace: Option<&Pace>) {
     use std::io::{Read, Seek, Write};
-    let Some((path, rate)) = PACE.lock().ok().and_then(|p| p.clone()) else {
+    let Some(Pace {
+        file: path,
+        per_second,
+    }) = pace.filter(|p| p.per_second > 0.0)
+    else {
         return;
     };
-    let interval = Duration::from_secs_f64(1.0 / rate);
+    let interval = Duration::from_secs_f64(1.0 / per_second);
     let wait = (|| -> std::io::Result<Duration> {
         let mut file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .read(true)
             .write(true)
-            .open(&path)?;
+            .open(path)?;
         file.lock()?;
         let mut text = String::new();
         file.read_to_string(&mut text)?;
@@ -311,7 +322,7 @@ impl std::fmt::Display for TransportError {
     }
 }
 
-/// Runs one network step of git with the limit of [`network_timeout`].
+/// Runs one network step of git with `remote`'s limit, at its pace.
 ///
 /// Where standard input is not a terminal (agents, scripts) git runs in a
 /// process group of its own, so a timeout kills everything it started — the
@@ -322,12 +333,12 @@ fn network(
     dir: &Path,
     args: &[&str],
     step: &'static str,
-    remote: &str,
+    remote: &Remote,
 ) -> Result<GitOutput, TransportError> {
     use std::io::{IsTerminal, Read};
     use std::os::unix::process::CommandExt;
-    wait_for_pace();
-    let Some(limit) = network_timeout() else {
+    wait_for_pace(remote.pace.as_ref());
+    let Some(limit) = remote.timeout else {
         return run(dir, args)
             .map_err(|e| TransportError::Failed(format!("could not run git {step}: {e}")));
     };
@@ -375,7 +386,7 @@ fn network(
     let Some(status) = status else {
         return Err(TransportError::TimedOut {
             step,
-            remote: remote.to_owned(),
+            remote: remote.name.clone(),
             after: limit,
         });
     };
@@ -492,7 +503,7 @@ pub fn parse_push_porcelain(stdout: &str, dst: &str) -> Option<PushStatus> {
 
 /// Fetches `refs/heads/<branch>` of `remote` into `refs/remotes/<remote>/<branch>`.
 /// Returns `Ok(false)` when the remote does not have the branch.
-pub fn fetch_branch(dir: &Path, remote: &str, branch: &str) -> Result<bool, TransportError> {
+pub fn fetch_branch(dir: &Path, remote: &Remote, branch: &str) -> Result<bool, TransportError> {
     let refspec = format!("+refs/heads/{branch}:refs/remotes/{remote}/{branch}");
     let out = network(
         dir,
@@ -504,7 +515,7 @@ pub fn fetch_branch(dir: &Path, remote: &str, branch: &str) -> Result<bool, Tran
             // A write starts git's maintenance when git would; one per
             // fetch would cost a `git maintenance` process per sync.
             "--no-auto-maintenance",
-            remote,
+            &remote.name,
             &refspec,
         ],
         "fetch",
@@ -519,7 +530,7 @@ pub fn fetch_branch(dir: &Path, remote: &str, branch: &str) -> Result<bool, Tran
         &[
             "ls-remote",
             "--exit-code",
-            remote,
+            &remote.name,
             &format!("refs/heads/{branch}"),
         ],
         "ls-remote",
@@ -541,7 +552,7 @@ pub fn fetch_branch(dir: &Path, remote: &str, branch: &str) -> Result<bool, Tran
 /// moves (see `ops::lease::claim_synced`).
 pub fn push_with_lease(
     dir: &Path,
-    remote: &str,
+    remote: &Remote,
     src: &str,
     branch: &str,
     expected: Option<&str>,
@@ -556,7 +567,7 @@ pub fn push_with_lease(
             "--porcelain",
             "--no-verify",
             &lease,
-            remote,
+            &remote.name,
             &refspec,
         ],
         "push",

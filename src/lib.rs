@@ -10,11 +10,14 @@ pub mod cli;
 pub mod codec;
 pub mod error;
 pub mod git_cmd;
+#[cfg(feature = "import-loopx")]
+pub mod import;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod model;
 pub mod ops;
 pub mod render;
+pub mod replicate;
 #[cfg(feature = "serve")]
 pub mod serve;
 pub mod session;

@@ -70,7 +70,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
         text.push_str(&format!(
             "{} more peer heads wait for the next sync (one sync merges at most {})\n",
             r.deferred_heads,
-            sync::shared::MAX_MERGED_HEADS
+            sync::MAX_MERGED_HEADS
         ));
     }
     if r.leases_deleted > 0 {

@@ -761,3 +761,17 @@ fn expect_field(path: &str, field: &str, found: &str, from_path: &str) -> Result
 pub fn is_layout_path(path: &str) -> bool {
     !matches!(classify(path), Ok(Slot::Foreign))
 }
+
+/// What a JSON value is, in words, for a message about a file or input of
+/// the wrong shape (`a number`, `an object`).
+pub fn json_kind(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

@@ -1,11 +1,11 @@
-//! The transport of shared refs (see `ops::sync::shared`): one fetch of the
+//! The transport of shared refs (see `replicate::shared`): one fetch of the
 //! state branch, every peer's ref and every lease ref; pushes of several
 //! refs at once, each with its own expectation; and the ancestry questions
 //! a merge of many heads asks.
 
 use std::path::Path;
 
-use super::{network, parse_push_porcelain, PushStatus, TransportError};
+use super::{network, parse_push_porcelain, PushStatus, Remote, TransportError};
 
 /// Where the remote keeps each peer's published state: `refs/loopx/peers/<id>`.
 pub const PEERS: &str = "refs/loopx/peers/";
@@ -31,8 +31,8 @@ pub fn tracking_prefix(remote: &str) -> String {
 /// branches, whose history has nothing in common with it. Without them git
 /// walks every local ref's recent commits first (20 of the 57 ms of CPU a
 /// fetch of sixteen peer heads cost on a 5,000-commit state branch).
-pub fn fetch(dir: &Path, remote: &str, tips: &[&str]) -> Result<bool, TransportError> {
-    let tracking = tracking_prefix(remote);
+pub fn fetch(dir: &Path, remote: &Remote, tips: &[&str]) -> Result<bool, TransportError> {
+    let tracking = tracking_prefix(&remote.name);
     let state = format!("+refs/heads/loopx-state:refs/remotes/{remote}/loopx-state");
     let peers = format!("+{PEERS}*:{tracking}peers/*");
     let leases = format!("+{LEASES}*:{tracking}leases/*");
@@ -53,7 +53,7 @@ pub fn fetch(dir: &Path, remote: &str, tips: &[&str]) -> Result<bool, TransportE
             "--prune",
         ];
         a.extend(tips.iter().map(String::as_str));
-        a.push(remote);
+        a.push(&remote.name);
         if with_state {
             a.push(state.as_str());
         }
@@ -87,10 +87,10 @@ pub fn fetch(dir: &Path, remote: &str, tips: &[&str]) -> Result<bool, TransportE
 /// Fetches only the remote's lease refs matching `pattern` (`<goal>/<todo>`
 /// or `<goal>/*`) into [`tracking_prefix`]. Returns `false` when an exact
 /// lease does not exist on the remote (nobody claimed that todo through it).
-pub fn fetch_leases(dir: &Path, remote: &str, pattern: &str) -> Result<bool, TransportError> {
+pub fn fetch_leases(dir: &Path, remote: &Remote, pattern: &str) -> Result<bool, TransportError> {
     let refspec = format!(
         "+{LEASES}{pattern}:{}leases/{pattern}",
-        tracking_prefix(remote)
+        tracking_prefix(&remote.name)
     );
     let out = network(
         dir,
@@ -100,7 +100,7 @@ pub fn fetch_leases(dir: &Path, remote: &str, pattern: &str) -> Result<bool, Tra
             "--no-write-fetch-head",
             "--no-tags",
             "--no-auto-maintenance",
-            remote,
+            &remote.name,
             &refspec,
         ],
         "fetch",
@@ -138,7 +138,7 @@ pub struct Update {
 /// Returns each ref's outcome, in the order given.
 pub fn push(
     dir: &Path,
-    remote: &str,
+    remote: &Remote,
     updates: &[Update],
     atomic: bool,
 ) -> Result<Vec<PushStatus>, TransportError> {
@@ -151,7 +151,7 @@ pub fn push(
             args.push(format!("--force-with-lease={}:{expected}", u.dst));
         }
     }
-    args.push(remote.into());
+    args.push(remote.name.clone());
     for u in updates {
         args.push(format!("{}:{}", u.src, u.dst));
     }

@@ -291,7 +291,7 @@ pub fn rendezvous(who: &str, what: &str) -> u64 {
 }
 
 /// A lease as published on the remote's per-todo ref
-/// (`refs/loopx/leases/<goal>/<todo>`, see `ops::sync::shared`): the commit
+/// (`refs/loopx/leases/<goal>/<todo>`, see `replicate::shared`): the commit
 /// that ref points at carries these as trailers. The ref is the remote's
 /// compare-and-swap for one todo's epochs: a claim confirmed on the remote
 /// is one whose push moved that ref from the value the claimant saw.

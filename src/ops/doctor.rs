@@ -302,12 +302,12 @@ fn answers_check(ctx: &Context) -> Option<Check> {
 /// Lease refs of ended leases the remote still has past their grace, as
 /// last fetched: nothing when there are none (or no remote to ask about).
 fn leases_check(ctx: &Context) -> Option<Check> {
-    use crate::ops::sync;
-    if !sync::shared::enabled(ctx) {
+    use crate::replicate;
+    if !replicate::shared::enabled(ctx) {
         return None;
     }
-    let remote = sync::remote_name(ctx, None).ok()?;
-    match sync::shared::lingering_leases(ctx, &remote) {
+    let remote = replicate::remote_name(ctx, None).ok()?;
+    match replicate::shared::lingering_leases(ctx, &remote) {
         Ok(0) => None,
         Ok(n) => Some(check(
             "leases",

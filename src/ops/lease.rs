@@ -20,7 +20,8 @@ use crate::model::lease::{self, ClaimAction};
 use crate::model::Timestamp;
 use crate::model::{select, Claim, Code, Refusal, State, Todo};
 use crate::ops::args::Seconds;
-use crate::ops::{resolve_todo, sync, touch};
+use crate::ops::{resolve_todo, touch};
+use crate::replicate;
 use crate::session::write::Writer;
 use crate::session::{local, mutate_maybe, Context};
 use crate::store::{transaction, Message, Oid};
@@ -49,15 +50,15 @@ type Decision = ((ClaimAction, Todo), Option<Message>);
 /// the remote (`todo next` spreads them over that many ready todos). Empty
 /// for a claim that is not confirmed on a remote.
 #[derive(Default)]
-pub struct Remote<'a> {
-    leases: Option<&'a sync::shared::Leases>,
+pub struct RemoteView<'a> {
+    leases: Option<&'a replicate::shared::Leases>,
     excluded: &'a [String],
     /// The peers sharing the remote, sorted, and this clone's among them.
     peers: &'a [String],
     me: &'a str,
 }
 
-impl Remote<'_> {
+impl RemoteView<'_> {
     fn lease(&self, goal: &str, todo: &str) -> Option<&Published> {
         self.leases?.get(goal, todo).map(|r| &r.lease)
     }
@@ -76,7 +77,7 @@ fn claim_decision<'a>(
     agent: &'a str,
     query: &'a str,
     ttl: i64,
-) -> impl FnMut(&mut State, &str, &Remote<'_>) -> Result<Decision> + 'a {
+) -> impl FnMut(&mut State, &str, &RemoteView<'_>) -> Result<Decision> + 'a {
     move |state, goal, remote| {
         let gs = state.goals.get_mut(goal).expect("goal exists");
         let id = resolve_todo(gs, query)?;
@@ -120,7 +121,7 @@ fn next_decision<'a>(
     agent: &'a str,
     capabilities: &'a [String],
     ttl: i64,
-) -> impl FnMut(&mut State, &str, &Remote<'_>) -> Result<Decision> + 'a {
+) -> impl FnMut(&mut State, &str, &RemoteView<'_>) -> Result<Decision> + 'a {
     move |state, goal, remote| {
         let caps = agent_capabilities(state, Some(agent), capabilities);
         let gs = state.goals.get(goal).expect("goal exists");
@@ -167,7 +168,7 @@ fn pick(
     sel: &select::Selection<'_>,
     agent: &str,
     goal: &str,
-    remote: &Remote<'_>,
+    remote: &RemoteView<'_>,
     now: Timestamp,
 ) -> Result<String> {
     let pool = if sel.first_is_successor() {
@@ -270,9 +271,11 @@ fn granted(
 fn claim_locally(
     ctx: &Context,
     agent: &str,
-    mut decide: impl FnMut(&mut State, &str, &Remote<'_>) -> Result<Decision>,
+    mut decide: impl FnMut(&mut State, &str, &RemoteView<'_>) -> Result<Decision>,
 ) -> Result<ClaimReport> {
-    let done = mutate_maybe(ctx, |state, goal| decide(state, goal, &Remote::default()))?;
+    let done = mutate_maybe(ctx, |state, goal| {
+        decide(state, goal, &RemoteView::default())
+    })?;
     let (action, todo) = done.value;
     Ok(granted(ctx, agent, action, todo, done.commit))
 }
@@ -305,28 +308,28 @@ pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ClaimReport> {
 /// A claim that fails (refused through every round, a remote that rejects
 /// it, a network error, a timeout, a kill) leaves nothing that a later
 /// `sync` would publish — only unreferenced objects, which `git gc` prunes.
-/// Syncs in this clone wait meanwhile (`sync::sync_turn`).
+/// Syncs in this clone wait meanwhile (`replicate::sync_turn`).
 fn claim_synced(
     ctx: &Context,
     agent: &str,
     remote: Option<&str>,
     one: Option<&str>,
-    mut decide: impl FnMut(&mut State, &str, &Remote<'_>) -> Result<Decision>,
+    mut decide: impl FnMut(&mut State, &str, &RemoteView<'_>) -> Result<Decision>,
 ) -> Result<ClaimReport> {
     // Registered as this clone knows it (the claim is refused before any
     // remote operation).
     if let Ok((_, state)) = ctx.load() {
         state.check_registered(agent)?;
     }
-    let remote = sync::prepare(ctx, &sync::SyncOptions::remote(remote))?;
-    let _turn = sync::sync_turn(ctx);
-    if sync::shared::enabled(ctx) {
+    let remote = replicate::prepare(ctx, remote, None)?;
+    let _turn = replicate::sync_turn(ctx);
+    if replicate::shared::enabled(ctx) {
         return shared::claim_shared(ctx, agent, &remote, one, decide);
     }
     let started = std::time::Instant::now();
     let mut jitter = transaction::Jitter::new();
     let writer = Writer::new(ctx);
-    for round in 0..sync::MAX_ROUNDS {
+    for round in 0..replicate::MAX_ROUNDS {
         if round > 0 {
             std::thread::sleep(jitter.full(
                 round,
@@ -334,10 +337,10 @@ fn claim_synced(
                 std::time::Duration::from_secs(1),
             ));
         }
-        let synced = sync::sync_locked(ctx, &remote, false)?;
+        let synced = replicate::sync_locked(ctx, &remote, false)?;
         let mut opened = writer.open(synced.tip)?;
         let goal = ctx.goal(&opened.state)?.goal.id.clone();
-        let ((action, todo), message) = decide(&mut opened.state, &goal, &Remote::default())?;
+        let ((action, todo), message) = decide(&mut opened.state, &goal, &RemoteView::default())?;
         // Held on the synced tip: the remote holds this very claim already.
         let Some(message) = message else {
             return Ok(granted(ctx, agent, action, todo, None));
@@ -351,7 +354,7 @@ fn claim_synced(
             // Nothing to change: the remote holds this very claim already.
             return Ok(granted(ctx, agent, action, todo, None));
         };
-        let pushed = sync::push(ctx, &remote, claim.id(), Some(&synced.remote_tip));
+        let pushed = replicate::push(ctx, &remote, claim.id(), Some(&synced.remote_tip));
         if !matches!(pushed, Ok(true)) {
             claim.settle(&ctx.store);
             pushed?;
@@ -362,7 +365,7 @@ fn claim_synced(
         let how = format!(" (confirmed on {remote})");
         if claim.land(&ctx.store, Some(&parent), &how, ctx.now)? {
             writer.landed(&commit);
-        } else if let Err(e) = sync::sync_locked(ctx, &remote, false) {
+        } else if let Err(e) = replicate::sync_locked(ctx, &remote, false) {
             // A local write landed meanwhile; the next sync merges the claim in.
             tracing::warn!("the claim is on {remote}, but merging it here failed: {e}");
         }
@@ -372,7 +375,7 @@ fn claim_synced(
         Code::PushRejected,
         format!(
             "{remote} refused the claim in every one of {} rounds over {:.1}s: it was not confirmed, and nothing of it is left to publish",
-            sync::MAX_ROUNDS,
+            replicate::MAX_ROUNDS,
             started.elapsed().as_secs_f64()
         ),
     )

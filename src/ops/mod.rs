@@ -61,20 +61,6 @@ pub fn non_empty(what: &str, text: &str) -> Result<String> {
     Ok(trimmed.to_owned())
 }
 
-/// What a JSON value is, in words, for a message about a file or input of
-/// the wrong shape (`a number`, `an object`).
-pub fn json_kind(value: &serde_json::Value) -> &'static str {
-    use serde_json::Value;
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// The serde (snake_case) name of an enum value, for messages.
 pub fn snake<T: serde::Serialize>(value: &T) -> String {
     match serde_json::to_value(value) {
@@ -127,7 +113,6 @@ pub fn argv(command: &str) -> Result<Vec<String>> {
     }
     Ok(words)
 }
-
 
 /// Resolves a todo id or unique prefix within a goal.
 pub fn resolve_todo(gs: &GoalState, query: &str) -> Result<String> {

@@ -35,7 +35,7 @@ fn object(text: &str, what: &str) -> Result<Map<String, Value>, String> {
         Ok(Value::Object(map)) => Ok(map),
         Ok(other) => Err(format!(
             "{what} is JSON but not an object (it starts with {})",
-            crate::ops::json_kind(&other)
+            crate::codec::json_kind(&other)
         )),
         Err(e) => Err(format!("{what} is not JSON: {e}")),
     }

@@ -176,7 +176,7 @@ pub(super) fn parse(path: &str, text: &str, syntax: Syntax) -> Result<Parsed, Re
 pub(super) fn shape(path: &str, at: &str, found: &Value, expected: &str) -> Refusal {
     Refusal::invalid_input(format!(
         "{path}: {at} is {}, expected {expected}",
-        crate::ops::json_kind(found)
+        crate::codec::json_kind(found)
     ))
     .with_hint("fix the file by hand, then run the command again; nothing was written")
 }

@@ -18,12 +18,14 @@
 
 use std::time::{Duration, Instant};
 
-use super::{claimed, granted, ClaimReport, Decision, Remote, LEASES_FRESH};
+use super::{claimed, granted, ClaimReport, Decision, RemoteView, LEASES_FRESH};
+use crate::git_cmd::Remote;
 use crate::model::lease::ClaimAction;
 use crate::model::lease::Published;
 use crate::model::{Code, Refusal, State, Timestamp, Todo};
-use crate::ops::sync::shared::{self, Confirm, Leases, Patience, RemoteLease};
-use crate::ops::{resolve_todo, sync};
+use crate::ops::resolve_todo;
+use crate::replicate;
+use crate::replicate::shared::{self, Confirm, Leases, Patience, RemoteLease};
 use crate::session::write::Writer;
 use crate::session::Context;
 use crate::store::{Detached, Draft, Message, Oid};
@@ -41,9 +43,9 @@ const UNREADABLE_TRIES: u32 = 3;
 pub(super) fn claim_shared(
     ctx: &Context,
     agent: &str,
-    remote: &str,
+    remote: &Remote,
     one: Option<&str>,
-    mut decide: impl FnMut(&mut State, &str, &Remote<'_>) -> Result<Decision>,
+    mut decide: impl FnMut(&mut State, &str, &RemoteView<'_>) -> Result<Decision>,
 ) -> Result<ClaimReport> {
     let mut claim = SharedClaim::new(ctx, agent, remote, one)?;
     loop {
@@ -65,7 +67,7 @@ pub(super) fn claim_shared(
 struct SharedClaim<'a> {
     ctx: &'a Context,
     agent: &'a str,
-    remote: &'a str,
+    remote: &'a Remote,
     /// The todo named (`todo claim ID`); `None` for `todo next`.
     one: Option<&'a str>,
     writer: Writer<'a>,
@@ -128,7 +130,7 @@ impl<'a> SharedClaim<'a> {
     fn new(
         ctx: &'a Context,
         agent: &'a str,
-        remote: &'a str,
+        remote: &'a Remote,
         one: Option<&'a str>,
     ) -> Result<Self> {
         let create_bound = shared::create_bound(ctx)?;
@@ -193,7 +195,7 @@ impl<'a> SharedClaim<'a> {
     fn decide(
         &mut self,
         base: Base,
-        decide: &mut impl FnMut(&mut State, &str, &Remote<'_>) -> Result<Decision>,
+        decide: &mut impl FnMut(&mut State, &str, &RemoteView<'_>) -> Result<Decision>,
     ) -> Result<Decided> {
         let merged_now = base.fetched.is_some();
         let mut opened = self.writer.open(base.parent)?;
@@ -213,7 +215,7 @@ impl<'a> SharedClaim<'a> {
             None if self.fetch_leases => shared::fetch_leases(ctx, remote, &goal, id.as_deref())?,
             None => shared::known_leases(ctx, remote, &goal, id.as_deref())?,
         };
-        let view = Remote {
+        let view = RemoteView {
             leases: Some(&leases),
             excluded: &self.excluded,
             peers: &self.peers,
@@ -377,7 +379,7 @@ impl<'a> SharedClaim<'a> {
                     self.lost,
                 ));
             }
-            if self.lost >= sync::MAX_ROUNDS {
+            if self.lost >= replicate::MAX_ROUNDS {
                 return Err(lost_every_round(self.remote, todo, &self.patience));
             }
             self.patience.wait();
@@ -394,7 +396,7 @@ impl<'a> SharedClaim<'a> {
 fn commit_confirmed(
     ctx: &Context,
     writer: &Writer<'_>,
-    remote: &str,
+    remote: &Remote,
     parent: &Oid,
     claim: Detached,
 ) -> Result<Oid> {
@@ -423,7 +425,7 @@ fn commit_confirmed(
 }
 
 /// A claim whose lease push landed past half the grace every time.
-fn too_slow(remote: &str, todo: &str, grace: Duration) -> crate::Error {
+fn too_slow(remote: &Remote, todo: &str, grace: Duration) -> crate::Error {
     Refusal::new(
         Code::PushRejected,
         format!(
@@ -437,12 +439,12 @@ fn too_slow(remote: &str, todo: &str, grace: Duration) -> crate::Error {
 
 /// A claim whose lease push was refused in every round although the lease
 /// was fetched before each: the todo's lease keeps moving.
-fn lost_every_round(remote: &str, todo: &str, patience: &Patience) -> crate::Error {
+fn lost_every_round(remote: &Remote, todo: &str, patience: &Patience) -> crate::Error {
     Refusal::new(
         Code::PushRejected,
         format!(
             "{remote} refused the lease on {todo} in each of {} rounds over {:.1}s: others keep claiming it",
-            sync::MAX_ROUNDS,
+            replicate::MAX_ROUNDS,
             patience.elapsed().as_secs_f64()
         ),
     )

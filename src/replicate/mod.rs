@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::git_cmd::{self, history, PushStatus, TransportError};
+use crate::git_cmd::{self, history, Pace, PushStatus, Remote, TransportError};
 use crate::model::merge::{self, Conflict, LostClaim};
 use crate::model::{leaks, Code, Refusal};
 use crate::session::write::Writer;
@@ -58,32 +58,6 @@ pub struct SyncReport {
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
-}
-
-/// How a sync runs.
-#[derive(Debug, Clone, Default)]
-pub struct SyncOptions {
-    /// `--remote`; `None`: `loopx.remote`, else `origin`.
-    pub remote: Option<String>,
-    /// `--allow-unrelated`: merge a remote state that shares no history with
-    /// the local one (refused otherwise).
-    pub allow_unrelated: bool,
-    /// `--timeout`: the limit on each network step; `None`: git config
-    /// `loopx.syncTimeout`, else [`git_cmd::DEFAULT_NETWORK_TIMEOUT`]. Zero
-    /// turns the limit off.
-    pub timeout: Option<Duration>,
-    /// `--prune-leases`: sync again while a sync deletes as many lease refs
-    /// as one may.
-    pub prune_leases: bool,
-}
-
-impl SyncOptions {
-    pub fn remote(remote: Option<&str>) -> Self {
-        SyncOptions {
-            remote: remote.map(str::to_owned),
-            ..SyncOptions::default()
-        }
-    }
 }
 
 /// The remote to sync with: `--remote`, else `loopx.remote`, else `origin`.
@@ -317,7 +291,7 @@ pub(crate) fn remote_ref(remote: &str) -> String {
 }
 
 /// How many times a fetch that failed is tried again before sync gives up.
-const FETCH_RETRIES: u32 = 4;
+pub(crate) const FETCH_RETRIES: u32 = 4;
 
 /// Fetches and returns the remote's tip (`None`: the remote has no state).
 ///
@@ -325,7 +299,7 @@ const FETCH_RETRIES: u32 = 4;
 /// shared by several agents it can lose a race it cannot see — on the
 /// remote-tracking ref's lock with a git the user runs, or on a pack our own
 /// background repack is rolling up. A fetch that timed out is not retried.
-pub fn fetch(ctx: &Context, remote: &str) -> Result<Option<Oid>> {
+pub fn fetch(ctx: &Context, remote: &Remote) -> Result<Option<Oid>> {
     let mut jitter = transaction::Jitter::new();
     let mut attempt = 1;
     let fetched = loop {
@@ -339,7 +313,7 @@ pub fn fetch(ctx: &Context, remote: &str) -> Result<Option<Oid>> {
         }
     };
     if fetched {
-        Ok(ctx.store.try_find_ref(&remote_ref(remote))?)
+        Ok(ctx.store.try_find_ref(&remote_ref(&remote.name))?)
     } else {
         Ok(None)
     }
@@ -349,7 +323,7 @@ pub fn fetch(ctx: &Context, remote: &str) -> Result<Option<Oid>> {
 ///
 /// Never publishes a state that a reader would refuse (a hand-made commit
 /// can hold one): every clone would inherit the breakage.
-pub fn push(ctx: &Context, remote: &str, tip: &Oid, expected: Option<&Oid>) -> Result<bool> {
+pub fn push(ctx: &Context, remote: &Remote, tip: &Oid, expected: Option<&Oid>) -> Result<bool> {
     transaction::state_at(&ctx.store, tip)?;
     check_leaks(ctx, tip, expected)?;
     let status = git_cmd::push_with_lease(
@@ -407,7 +381,7 @@ struct MergeCommit {
 /// Tips that share no history are refused unless `allow_unrelated`.
 fn merge_commit(
     ctx: &Context,
-    remote: &str,
+    remote: &Remote,
     local: &Oid,
     theirs: &Oid,
     allow_unrelated: bool,
@@ -476,7 +450,7 @@ fn merge_commit(
 }
 
 /// The refusal of a remote state that shares no history with the local one.
-fn unrelated(remote: &str, local: &Oid, theirs: &Oid) -> Error {
+fn unrelated(remote: &Remote, local: &Oid, theirs: &Oid) -> Error {
     Refusal::new(
         Code::UnrelatedHistories,
         format!(
@@ -516,12 +490,16 @@ pub fn sync_turn(ctx: &Context) -> Option<std::fs::File> {
     Some(file)
 }
 
-/// What every sync checks before it talks to the remote; sets the network
-/// limit and returns the remote's name.
-pub fn prepare(ctx: &Context, opts: &SyncOptions) -> Result<String> {
+/// What every sync checks before it talks to the remote, and the remote as
+/// this command reaches it: its name (`remote_name`), the limit on each
+/// network step (`timeout`, else `loopx.syncTimeout`, else
+/// [`git_cmd::DEFAULT_NETWORK_TIMEOUT`]; zero: none) and this clone's pace
+/// (`loopx.maxRemoteOpsPerSecond`). Every network step is given it: none
+/// of it is left behind for the next command of a long-lived process.
+pub fn prepare(ctx: &Context, remote: Option<&str>, timeout: Option<Duration>) -> Result<Remote> {
     check_git(ctx)?;
     ctx.store.check_not_checked_out()?;
-    let timeout = match opts.timeout {
+    let timeout = match timeout {
         Some(t) => t,
         None => match ctx.store.config_string("loopx.syncTimeout") {
             Some(text) => crate::model::parse_duration(&text)
@@ -535,60 +513,45 @@ pub fn prepare(ctx: &Context, opts: &SyncOptions) -> Result<String> {
             None => git_cmd::DEFAULT_NETWORK_TIMEOUT,
         },
     };
-    git_cmd::set_network_timeout((!timeout.is_zero()).then_some(timeout));
     let pace = match ctx.store.config_string("loopx.maxRemoteOpsPerSecond") {
-        Some(text) => Some(
-            text.trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|r| r.is_finite() && *r >= 0.0)
-                .ok_or_else(|| {
-                    Refusal::invalid_input(format!(
-                        "git config loopx.maxRemoteOpsPerSecond is `{text}`, not a number of operations a second like 5 or 0.5 (0: no limit)"
-                    ))
-                })?,
-        ),
-        None => None,
+        Some(text) => text
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|r| r.is_finite() && *r >= 0.0)
+            .ok_or_else(|| {
+                Refusal::invalid_input(format!(
+                    "git config loopx.maxRemoteOpsPerSecond is `{text}`, not a number of operations a second like 5 or 0.5 (0: no limit)"
+                ))
+            })?,
+        None => 0.0,
     };
-    if pace.is_some() {
+    let pace = (pace > 0.0).then(|| {
         let _ = std::fs::create_dir_all(ctx.store.local_dir());
-    }
-    git_cmd::set_pace(pace.map(|rate| (ctx.store.local_dir().join("remote-pace"), rate)));
-    remote_name(ctx, opts.remote.as_deref())
-}
-
-/// `sync [--remote R] [--allow-unrelated] [--timeout D]`.
-pub fn sync(ctx: &Context, opts: &SyncOptions) -> Result<SyncReport> {
-    let remote = prepare(ctx, opts)?;
-    let _turn = sync_turn(ctx);
-    let mut report = sync_with(ctx, &remote, opts.allow_unrelated, opts.prune_leases)?;
-    let mut last = report.leases_deleted;
-    while opts.prune_leases && last >= shared::MAX_LEASE_DELETIONS {
-        let mut more = sync_with(ctx, &remote, opts.allow_unrelated, true)?;
-        last = more.leases_deleted;
-        more.leases_deleted += report.leases_deleted;
-        more.rounds += report.rounds;
-        report.conflicts.append(&mut more.conflicts);
-        report.lost_claims.append(&mut more.lost_claims);
-        more.conflicts = report.conflicts;
-        more.lost_claims = report.lost_claims;
-        report = more;
-    }
-    Ok(report)
+        Pace {
+            file: ctx.store.local_dir().join("remote-pace"),
+            per_second: pace,
+        }
+    });
+    Ok(Remote {
+        name: remote_name(ctx, remote)?,
+        timeout: (!timeout.is_zero()).then_some(timeout),
+        pace,
+    })
 }
 
 /// A sync by a caller that holds [`sync_turn`] and ran [`prepare`]: through
 /// shared refs ([`shared`]), or through `loopx-state` alone when
 /// `loopx.shareRefs` is false.
-pub fn sync_locked(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result<SyncReport> {
+pub fn sync_locked(ctx: &Context, remote: &Remote, allow_unrelated: bool) -> Result<SyncReport> {
     sync_with(ctx, remote, allow_unrelated, false)
 }
 
 /// [`sync_locked`]; `prune_leases`: delete every lease ref that may go
 /// (shared refs only).
-fn sync_with(
+pub fn sync_with(
     ctx: &Context,
-    remote: &str,
+    remote: &Remote,
     allow_unrelated: bool,
     prune_leases: bool,
 ) -> Result<SyncReport> {
@@ -603,7 +566,7 @@ fn sync_with(
 }
 
 /// The single-branch protocol: every peer pushes `loopx-state` itself.
-fn sync_branch(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result<SyncReport> {
+fn sync_branch(ctx: &Context, remote: &Remote, allow_unrelated: bool) -> Result<SyncReport> {
     let remote = remote.to_owned();
     let mut conflicts = Vec::new();
     let mut lost_claims = Vec::new();
@@ -614,7 +577,7 @@ fn sync_branch(ctx: &Context, remote: &str, allow_unrelated: bool) -> Result<Syn
         let local = ctx.store.tip()?;
         let report =
             |action, tip: Oid, conflicts: Vec<Conflict>, lost_claims: Vec<LostClaim>| SyncReport {
-                remote: remote.clone(),
+                remote: remote.name.clone(),
                 action,
                 remote_tip: tip.clone(),
                 tip,

@@ -1,15 +1,12 @@
 //! `import loopx`: bring a LoopX 2.x state over as one commit.
 //!
-//! `source` reads the LoopX files, `map` turns them into entities; here they
-//! are written through the normal write path. A goal that already exists is
+//! The importer (`crate::import`) reads the LoopX files and turns them into
+//! entities; here they are written through the normal write path. A goal that already exists is
 //! refused unless it came from an earlier import of the same LoopX goal (then
 //! what is new is added, and a todo that changed in LoopX is updated when
 //! nothing here changed it since it was imported, or kept and reported when
 //! something did; a second import of the same state writes nothing) or
 //! `--replace` is given (then the imported entities overwrite theirs).
-
-pub mod map;
-pub mod source;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -21,7 +18,8 @@ use crate::session::Context;
 use crate::store::{Message, Oid, Write};
 use crate::Result;
 
-pub use map::Skipped;
+pub use crate::import::Skipped;
+use crate::import::{self as loopx, Plan};
 
 #[derive(Debug, Default)]
 pub struct ImportArgs {
@@ -79,7 +77,7 @@ impl ImportReport {
 }
 
 pub fn import(ctx: &Context, args: &ImportArgs) -> Result<ImportReport> {
-    let mut source = source::read(&args.project, &args.runtime_root)?;
+    let mut source = loopx::read(&args.project, &args.runtime_root)?;
     if !args.goals.is_empty() {
         for want in &args.goals {
             if !source.goals.iter().any(|g| &g.id == want) {
@@ -94,7 +92,7 @@ pub fn import(ctx: &Context, args: &ImportArgs) -> Result<ImportReport> {
         }
         source.goals.retain(|g| args.goals.contains(&g.id));
     }
-    let plan = map::plan(&source.goals, ctx.now);
+    let plan = loopx::plan(&source.goals, ctx.now);
     ctx.store.check_not_checked_out()?;
     ctx.adopt_remote_state()?;
     let done = crate::session::transact(ctx, |state: &mut Option<State>| {
@@ -132,7 +130,7 @@ pub fn import(ctx: &Context, args: &ImportArgs) -> Result<ImportReport> {
 
 /// Writes `plan` into `state` (creating it when there is none); returns what
 /// was written, what was already there and what was kept as it is here.
-fn apply(state: &mut Option<State>, plan: &map::Plan, replace: bool) -> Result<[Counts; 3]> {
+fn apply(state: &mut Option<State>, plan: &Plan, replace: bool) -> Result<[Counts; 3]> {
     let mut imported = Counts::default();
     let mut unchanged = Counts::default();
     let mut kept = Counts::default();
@@ -147,7 +145,7 @@ fn apply(state: &mut Option<State>, plan: &map::Plan, replace: bool) -> Result<[
     });
     for planned in &plan.goals {
         let id = &planned.goal.id;
-        let origin = map::origin(id);
+        let origin = loopx::origin(id);
         match state.goals.get_mut(id) {
             None => {
                 state

@@ -113,7 +113,7 @@ fn string(file: &Path, obj: &Map<String, Value>, where_: &str, key: &str) -> Res
             file,
             format!(
                 "field `{where_}.{key}` is {}, not a string",
-                crate::ops::json_kind(other)
+                crate::codec::json_kind(other)
             ),
         )),
         None => Err(invalid(file, format!("field `{where_}.{key}` is missing"))),
@@ -148,7 +148,7 @@ pub fn read(project: &Path, runtime_root: &Path) -> Result<Source> {
                 &registry,
                 format!(
                     "field `goals` is {}, not an array",
-                    crate::ops::json_kind(other)
+                    crate::codec::json_kind(other)
                 ),
             ))
         }
@@ -289,7 +289,7 @@ fn todos_and_leases(file: &Path, projection: &Value) -> Result<TodosAndLeases> {
                 file,
                 format!(
                     "field `head.projection.{key}` is {}, not an array",
-                    crate::ops::json_kind(other)
+                    crate::codec::json_kind(other)
                 ),
             )),
         }

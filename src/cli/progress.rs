@@ -5,7 +5,7 @@
 use std::io::{IsTerminal as _, Write as _};
 use std::time::Duration;
 
-use crate::ops::validate::duration_words;
+use crate::ops::done::duration_words;
 
 /// Calls [`Ticker::tick`] with the time waited; prints nothing off a terminal.
 pub struct Ticker {

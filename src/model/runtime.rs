@@ -5,7 +5,7 @@
 //! --<name>`, `hook <name> <event>`, `prompt --runtime <name>`), its name
 //! for people, and the environment variables the runtime itself sets in the
 //! shell its agent runs commands from (its *markers*). What each runtime
-//! installs lives beside the installer (`ops::hooks::runtimes`).
+//! installs lives beside the installer (`install::runtimes`).
 //!
 //! The markers are how the person is established positively: a command
 //! that only a person may take is refused when any marker is present,

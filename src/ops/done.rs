@@ -16,10 +16,11 @@ use crate::model::{
     TodoStatus, Validation,
 };
 use crate::ops::args::Seconds;
-use crate::ops::validate::{self, ValidationRun};
 use crate::ops::{non_empty, resolve_todo, touch};
 use crate::session::{local, mutate, Context};
 use crate::store::{Message, Oid};
+use crate::supervise::validate;
+pub use crate::supervise::validate::{duration_words, ValidationRun};
 use crate::{Error, Result};
 
 /// `todo done`, and the `complete_todo` tool (see `ops::args`).

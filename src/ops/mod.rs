@@ -44,7 +44,6 @@ pub mod signers;
 pub mod status;
 pub mod sync;
 pub mod todo;
-pub mod validate;
 pub mod writeback;
 
 use crate::model::{self, ids, GoalState, Refusal, State, Timestamp};
@@ -67,51 +66,6 @@ pub fn snake<T: serde::Serialize>(value: &T) -> String {
         Ok(serde_json::Value::String(s)) => s,
         _ => String::from("?"),
     }
-}
-
-/// Splits a command line into words without a shell: whitespace separates,
-/// single and double quotes group, backslash escapes outside single quotes.
-pub fn argv(command: &str) -> Result<Vec<String>> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = command.chars();
-    let mut quote: Option<char> = None;
-    while let Some(c) = chars.next() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some('\''), c) => word.push(c),
-            (_, '\\') => match chars.next() {
-                Some(n) => {
-                    word.push(n);
-                    in_word = true;
-                }
-                None => return Err(Refusal::invalid_input("command ends with a backslash").into()),
-            },
-            (Some(_), c) => word.push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                in_word = true;
-            }
-            (None, c) if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            (None, c) => {
-                word.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if quote.is_some() {
-        return Err(Refusal::invalid_input(format!("unclosed quote in `{command}`")).into());
-    }
-    if in_word {
-        words.push(word);
-    }
-    Ok(words)
 }
 
 /// Resolves a todo id or unique prefix within a goal.
@@ -165,18 +119,4 @@ pub fn add_note(
         return Err(refused.into());
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn argv_splits_without_a_shell() {
-        let words = super::argv(r#"cargo test -- --name "a b" 'c $d' e\ f"#).unwrap();
-        assert_eq!(
-            words,
-            ["cargo", "test", "--", "--name", "a b", "c $d", "e f"]
-        );
-        assert!(super::argv("echo 'open").is_err());
-        assert!(super::argv("   ").unwrap().is_empty());
-    }
 }

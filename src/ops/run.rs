@@ -23,11 +23,8 @@
 //! The clock, the waiting, the signals and the progress output belong to the
 //! caller ([`Host`]); this module decides, runs the agent and reports.
 
-use std::io::Write as _;
-use std::os::fd::AsFd as _;
-use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
+use std::os::unix::process::ExitStatusExt as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -37,6 +34,7 @@ use crate::model::{Code, Refusal, RunKind, Timestamp};
 use crate::ops::prompt::{self, Runtime, Surface};
 use crate::ops::{non_empty, should_run};
 use crate::session::{local, Context};
+use crate::supervise::agent;
 use crate::{Error, Result};
 
 /// What the loop needs from its surroundings.
@@ -376,7 +374,7 @@ fn cut_short(ctx: &Context, host: &dyn Host, key: &str, timed_out: bool) -> Resu
         (false, false) => "`git loopx run` was interrupted during it",
     };
     local::end_turn(ctx, key, &format!("{why} at {}", host.now()?));
-    stop_strays(key);
+    agent::stop_strays(key);
     Ok(())
 }
 
@@ -424,12 +422,10 @@ fn turn_series(agent: &str, now: Timestamp) -> String {
     format!("{agent}-run-{stamp}-{}", &nonce[..6])
 }
 
-/// Runs the agent command through `sh -c` in `dir`, the prompt on its
-/// standard input and in `LOOPX_PROMPT`. Its output goes to our standard
-/// error, so our standard output stays the loop's own (one line a turn, or
-/// one JSON object). It leads a process group of its own, stopped whole
-/// past `--turn-timeout` (then `None`); a Ctrl-C the loop gets is passed
-/// on to that group, as a terminal passes it to a shell's job.
+/// Runs the agent command through `sh -c` in `dir` (`supervise::agent`),
+/// the prompt on its standard input and in `LOOPX_PROMPT`, with the turn's
+/// identity in its environment, stopped past `--turn-timeout` (then
+/// `None`); Ctrl-C and a hang-up of the loop are passed on.
 fn run_agent(
     dir: &Path,
     cmd: &str,
@@ -439,116 +435,28 @@ fn run_agent(
     args: &RunArgs,
     host: &dyn Host,
 ) -> Result<Option<std::process::ExitStatus>> {
-    let spawn_error = |e: std::io::Error| {
+    let marker = std::env::var(crate::model::runtime::INSTALLED_MARKER)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "generic".to_owned());
+    let env = [
+        ("LOOPX_AGENT", agent),
+        (crate::model::runtime::INSTALLED_MARKER, marker.as_str()),
+        ("LOOPX_TURN", key),
+        ("LOOPX_GOAL", prompt.goal.id.as_str()),
+        ("LOOPX_PROMPT", prompt.prompt.as_str()),
+    ];
+    let signals = agent::Signals {
+        ctrl_c: &|| host.ctrl_c(),
+        hangup: &|| host.hangup(),
+    };
+    let limit = args.turn_timeout.unwrap_or(Duration::MAX);
+    agent::run(dir, cmd, &env, &prompt.prompt, limit, &signals).map_err(|e| {
         Error::from(Refusal::new(
             Code::AgentFailed,
             format!("cannot run the agent command `{cmd}` with sh: {e}"),
         ))
-    };
-    let stdout = std::io::stderr()
-        .as_fd()
-        .try_clone_to_owned()
-        .map_err(spawn_error)?;
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(cmd)
-        .current_dir(dir)
-        .env("LOOPX_AGENT", agent)
-        .env(
-            crate::model::runtime::INSTALLED_MARKER,
-            std::env::var(crate::model::runtime::INSTALLED_MARKER)
-                .ok()
-                .filter(|v| !v.is_empty())
-                .unwrap_or_else(|| "generic".to_owned()),
-        )
-        .env("LOOPX_TURN", key)
-        .env("LOOPX_GOAL", &prompt.goal.id)
-        .env("LOOPX_PROMPT", &prompt.prompt)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::from(stdout))
-        .process_group(0)
-        .spawn()
-        .map_err(spawn_error)?;
-    // Written from a thread: an agent that never reads its input must not
-    // block the loop on a full pipe. It may close it early (EPIPE is fine).
-    let mut stdin = child.stdin.take().expect("stdin is piped");
-    let text = prompt.prompt.clone();
-    // Not joined: a process the agent left behind may hold the pipe open.
-    std::thread::spawn(move || {
-        let _ = stdin.write_all(text.as_bytes());
-    });
-    use rustix::process::{kill_process_group, Signal};
-    let group = rustix::process::Pid::from_raw(child.id() as i32).expect("a child has a pid");
-    let limit = args.turn_timeout.unwrap_or(Duration::MAX);
-    let mut hung_up: Option<std::time::Instant> = None;
-    let status = crate::git_cmd::wait_limited(&mut child, limit, true, &mut |_| {
-        if host.ctrl_c() {
-            let _ = kill_process_group(group, Signal::INT);
-        }
-        match hung_up {
-            None if host.hangup() => {
-                let _ = kill_process_group(group, Signal::TERM);
-                hung_up = Some(std::time::Instant::now());
-            }
-            Some(at) if at.elapsed() >= crate::git_cmd::STOP_GRACE => {
-                let _ = kill_process_group(group, Signal::KILL);
-            }
-            _ => {}
-        }
     })
-    .map_err(spawn_error)?;
-    if hung_up.is_some() {
-        crate::git_cmd::stop_group(child.id());
-    }
-    Ok(status)
-}
-
-/// Kills, on Linux, every process of this user whose environment holds
-/// `LOOPX_TURN=<key>`: what a stopped turn left running, in its process
-/// group or out of it. A turn's key is unique (`turn_series`), so no
-/// other turn's process is touched. Elsewhere, or for a process that
-/// cleared the variable, the fence of [`local::check_turn_open`] stands
-/// alone.
-fn stop_strays(key: &str) {
-    let wanted = format!("LOOPX_TURN={key}");
-    let me = std::process::id();
-    for _ in 0..20 {
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return;
-        };
-        let mut found = false;
-        for entry in entries.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            if pid == me {
-                continue;
-            }
-            let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
-                continue;
-            };
-            if !environ.split(|b| *b == 0).any(|v| v == wanted.as_bytes()) {
-                continue;
-            }
-            let target = i32::try_from(pid)
-                .ok()
-                .and_then(rustix::process::Pid::from_raw);
-            if let Some(target) = target {
-                if rustix::process::kill_process(target, rustix::process::Signal::KILL).is_ok() {
-                    found = true;
-                }
-            }
-        }
-        if !found {
-            return;
-        }
-        // One that forked while it was looked for is found next time.
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// This host's record of an agent's `run` turns that failed in a row in a

@@ -116,7 +116,7 @@ pub fn add(ctx: &Context, args: &AddArgs) -> Result<TodoReport> {
         ids::check_name("agent", agent)?;
     }
     if let Some(v) = &args.validate {
-        crate::ops::validate::check_command(v)?;
+        crate::supervise::validate::check_command(v)?;
     }
     let monitor = crate::ops::monitor::for_new_todo(
         class,

@@ -252,7 +252,7 @@ pub fn done(r: &crate::ops::done::DoneReport) -> String {
 
 /// A failed `validate`: what happened, then the last lines of each stream
 /// that printed anything, indented, each headed by what was cut before it.
-fn failed_validation(v: &crate::ops::validate::ValidationRun) -> String {
+fn failed_validation(v: &crate::ops::done::ValidationRun) -> String {
     let mut out = format!(
         "validate `{}` {} ({:.1}s)\n",
         v.command,

@@ -326,7 +326,10 @@ fn names_brought_in(module: &Module, scan: &Scan) -> BTreeMap<String, Vec<String
 /// The layers each layer may use: docs/ARCHITECTURE.md's "Allowed
 /// dependency directions", which hold STYLE.md's rules (`model` uses nothing
 /// outside itself, `codec` only `model`, `store` only `model` and `codec`,
-/// `ops` no front end, `render` neither `cli`, `serve` nor `mcp`). `error`
+/// `ops` no front end, `render` neither `cli`, `serve` nor `mcp`), and the
+/// layers between the use cases and the store: `session` under everything
+/// that decides, `replicate` on it, `supervise`, `install` and `import`
+/// with neither a session nor a store. `error`
 /// joins `model`'s refusals and `store`'s errors into the crate's error that
 /// every layer above `store` returns. A layer is a module under the crate
 /// root; `git_cmd` and the test-only `fuzz` and `proptests` have no list.

@@ -10,13 +10,13 @@
 use std::path::{Path, PathBuf};
 
 use super::{owned, File, Site};
+use crate::install::json_edit::Edit;
+use crate::install::runtime_json::Syntax;
+use crate::install::Kind;
 use crate::model::runtime::Runtime;
-use crate::ops::hooks::json_edit::Edit;
-use crate::ops::hooks::runtime_json::Syntax;
-use crate::ops::hooks::Kind;
 
-pub const PLUGIN: &str = include_str!("../../../../hooks/opencode/loopx.js");
-pub const COMMAND: &str = include_str!("../../../../hooks/opencode/loopx.md");
+pub const PLUGIN: &str = include_str!("../../../hooks/opencode/loopx.js");
+pub const COMMAND: &str = include_str!("../../../hooks/opencode/loopx.md");
 
 pub fn files(site: &Site) -> Vec<File> {
     vec![

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::Repo;
 use crate::model::{Code, Refusal};
-use crate::session::Context;
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Record {
@@ -73,8 +73,8 @@ pub fn holds_ours(record: &Record, now: &[u8]) -> bool {
             .is_some_and(|ours| value_digest(now).as_ref() == Some(ours))
 }
 
-fn dir(ctx: &Context) -> PathBuf {
-    ctx.store.local_dir().join("installed")
+fn dir(repo: &Repo<'_>) -> PathBuf {
+    repo.local_dir.join("installed")
 }
 
 fn key(path: &Path) -> String {
@@ -89,8 +89,8 @@ pub fn io_error(what: &str, path: &Path, e: &std::io::Error) -> Refusal {
 }
 
 /// The record of `path` and the user's original bytes, if any.
-pub fn load(ctx: &Context, path: &Path) -> Option<(Record, Option<Vec<u8>>)> {
-    let base = dir(ctx).join(key(path));
+pub fn load(repo: &Repo<'_>, path: &Path) -> Option<(Record, Option<Vec<u8>>)> {
+    let base = dir(repo).join(key(path));
     let record: Record =
         serde_json::from_slice(&std::fs::read(base.with_extension("json")).ok()?).ok()?;
     if record.path != path {
@@ -102,8 +102,8 @@ pub fn load(ctx: &Context, path: &Path) -> Option<(Record, Option<Vec<u8>>)> {
 
 /// Saves the record of `record.path`, with the original bytes when given
 /// (the `.orig` file is removed when `original` is `None`).
-pub fn save(ctx: &Context, record: &Record, original: Option<&[u8]>) -> Result<(), Refusal> {
-    let dir = dir(ctx);
+pub fn save(repo: &Repo<'_>, record: &Record, original: Option<&[u8]>) -> Result<(), Refusal> {
+    let dir = dir(repo);
     std::fs::create_dir_all(&dir).map_err(|e| io_error("create", &dir, &e))?;
     let base = dir.join(key(&record.path));
     let orig = base.with_extension("orig");
@@ -119,8 +119,8 @@ pub fn save(ctx: &Context, record: &Record, original: Option<&[u8]>) -> Result<(
 }
 
 /// Forgets the record of `path`.
-pub fn forget(ctx: &Context, path: &Path) {
-    let base = dir(ctx).join(key(path));
+pub fn forget(repo: &Repo<'_>, path: &Path) {
+    let base = dir(repo).join(key(path));
     let _ = std::fs::remove_file(base.with_extension("json"));
     let _ = std::fs::remove_file(base.with_extension("orig"));
 }

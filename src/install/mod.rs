@@ -1,5 +1,5 @@
-//! `hooks install|uninstall|status`: puts git-loopx's integrations in place
-//! and takes them out again — the Claude Code and Codex hook entries
+//! The installer behind `hooks install|uninstall|status`: puts git-loopx's
+//! integrations in place and takes them out again — the Claude Code and Codex hook entries
 //! (`.claude/settings.json`, `.codex/hooks.json` in the worktree's root),
 //! the MCP server's entry in Claude Code's `.mcp.json` there, and the git
 //! hook shims (`prepare-commit-msg`, `pre-push` in the directory git
@@ -10,18 +10,23 @@
 //! installing twice writes nothing the second time; uninstalling restores
 //! the user's bytes exactly while the file holds what we wrote (see
 //! [`record`]), and otherwise takes out only our entries.
+//!
+//! It edits files in the user's worktree, home and git directory, and
+//! nothing else: no session, no store, no state. What it needs of the
+//! repository comes in a [`Repo`], which the use case (`ops::hooks`) fills
+//! from its session.
 
-pub mod codex_trust;
-pub mod json_edit;
-pub mod jsonc;
-pub mod mcp_json;
-pub mod owned;
-pub mod record;
-pub mod runtime_json;
-pub mod runtimes;
-pub mod shim;
+mod codex_trust;
+mod json_edit;
+mod jsonc;
+mod mcp_json;
+mod owned;
+mod record;
+mod runtime_json;
+mod runtimes;
+mod shim;
 mod status;
-pub mod toml_conf;
+mod toml_conf;
 
 pub use status::{governance_lost, status, Installed, StatusLine, StatusReport, Ungoverned};
 
@@ -31,14 +36,34 @@ use serde::Serialize;
 
 use crate::model::runtime::Runtime;
 use crate::model::Refusal;
-use crate::session::Context;
 use crate::Result;
 
 use record::{digest, io_error, Record};
 
 /// The shipped git hook templates (see `hooks/` in the source tree).
-pub const PREPARE_COMMIT_MSG_TEMPLATE: &str = include_str!("../../../hooks/git/prepare-commit-msg");
-pub const PRE_PUSH_TEMPLATE: &str = include_str!("../../../hooks/git/pre-push");
+pub const PREPARE_COMMIT_MSG_TEMPLATE: &str = include_str!("../../hooks/git/prepare-commit-msg");
+pub const PRE_PUSH_TEMPLATE: &str = include_str!("../../hooks/git/pre-push");
+
+/// The repository the integrations go into, as the installer needs it.
+#[derive(Clone, Debug)]
+pub struct Repo<'a> {
+    /// The worktree's root; `None` in a bare repository.
+    pub workdir: Option<&'a Path>,
+    /// The git common dir (shared by linked worktrees).
+    pub common_dir: &'a Path,
+    /// Where `git` runs for the repository (for the hooks directory it uses).
+    pub repo_dir: &'a Path,
+    /// git-loopx's host-local directory (`<common dir>/loopx`): the
+    /// install records live under it.
+    pub local_dir: PathBuf,
+    /// git's identity here (`user.name`, `user.email`), for runtimes'
+    /// shells.
+    pub identity: Option<(String, String)>,
+    /// `git config loopx.agent` names an agent.
+    pub agent_configured: bool,
+    /// `git config loopx.prePushSync`: the pre-push hook syncs.
+    pub pre_push_sync: bool,
+}
 
 /// One integration `hooks` manages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,11 +153,11 @@ pub enum Kind {
     },
 }
 
-fn targets(ctx: &Context, which: &[Integration], baked: Baked) -> Result<Vec<Target>> {
+fn targets(repo: &Repo<'_>, which: &[Integration], baked: Baked) -> Result<Vec<Target>> {
     let mut out = Vec::new();
     for &integration in which {
         let root = |shown: &str| {
-            ctx.store.workdir().ok_or_else(|| {
+            repo.workdir.ok_or_else(|| {
                 Refusal::invalid_input(format!("a bare repository has no worktree for {shown}"))
                     .with_hint("run it in a worktree of the repository, or use --git only")
             })
@@ -148,10 +173,10 @@ fn targets(ctx: &Context, which: &[Integration], baked: Baked) -> Result<Vec<Tar
                 let home = std::env::var_os("HOME").map(PathBuf::from);
                 let site = runtimes::Site {
                     root,
-                    common_dir: ctx.store.common_dir(),
+                    common_dir: repo.common_dir,
                     baked,
                     home: home.as_deref(),
-                    identity: ctx.store.config_identity(),
+                    identity: repo.identity.clone(),
                 };
                 for file in runtimes::files(runtime, &site) {
                     out.push(Target {
@@ -162,8 +187,9 @@ fn targets(ctx: &Context, which: &[Integration], baked: Baked) -> Result<Vec<Tar
                 }
             }
             Integration::Git => {
-                let dir = crate::git_cmd::hooks::hooks_dir(ctx.repo_dir())
-                    .map_err(crate::store::Error::Git)?;
+                let dir = crate::git_cmd::hooks::hooks_dir(repo.repo_dir).map_err(|e| {
+                    Refusal::new(crate::model::Code::GitFailed, format!("git: {e}"))
+                })?;
                 for (name, template) in [
                     ("prepare-commit-msg", PREPARE_COMMIT_MSG_TEMPLATE),
                     ("pre-push", PRE_PUSH_TEMPLATE),
@@ -241,13 +267,13 @@ enum Next {
 /// files. `baked` goes into the runtimes' commands and shells (a Claude
 /// Code or Codex configuration serves one agent), never into the git hooks
 /// (see [`shim::block`]).
-pub fn install(ctx: &Context, which: &[Integration], baked: Baked) -> Result<HooksReport> {
+pub fn install(repo: &Repo<'_>, which: &[Integration], baked: Baked) -> Result<HooksReport> {
     for (what, id) in [("agent", baked.agent), ("goal", baked.goal)] {
         id.map(|id| crate::model::ids::check_name(what, id))
             .transpose()?;
     }
     let mut plans = Vec::new();
-    for target in targets(ctx, which, baked)? {
+    for target in targets(repo, which, baked)? {
         let current = read(&target.path)?;
         let shown = target.path.display().to_string();
         let mut notes = Vec::new();
@@ -347,7 +373,7 @@ pub fn install(ctx: &Context, which: &[Integration], baked: Baked) -> Result<Hoo
             (Some(_), Some(_)) => Action::Updated,
         };
         if let Some(Next::Write(bytes)) = &plan.next {
-            write_installed(ctx, &plan.target, plan.current.as_deref(), bytes)?;
+            write_installed(repo, &plan.target, plan.current.as_deref(), bytes)?;
         }
         files.push(FileChange {
             integration: plan.target.integration,
@@ -367,12 +393,12 @@ fn is_unexecutable(path: &Path) -> bool {
 /// Records what we are about to do (before doing it, so a crash between
 /// the two loses nothing of the user's), then writes the file.
 fn write_installed(
-    ctx: &Context,
+    repo: &Repo<'_>,
     target: &Target,
     current: Option<&[u8]>,
     bytes: &[u8],
 ) -> Result<()> {
-    let previous = record::load(ctx, &target.path);
+    let previous = record::load(repo, &target.path);
     let (record, original) = match (current, previous) {
         (Some(now), Some((mut record, original))) => {
             let untouched = record::holds_ours(&record, now);
@@ -408,7 +434,7 @@ fn write_installed(
     if let Some(parent) = target.path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| io_error("create", parent, &e))?;
     }
-    record::save(ctx, &record, original.as_deref())?;
+    record::save(repo, &record, original.as_deref())?;
     std::fs::write(&target.path, bytes).map_err(|e| io_error("write", &target.path, &e))?;
     if current.is_none() && matches!(target.kind, Kind::Shim { .. }) {
         use std::os::unix::fs::PermissionsExt as _;
@@ -430,12 +456,12 @@ fn missing_dirs(path: &Path) -> Vec<PathBuf> {
 /// `hooks uninstall`: takes our entries out of each selected integration's
 /// files; the user's bytes come back exactly while the file holds what we
 /// wrote.
-pub fn uninstall(ctx: &Context, which: &[Integration]) -> Result<HooksReport> {
+pub fn uninstall(repo: &Repo<'_>, which: &[Integration]) -> Result<HooksReport> {
     let mut plans = Vec::new();
-    for target in targets(ctx, which, Baked::default())? {
+    for target in targets(repo, which, Baked::default())? {
         let current = read(&target.path)?;
         let shown = target.path.display().to_string();
-        let recorded = record::load(ctx, &target.path);
+        let recorded = record::load(repo, &target.path);
         let mut notes = Vec::new();
         let next = match (&current, &recorded) {
             (None, _) => None,
@@ -471,7 +497,7 @@ pub fn uninstall(ctx: &Context, which: &[Integration]) -> Result<HooksReport> {
     let mut made_dirs = Vec::new();
     for plan in plans {
         let path = &plan.target.path;
-        let recorded = record::load(ctx, path);
+        let recorded = record::load(repo, path);
         let exact = recorded.as_ref().is_some_and(|(r, _)| r.exact);
         let action = match &plan.next {
             None => Action::NotInstalled,
@@ -491,7 +517,7 @@ pub fn uninstall(ctx: &Context, which: &[Integration]) -> Result<HooksReport> {
                 }
             }
         };
-        record::forget(ctx, path);
+        record::forget(repo, path);
         files.push(FileChange {
             integration: plan.target.integration,
             path: plan.target.path,

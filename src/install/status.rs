@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::record;
+use super::Repo;
 use super::{
     is_unexecutable, json_edit, mcp_json, owned, read, runtime_json, shim, targets, toml_conf,
     utf8, Integration, Kind,
 };
-use crate::session::Context;
 use crate::Result;
 
 /// Whether an integration's file holds our entries.
@@ -57,11 +57,8 @@ pub struct StatusReport {
 /// have no identity: nothing installed names an agent, and git config has
 /// no `loopx.agent`. Its commands would then name no agent, and be refused
 /// rather than act in the person's name.
-fn identity_notes(ctx: &Context, files: &mut [StatusLine]) {
-    let configured = ctx
-        .store
-        .config_string("loopx.agent")
-        .is_some_and(|a| !a.is_empty());
+fn identity_notes(repo: &Repo<'_>, files: &mut [StatusLine]) {
+    let configured = repo.agent_configured;
     let mut seen: Vec<Integration> = Vec::new();
     for i in 0..files.len() {
         let Integration::Runtime(runtime) = files[i].integration else {
@@ -99,12 +96,12 @@ fn identity_notes(ctx: &Context, files: &mut [StatusLine]) {
 
 /// `hooks status`: for each selected integration, whether it is installed,
 /// where, and whether its file was changed by hand.
-pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
+pub fn status(repo: &Repo<'_>, which: &[Integration]) -> Result<StatusReport> {
     let mut files = Vec::new();
-    for target in targets(ctx, which, super::Baked::default())? {
+    for target in targets(repo, which, super::Baked::default())? {
         let current = read(&target.path)?;
         let shown = target.path.display().to_string();
-        let changed_by_hand = match (&current, record::load(ctx, &target.path)) {
+        let changed_by_hand = match (&current, record::load(repo, &target.path)) {
             (Some(now), Some((record, _))) => Some(!record::holds_ours(&record, now)),
             (None, Some(_)) => Some(true),
             _ => None,
@@ -120,7 +117,7 @@ pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
         };
         let notes = file.notes;
         let trust = match installed {
-            Installed::Yes => codex_trust(ctx, &target),
+            Installed::Yes => codex_trust(repo, &target),
             _ => None,
         };
         // A file `hooks install` wrote from this clone that no longer
@@ -158,11 +155,8 @@ pub fn status(ctx: &Context, which: &[Integration]) -> Result<StatusReport> {
             codex_hooks: trust.map(|(_, hooks, _)| hooks).unwrap_or_default(),
         });
     }
-    identity_notes(ctx, &mut files);
-    let pre_push_sync = ctx
-        .store
-        .config_string("loopx.prePushSync")
-        .is_some_and(|v| crate::git_cmd::hooks::is_true(&v));
+    identity_notes(repo, &mut files);
+    let pre_push_sync = repo.pre_push_sync;
     Ok(StatusReport {
         files,
         pre_push_sync,
@@ -308,7 +302,7 @@ impl Reading<'_> {
 /// For Codex's hooks file: Codex's trust of each hook (`codex_trust`), by
 /// the real paths Codex keys it by.
 fn codex_trust(
-    ctx: &Context,
+    repo: &Repo<'_>,
     target: &super::Target,
 ) -> Option<(bool, Vec<super::codex_trust::CodexHook>, PathBuf)> {
     use crate::model::runtime::Runtime;
@@ -318,7 +312,7 @@ fn codex_trust(
         return None;
     }
     let real = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
-    let root = real(ctx.store.workdir()?);
+    let root = real(repo.workdir?);
     let home = super::codex_trust::codex_home()?;
     let (project, hooks) = super::codex_trust::trust(&root, &real(&target.path), &home)?;
     Some((project, hooks, home))
@@ -338,15 +332,15 @@ pub struct Ungoverned {
 
 /// [`Ungoverned`] runtimes of this worktree: none in a bare repository or
 /// when nothing was installed from here.
-pub fn governance_lost(ctx: &Context) -> Vec<Ungoverned> {
-    if ctx.store.workdir().is_none() {
+pub fn governance_lost(repo: &Repo<'_>) -> Vec<Ungoverned> {
+    if repo.workdir.is_none() {
         return Vec::new();
     }
     let all: Vec<Integration> = crate::model::runtime::Runtime::HOSTS
         .into_iter()
         .map(Integration::Runtime)
         .collect();
-    let Ok(report) = status(ctx, &all) else {
+    let Ok(report) = status(repo, &all) else {
         return Vec::new();
     };
     report

@@ -229,8 +229,9 @@ fn same_entry(x: &Value, item: &Value) -> bool {
     }
 }
 
-/// How many of `edits` are in the file.
-pub fn present(file: &str, syntax: Syntax, text: &str, edits: &[Edit]) -> Result<usize, Refusal> {
+/// How many of `edits` are in the file (what the tests check an edit by).
+#[cfg(test)]
+fn present(file: &str, syntax: Syntax, text: &str, edits: &[Edit]) -> Result<usize, Refusal> {
     let Parsed { value, .. } = parse(file, text, syntax)?;
     Ok(edits.iter().filter(|e| e.is_in(&value)).count())
 }

@@ -16,13 +16,13 @@
 //! `GIT_AUTHOR_*` and `GIT_COMMITTER_*`, which git reads before config.
 
 use super::{identity_env, owned, File, Site};
+use crate::install::runtime_json::Syntax;
+use crate::install::Kind;
 use crate::model::runtime::Runtime;
-use crate::ops::hooks::runtime_json::Syntax;
-use crate::ops::hooks::Kind;
 
-pub const TEMPLATE: &str = include_str!("../../../../hooks/gemini/settings.json");
-pub const COMMAND: &str = include_str!("../../../../hooks/gemini/loopx.toml");
-pub const POLICY: &str = include_str!("../../../../hooks/gemini/policy.toml");
+pub const TEMPLATE: &str = include_str!("../../../hooks/gemini/settings.json");
+pub const COMMAND: &str = include_str!("../../../hooks/gemini/loopx.toml");
+pub const POLICY: &str = include_str!("../../../hooks/gemini/policy.toml");
 
 pub fn files(site: &Site) -> Vec<File> {
     let dir = site.root.join(".gemini");

@@ -8,10 +8,10 @@
 use serde_json::{json, Value};
 
 use super::{hook_command, File, Site};
+use crate::install::json_edit::{Edit, Op};
+use crate::install::runtime_json::Syntax;
+use crate::install::Kind;
 use crate::model::runtime::Runtime;
-use crate::ops::hooks::json_edit::{Edit, Op};
-use crate::ops::hooks::runtime_json::Syntax;
-use crate::ops::hooks::Kind;
 
 pub fn files(site: &Site) -> Vec<File> {
     let hook = |event: &str, name: &str| Edit {

@@ -16,12 +16,12 @@
 //! hooks file goes to both.
 
 use super::{identity_env, owned, File, Site};
+use crate::install::runtime_json::Syntax;
+use crate::install::{json_edit::Edit, Kind};
 use crate::model::runtime::Runtime;
-use crate::ops::hooks::runtime_json::Syntax;
-use crate::ops::hooks::{json_edit::Edit, Kind};
 
-pub const TEMPLATE: &str = include_str!("../../../../hooks/codex/hooks.json");
-pub const SKILL: &str = include_str!("../../../../hooks/codex/SKILL.md");
+pub const TEMPLATE: &str = include_str!("../../../hooks/codex/hooks.json");
+pub const SKILL: &str = include_str!("../../../hooks/codex/SKILL.md");
 
 pub fn files(site: &Site) -> Vec<File> {
     let dir = site.root.join(".codex");

@@ -192,7 +192,9 @@ pub fn present_keys(file: &str, text: &str, edits: &[Edit]) -> Result<usize, Ref
         .count())
 }
 
-pub fn present(file: &str, text: &str, edits: &[Edit]) -> Result<usize, Refusal> {
+/// How many of `edits` are in the file (what the tests check an edit by).
+#[cfg(test)]
+fn present(file: &str, text: &str, edits: &[Edit]) -> Result<usize, Refusal> {
     let doc = parse(file, text)?;
     Ok(edits.iter().filter(|e| is_in(e, &doc)).count())
 }

@@ -13,13 +13,13 @@
 //!   a governed goal from inside a session.
 
 use super::{identity_env, owned, File, Site};
+use crate::install::json_edit::Edit;
+use crate::install::runtime_json::Syntax;
+use crate::install::Kind;
 use crate::model::runtime::Runtime;
-use crate::ops::hooks::json_edit::Edit;
-use crate::ops::hooks::runtime_json::Syntax;
-use crate::ops::hooks::Kind;
 
-pub const TEMPLATE: &str = include_str!("../../../../hooks/claude-code/settings.json");
-pub const COMMAND: &str = include_str!("../../../../hooks/claude-code/loopx.md");
+pub const TEMPLATE: &str = include_str!("../../../hooks/claude-code/settings.json");
+pub const COMMAND: &str = include_str!("../../../hooks/claude-code/loopx.md");
 
 /// What `permissions.allow` gets: every `git loopx` command, and the MCP
 /// server's tools.

@@ -6,10 +6,10 @@
 //! block. Pi has no sandbox and no permission prompts.
 
 use super::{owned, File, Site};
+use crate::install::Kind;
 use crate::model::runtime::Runtime;
-use crate::ops::hooks::Kind;
 
-pub const EXTENSION: &str = include_str!("../../../../hooks/pi/loopx.ts");
+pub const EXTENSION: &str = include_str!("../../../hooks/pi/loopx.ts");
 
 pub fn files(site: &Site) -> Vec<File> {
     vec![File {

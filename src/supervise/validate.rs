@@ -113,7 +113,7 @@ fn is_name(word: &str) -> bool {
 
 /// `--validate` as `todo add` takes it: words without a shell, or refused.
 pub fn check_command(command: &str) -> Result<()> {
-    if crate::ops::argv(command)?.is_empty() {
+    if crate::supervise::argv(command)?.is_empty() {
         return Err(Refusal::invalid_input("--validate is empty").into());
     }
     if let Some(construct) = shell_construct(command) {
@@ -199,7 +199,7 @@ pub fn run(
     timeout: Duration,
     tick: &mut dyn FnMut(Duration),
 ) -> Result<ValidationRun> {
-    let argv = crate::ops::argv(command)?;
+    let argv = crate::supervise::argv(command)?;
     let Some((program, args)) = argv.split_first() else {
         return Err(Refusal::invalid_input("the validate command is empty").into());
     };

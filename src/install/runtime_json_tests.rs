@@ -2,9 +2,9 @@
 //! indentation and the user's entries kept; bad files refused with the place.
 
 use super::*;
-use crate::ops::hooks::Baked;
+use crate::install::Baked;
 
-const TEMPLATE: &str = include_str!("../../../hooks/claude-code/settings.json");
+const TEMPLATE: &str = include_str!("../../hooks/claude-code/settings.json");
 const PREFIX: &str = "git loopx hook claude-code ";
 
 fn entries() -> Vec<Entry> {

@@ -53,21 +53,49 @@ fn check(
 }
 
 pub fn doctor(ctx: &Context, fsck: bool, repair: bool) -> Result<DoctorReport> {
-    let mut checks = Vec::new();
     let (mut repaired, mut lost_writes) = (Vec::new(), Vec::new());
     if repair {
         repair_locks(ctx, &mut repaired);
         repair_state(ctx, &mut repaired, &mut lost_writes)?;
     }
-    let repo_dir = ctx.repo_dir().to_owned();
-    checks.push(check(
-        "repository",
-        Level::Ok,
-        "git repository found, files ref storage",
-        None,
-    ));
+    let mut checks = vec![
+        check(
+            "repository",
+            Level::Ok,
+            "git repository found, files ref storage",
+            None,
+        ),
+        git_check(),
+        worktrees_check(ctx),
+    ];
+    runtime_checks(ctx, &mut checks);
+    lock_checks(ctx, &mut checks);
+    checks.push(writable_check(ctx));
+    checks.push(state_check(ctx));
+    if let Some(c) = answers_check(ctx) {
+        checks.push(c);
+    }
+    checks.push(objects_check(ctx));
+    if let Some(c) = leases_check(ctx) {
+        checks.push(c);
+    }
+    notify_checks(ctx, &mut checks);
+    checks.push(identity_check(ctx));
+    if fsck {
+        checks.push(fsck_check(ctx.repo_dir()));
+    }
+    let healthy = checks.iter().all(|c| c.level != Level::Error);
+    Ok(DoctorReport {
+        healthy,
+        checks,
+        repaired,
+        lost_writes,
+    })
+}
 
-    checks.push(match git_cmd::version() {
+/// The git program: found, and new enough for `sync`.
+fn git_check() -> Check {
+    match git_cmd::version() {
         Some(v) if v >= git_cmd::MIN_VERSION => check(
             "git",
             Level::Ok,
@@ -89,9 +117,13 @@ pub fn doctor(ctx: &Context, fsck: bool, repair: bool) -> Result<DoctorReport> {
             "the git program was not found: local commands work, `sync` will not",
             Some("install git and put it on PATH".into()),
         ),
-    });
+    }
+}
 
-    checks.push(match ctx.store.check_not_checked_out() {
+/// Whether loopx-state is checked out in a worktree (a write would move it
+/// under a user's feet).
+fn worktrees_check(ctx: &Context) -> Check {
+    match ctx.store.check_not_checked_out() {
         Ok(()) => check(
             "worktrees",
             Level::Ok,
@@ -99,8 +131,12 @@ pub fn doctor(ctx: &Context, fsck: bool, repair: bool) -> Result<DoctorReport> {
             None,
         ),
         Err(e) => check("worktrees", Level::Error, e.to_string(), e.hint()),
-    });
+    }
+}
 
+/// Installed runtimes whose agent's shell would have no identity, and the
+/// ones their files no longer govern.
+fn runtime_checks(ctx: &Context, checks: &mut Vec<Check>) {
     // An installed runtime whose agent's shell would have no identity.
     if ctx.store.workdir().is_some() {
         let all: Vec<_> = crate::model::runtime::Runtime::HOSTS
@@ -137,7 +173,10 @@ pub fn doctor(ctx: &Context, fsck: bool, repair: bool) -> Result<DoctorReport> {
             Some(u.fix),
         ));
     }
+}
 
+/// Ref lock files left: a writer's now, or a killed one's.
+fn lock_checks(ctx: &Context, checks: &mut Vec<Check>) {
     let locks = ctx.store.ref_locks();
     if locks.is_empty() {
         checks.push(check("lock", Level::Ok, "no ref lock files left", None));
@@ -156,10 +195,18 @@ pub fn doctor(ctx: &Context, fsck: bool, repair: bool) -> Result<DoctorReport> {
             }),
         ));
     }
+}
 
+/// Whether objects and refs can be created.
+fn writable_check(ctx: &Context) -> Check {
     let unwritable = ctx.store.unwritable();
-    checks.push(if unwritable.is_empty() {
-        check("writable", Level::Ok, "objects and refs can be written", None)
+    if unwritable.is_empty() {
+        check(
+            "writable",
+            Level::Ok,
+            "objects and refs can be written",
+            None,
+        )
     } else {
         let dirs: Vec<String> = unwritable
             .iter()
@@ -171,9 +218,12 @@ pub fn doctor(ctx: &Context, fsck: bool, repair: bool) -> Result<DoctorReport> {
             format!("writes will fail: cannot create files in {}", dirs.join(", ")),
             Some("make the repository writable for this user (permissions, a read-only mount, `chattr -i`)".into()),
         )
-    });
+    }
+}
 
-    checks.push(match transaction::load(&ctx.store) {
+/// The state at the tip: readable, and what it holds.
+fn state_check(ctx: &Context) -> Check {
+    match transaction::load(&ctx.store) {
         Ok((tip, Some(state))) => {
             let todos: usize = state.goals.values().map(|g| g.todos.len()).sum();
             let runs: usize = state.goals.values().map(|g| g.runs.len()).sum();
@@ -198,15 +248,11 @@ pub fn doctor(ctx: &Context, fsck: bool, repair: bool) -> Result<DoctorReport> {
             ),
         ),
         Err(e) => check("state", Level::Error, e.to_string(), e.hint()),
-    });
+    }
+}
 
-    if let Some(c) = answers_check(ctx) {
-        checks.push(c);
-    }
-    checks.push(objects_check(ctx));
-    if let Some(c) = leases_check(ctx) {
-        checks.push(c);
-    }
+/// This host's notification record, and what it has not delivered yet.
+fn notify_checks(ctx: &Context, checks: &mut Vec<Check>) {
     if let Some((detail, fix)) = crate::ops::notify::record_problem(ctx) {
         checks.push(check("notify", Level::Warn, detail, Some(fix)));
     }
@@ -223,8 +269,11 @@ pub fn doctor(ctx: &Context, fsck: bool, repair: bool) -> Result<DoctorReport> {
             Some("check loopx.notify.command / loopx.notify.webhook; `git loopx watch --once` tries again when due".into()),
         ));
     }
+}
 
-    checks.push(match ctx.store.config_string("user.name") {
+/// The git identity state commits are made with.
+fn identity_check(ctx: &Context) -> Check {
+    match ctx.store.config_string("user.name") {
         Some(_) => check(
             "identity",
             Level::Ok,
@@ -237,28 +286,21 @@ pub fn doctor(ctx: &Context, fsck: bool, repair: bool) -> Result<DoctorReport> {
             "user.name is not set: state commits are signed `git-loopx <git-loopx@localhost>`",
             Some("git config user.name \"…\" && git config user.email \"…\"".into()),
         ),
-    });
-
-    if fsck {
-        checks.push(match git_cmd::fsck(&repo_dir) {
-            Ok(Ok(())) => check("fsck", Level::Ok, "git fsck found no problems", None),
-            Ok(Err(report)) => check("fsck", Level::Error, report, Some("see `git fsck`".into())),
-            Err(e) => check(
-                "fsck",
-                Level::Warn,
-                format!("could not run git fsck: {e}"),
-                None,
-            ),
-        });
     }
+}
 
-    let healthy = checks.iter().all(|c| c.level != Level::Error);
-    Ok(DoctorReport {
-        healthy,
-        checks,
-        repaired,
-        lost_writes,
-    })
+/// `--fsck`: git's own check of the repository.
+fn fsck_check(repo_dir: &std::path::Path) -> Check {
+    match git_cmd::fsck(repo_dir) {
+        Ok(Ok(())) => check("fsck", Level::Ok, "git fsck found no problems", None),
+        Ok(Err(report)) => check("fsck", Level::Error, report, Some("see `git fsck`".into())),
+        Err(e) => check(
+            "fsck",
+            Level::Warn,
+            format!("could not run git fsck: {e}"),
+            None,
+        ),
+    }
 }
 
 /// Under `gate_signers`: every answer counts, or the ones that do not

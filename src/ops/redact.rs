@@ -125,37 +125,104 @@ pub fn redact(
     }
     let dir = ctx.repo_dir().to_owned();
     let tip = ctx.store.tip()?.ok_or(StoreError::Missing)?;
-    let remotes: Vec<String> = ctx
-        .store
-        .remote_state_refs()?
-        .into_iter()
-        .map(|(r, _)| format!("refs/remotes/{r}/loopx-state"))
-        .collect();
-    let exclude: Vec<&str> = remotes.iter().map(String::as_str).collect();
-    let unpushed = history::commits_between(&dir, &tip.0, &exclude).map_err(git_failed)?;
-    let changed = history::changed_paths(&dir, &unpushed).map_err(git_failed)?;
-    let paths: Vec<String> = match (scope, id) {
-        (Scope::All, _) => changed,
-        (_, None) => return Err(Error::invalid_input("redact todo|run needs the ID")),
-        (_, Some(id)) => {
-            let at_tip = history::blobs_at(&dir, &tip.0, &[]).map_err(git_failed)?;
-            let mut all: Vec<String> = at_tip.into_iter().map(|(_, p)| p).collect();
-            all.extend(changed);
-            all.sort();
-            let found = entity_paths(scope, id, &all)?;
-            if found.is_empty() {
-                return Err(Refusal::new(
-                    Code::TodoNotFound,
-                    format!("no file for {id} at the tip or in unpushed history"),
-                )
-                .into());
-            }
-            found
-        }
-    };
-    let commits = history::read_objects(&dir, &unpushed).map_err(git_failed)?;
+    let scoped = Scoped::read(ctx, &dir, &tip, scope, id)?;
+    let secrets = secrets(&dir, what, &scoped, &tip)?;
+    check_unpushed(&dir, &scoped, &secrets)?;
+    let done = rewrite(ctx, &dir, &scoped, &secrets)?;
+    let new_tip = Oid(done
+        .commit_map
+        .get(&tip.0)
+        .cloned()
+        .unwrap_or_else(|| tip.0.clone()));
+    if new_tip != tip {
+        move_refs(ctx, &dir, &tip, &new_tip, &done)?;
+    }
+    Ok(RedactReport {
+        scope,
+        secrets: secrets.len(),
+        tip_before: tip,
+        tip: new_tip,
+        rewritten: done.rewritten,
+        files: done.files.into_iter().collect(),
+        messages: done.messages,
+    })
+}
 
-    // What to remove.
+/// What a redaction reaches: the state commits not on any remote yet, the
+/// remote refs that say so, the files in scope and the raw commits.
+struct Scoped {
+    unpushed: Vec<String>,
+    remotes: Vec<String>,
+    paths: Vec<String>,
+    commits: Vec<history::Object>,
+}
+
+impl Scoped {
+    fn read(
+        ctx: &Context,
+        dir: &std::path::Path,
+        tip: &Oid,
+        scope: Scope,
+        id: Option<&str>,
+    ) -> Result<Scoped> {
+        let remotes: Vec<String> = ctx
+            .store
+            .remote_state_refs()?
+            .into_iter()
+            .map(|(r, _)| format!("refs/remotes/{r}/loopx-state"))
+            .collect();
+        let exclude: Vec<&str> = remotes.iter().map(String::as_str).collect();
+        let unpushed = history::commits_between(dir, &tip.0, &exclude).map_err(git_failed)?;
+        let changed = history::changed_paths(dir, &unpushed).map_err(git_failed)?;
+        let paths: Vec<String> = match (scope, id) {
+            (Scope::All, _) => changed,
+            (_, None) => return Err(Error::invalid_input("redact todo|run needs the ID")),
+            (_, Some(id)) => {
+                let at_tip = history::blobs_at(dir, &tip.0, &[]).map_err(git_failed)?;
+                let mut all: Vec<String> = at_tip.into_iter().map(|(_, p)| p).collect();
+                all.extend(changed);
+                all.sort();
+                let found = entity_paths(scope, id, &all)?;
+                if found.is_empty() {
+                    return Err(Refusal::new(
+                        Code::TodoNotFound,
+                        format!("no file for {id} at the tip or in unpushed history"),
+                    )
+                    .into());
+                }
+                found
+            }
+        };
+        let commits = history::read_objects(dir, &unpushed).map_err(git_failed)?;
+        Ok(Scoped {
+            unpushed,
+            remotes,
+            paths,
+            commits,
+        })
+    }
+
+    /// The remote refs, as `history` excludes them.
+    fn exclude(&self) -> Vec<&str> {
+        self.remotes.iter().map(String::as_str).collect()
+    }
+}
+
+/// The texts to remove: those given, or every credential the scanner
+/// finds in the files in scope and the commits' messages. Refused when
+/// there is none.
+fn secrets(
+    dir: &std::path::Path,
+    what: &Secrets,
+    scoped: &Scoped,
+    tip: &Oid,
+) -> Result<Vec<String>> {
+    let Scoped {
+        unpushed,
+        paths,
+        commits,
+        ..
+    } = scoped;
     let mut secrets: BTreeSet<String> = BTreeSet::new();
     match what {
         Secrets::Text(texts) => secrets.extend(texts.iter().filter(|t| !t.is_empty()).cloned()),
@@ -165,18 +232,18 @@ pub fn redact(
                 if paths.is_empty() {
                     break;
                 }
-                let found = history::blobs_at(&dir, commit, &paths).map_err(git_failed)?;
+                let found = history::blobs_at(dir, commit, paths).map_err(git_failed)?;
                 blobs.extend(found.into_iter().map(|(b, _)| b));
             }
             let blobs: Vec<String> = blobs.into_iter().collect();
-            for object in history::read_objects(&dir, &blobs).map_err(git_failed)? {
+            for object in history::read_objects(dir, &blobs).map_err(git_failed)? {
                 secrets.extend(
                     leaks::scan_bytes(&object.data)
                         .into_iter()
                         .map(|l| l.secret),
                 );
             }
-            for commit in &commits {
+            for commit in commits.iter() {
                 let (_, message) = split_commit(&commit.data);
                 secrets.extend(leaks::scan_bytes(message).into_iter().map(|l| l.secret));
             }
@@ -191,8 +258,15 @@ pub fn redact(
         .with_hint("name it with --text, or widen the scope with `redact all`")
         .into());
     }
-    for secret in &secrets {
-        if history::history_contains(&dir, &exclude, secret).map_err(git_failed)? {
+    Ok(secrets)
+}
+
+/// Refuses a redaction that cannot take the text back: it is in history a
+/// remote has, or nothing is unpushed.
+fn check_unpushed(dir: &std::path::Path, scoped: &Scoped, secrets: &[String]) -> Result<()> {
+    let exclude = scoped.exclude();
+    for secret in secrets {
+        if history::history_contains(dir, &exclude, secret).map_err(git_failed)? {
             return Err(Refusal::new(
                 Code::LeakDetected,
                 "the credential is in history already pushed to a remote: rewriting local history cannot take it back; nothing was rewritten",
@@ -201,33 +275,52 @@ pub fn redact(
             .into());
         }
     }
-    if unpushed.is_empty() {
+    if scoped.unpushed.is_empty() {
         return Err(Refusal::new(Code::InvalidInput, "nothing unpushed to rewrite").into());
     }
+    Ok(())
+}
 
+/// What a rewrite made: old commit → new, the files and messages changed.
+struct Rewritten {
+    commit_map: HashMap<String, String>,
+    files: BTreeSet<String>,
+    messages: usize,
+    rewritten: Vec<Rewrite>,
+}
+
+/// Writes every unpushed commit again with `secrets` removed from its files
+/// in scope and its message, on the rewritten parents.
+fn rewrite(
+    ctx: &Context,
+    dir: &std::path::Path,
+    scoped: &Scoped,
+    secrets: &[String],
+) -> Result<Rewritten> {
+    let Scoped { paths, commits, .. } = scoped;
     let index = ctx.store.local_dir().join("redact.index");
     let mut commit_map: HashMap<String, String> = HashMap::new();
     let mut blob_map: HashMap<String, Option<(String, Vec<u8>)>> = HashMap::new();
     let mut files: BTreeSet<String> = BTreeSet::new();
     let mut messages = 0;
     let mut rewritten = Vec::new();
-    for commit in &commits {
+    for commit in commits.iter() {
         let mut updates = Vec::new();
         if !paths.is_empty() {
-            let here = history::blobs_at(&dir, &commit.id, &paths).map_err(git_failed)?;
+            let here = history::blobs_at(dir, &commit.id, paths).map_err(git_failed)?;
             let unseen: Vec<String> = here
                 .iter()
                 .filter(|(b, _)| !blob_map.contains_key(b))
                 .map(|(b, _)| b.clone())
                 .collect();
-            for object in history::read_objects(&dir, &unseen).map_err(git_failed)? {
+            for object in history::read_objects(dir, &unseen).map_err(git_failed)? {
                 let text = String::from_utf8_lossy(&object.data);
-                let clean = leaks::redact(&text, &secrets);
+                let clean = leaks::redact(&text, secrets);
                 let new = if clean == text {
                     None
                 } else {
-                    let id = history::write_object(&dir, "blob", clean.as_bytes())
-                        .map_err(git_failed)?;
+                    let id =
+                        history::write_object(dir, "blob", clean.as_bytes()).map_err(git_failed)?;
                     Some((id, clean.into_bytes()))
                 };
                 blob_map.insert(object.id, new);
@@ -250,42 +343,21 @@ pub fn redact(
         }
         let (headers, message) = split_commit(&commit.data);
         let message = String::from_utf8_lossy(message);
-        let clean_message = leaks::redact(&message, &secrets);
+        let clean_message = leaks::redact(&message, secrets);
         if clean_message != message {
             messages += 1;
         }
         let tree = if updates.is_empty() {
             None
         } else {
-            Some(history::tree_with(&dir, &index, &commit.id, &updates).map_err(git_failed)?)
+            Some(history::tree_with(dir, &index, &commit.id, &updates).map_err(git_failed)?)
         };
-        let mut raw = String::new();
-        let mut in_signature = false;
-        for line in String::from_utf8_lossy(headers).lines() {
-            if in_signature && line.starts_with(' ') {
-                continue;
-            }
-            in_signature = false;
-            if let (true, Some(tree)) = (line.starts_with("tree "), &tree) {
-                raw.push_str(&format!("tree {tree}\n"));
-            } else if let Some(parent) = line.strip_prefix("parent ") {
-                let parent = commit_map.get(parent).map_or(parent, String::as_str);
-                raw.push_str(&format!("parent {parent}\n"));
-            } else if line.starts_with("gpgsig") {
-                // A signature over the old content would not verify.
-                in_signature = true;
-            } else {
-                raw.push_str(line);
-                raw.push('\n');
-            }
-        }
-        raw.push('\n');
-        raw.push_str(&clean_message);
+        let raw = commit_text(headers, tree.as_deref(), &commit_map, &clean_message);
         let original = String::from_utf8_lossy(&commit.data);
         let new = if raw == original {
             commit.id.clone()
         } else {
-            let new = history::write_object(&dir, "commit", raw.as_bytes()).map_err(git_failed)?;
+            let new = history::write_object(dir, "commit", raw.as_bytes()).map_err(git_failed)?;
             rewritten.push(Rewrite {
                 old: Oid(commit.id.clone()),
                 new: Oid(new.clone()),
@@ -294,52 +366,94 @@ pub fn redact(
         };
         commit_map.insert(commit.id.clone(), new);
     }
-    let new_tip = Oid(commit_map
-        .get(&tip.0)
-        .cloned()
-        .unwrap_or_else(|| tip.0.clone()));
-    if new_tip != tip {
-        // The rewritten state must read back before the ref moves.
-        transaction::state_at(&ctx.store, &new_tip)?;
-        let subject = format!("loopx: redact {} commits", rewritten.len());
-        if !ctx
-            .store
-            .move_ref(STATE_REF, Some(&tip), &new_tip, &subject, ctx.now)?
-        {
-            return Err(Refusal::new(
-                Code::StateLocked,
-                "loopx-state moved while redacting; nothing was changed",
-            )
-            .with_hint("run the same `git loopx redact` again")
-            .into());
+    Ok(Rewritten {
+        commit_map,
+        files,
+        messages,
+        rewritten,
+    })
+}
+
+/// A commit's raw text on its new tree and rewritten parents, with the
+/// message given and no signature (one over the old content would not
+/// verify).
+fn commit_text(
+    headers: &[u8],
+    tree: Option<&str>,
+    commit_map: &HashMap<String, String>,
+    message: &str,
+) -> String {
+    let mut raw = String::new();
+    let mut in_signature = false;
+    for line in String::from_utf8_lossy(headers).lines() {
+        if in_signature && line.starts_with(' ') {
+            continue;
         }
-        if let Some(reviewed) = ctx.store.try_find_ref(REVIEWED_REF)? {
-            if let Some(new) = commit_map.get(&reviewed.0).filter(|n| **n != reviewed.0) {
-                ctx.store.move_ref(
-                    REVIEWED_REF,
-                    Some(&reviewed),
-                    &Oid(new.clone()),
-                    &subject,
-                    ctx.now,
-                )?;
-            }
-        }
-        // The journal of written objects holds what history held: the
-        // objects redacted away must not be written back.
-        ctx.store.forget_written();
-        if let Err(e) = history::expire_unreachable_reflog(&dir, STATE_REF) {
-            tracing::debug!("reflog expire after redact: {e}");
+        in_signature = false;
+        if let (true, Some(tree)) = (line.starts_with("tree "), tree) {
+            raw.push_str(&format!("tree {tree}\n"));
+        } else if let Some(parent) = line.strip_prefix("parent ") {
+            let parent = commit_map.get(parent).map_or(parent, String::as_str);
+            raw.push_str(&format!("parent {parent}\n"));
+        } else if line.starts_with("gpgsig") {
+            // A signature over the old content would not verify.
+            in_signature = true;
+        } else {
+            raw.push_str(line);
+            raw.push('\n');
         }
     }
-    Ok(RedactReport {
-        scope,
-        secrets: secrets.len(),
-        tip_before: tip,
-        tip: new_tip,
+    raw.push('\n');
+    raw.push_str(message);
+    raw
+}
+
+/// Moves loopx-state (and `refs/loopx/reviewed`, when it points into the
+/// rewritten history) to the rewritten commits, once the new tip reads back.
+fn move_refs(
+    ctx: &Context,
+    dir: &std::path::Path,
+    tip: &Oid,
+    new_tip: &Oid,
+    done: &Rewritten,
+) -> Result<()> {
+    let Rewritten {
+        commit_map,
         rewritten,
-        files: files.into_iter().collect(),
-        messages,
-    })
+        ..
+    } = done;
+    // The rewritten state must read back before the ref moves.
+    transaction::state_at(&ctx.store, new_tip)?;
+    let subject = format!("loopx: redact {} commits", rewritten.len());
+    if !ctx
+        .store
+        .move_ref(STATE_REF, Some(tip), new_tip, &subject, ctx.now)?
+    {
+        return Err(Refusal::new(
+            Code::StateLocked,
+            "loopx-state moved while redacting; nothing was changed",
+        )
+        .with_hint("run the same `git loopx redact` again")
+        .into());
+    }
+    if let Some(reviewed) = ctx.store.try_find_ref(REVIEWED_REF)? {
+        if let Some(new) = commit_map.get(&reviewed.0).filter(|n| **n != reviewed.0) {
+            ctx.store.move_ref(
+                REVIEWED_REF,
+                Some(&reviewed),
+                &Oid(new.clone()),
+                &subject,
+                ctx.now,
+            )?;
+        }
+    }
+    // The journal of written objects holds what history held: the
+    // objects redacted away must not be written back.
+    ctx.store.forget_written();
+    if let Err(e) = history::expire_unreachable_reflog(dir, STATE_REF) {
+        tracing::debug!("reflog expire after redact: {e}");
+    }
+    Ok(())
 }
 
 /// A raw commit's headers and message.

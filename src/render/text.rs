@@ -9,7 +9,7 @@ use crate::ops::log::LogReport;
 
 mod status;
 
-pub use status::{blocked_line, status, status_all, status_all_repos, status_styled};
+pub use status::{status, status_all, status_all_repos, status_styled};
 
 pub fn init(r: &InitReport) -> String {
     let what = match r.action {

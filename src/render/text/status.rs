@@ -433,8 +433,8 @@ fn quota_and_writebacks(out: &mut String, r: &StatusReport) {
     }
 }
 
-/// A blocked todo's line: `status` and `review`.
-pub fn blocked_line(b: &crate::ops::status::BlockedLine) -> String {
+/// A blocked todo's line in `status`.
+fn blocked_line(b: &crate::ops::status::BlockedLine) -> String {
     let what = if b.class == crate::model::TodoClass::Blocker {
         "blocker "
     } else {

@@ -71,6 +71,41 @@ impl RemoteView<'_> {
     }
 }
 
+/// Claims the chosen todo `id` for `agent` in `state`: the successor it
+/// waits on woken, the remote's newer lease laid over it, the gate rules
+/// checked, then the lease taken (or found held, when it is not worth
+/// extending). The claim's decisions differ only in how they choose.
+fn claim_chosen(
+    ctx: &Context,
+    state: &mut State,
+    goal: &str,
+    id: &str,
+    agent: &str,
+    ttl: i64,
+    remote: &RemoteView<'_>,
+) -> Result<(ClaimAction, Todo)> {
+    let gs = state.goals.get_mut(goal).expect("goal exists");
+    select::wake_successor(gs, id);
+    let todo = gs.todos.get_mut(id).expect("chosen");
+    if let Some(lease) = remote.lease(goal, id) {
+        lease.overlay(todo);
+    }
+    gate::check_reserved(todo, Some(agent), GateAction::Claim)?;
+    crate::ops::gate::check_held(ctx, state, goal, id, agent, GateAction::Claim)?;
+    let todo = state
+        .goals
+        .get_mut(goal)
+        .expect("goal exists")
+        .todos
+        .get_mut(id)
+        .expect("chosen");
+    let action = lease::claim(todo, agent, ctx.now, ttl)?;
+    if action != ClaimAction::Held {
+        touch(todo, ctx.now);
+    }
+    Ok((action, todo.clone()))
+}
+
 /// The claim of `todo claim ID`, decided on whatever state it is given.
 fn claim_decision<'a>(
     ctx: &'a Context,
@@ -79,28 +114,11 @@ fn claim_decision<'a>(
     ttl: i64,
 ) -> impl FnMut(&mut State, &str, &RemoteView<'_>) -> Result<Decision> + 'a {
     move |state, goal, remote| {
-        let gs = state.goals.get_mut(goal).expect("goal exists");
-        let id = resolve_todo(gs, query)?;
-        select::wake_successor(gs, &id);
-        let todo = gs.todos.get_mut(&id).expect("resolved");
-        if let Some(lease) = remote.lease(goal, &id) {
-            lease.overlay(todo);
-        }
-        gate::check_reserved(todo, Some(agent), GateAction::Claim)?;
-        crate::ops::gate::check_held(ctx, state, goal, &id, agent, GateAction::Claim)?;
-        let todo = state
-            .goals
-            .get_mut(goal)
-            .expect("goal exists")
-            .todos
-            .get_mut(&id)
-            .expect("resolved");
-        let action = lease::claim(todo, agent, ctx.now, ttl)?;
+        let id = resolve_todo(state.goals.get(goal).expect("goal exists"), query)?;
+        let (action, todo) = claim_chosen(ctx, state, goal, &id, agent, ttl, remote)?;
         if action == ClaimAction::Held {
-            return Ok(((action, todo.clone()), None));
+            return Ok(((action, todo), None));
         }
-        touch(todo, ctx.now);
-        let c = claimed(todo);
         let verb = if action == ClaimAction::Renewed {
             "renew"
         } else {
@@ -108,10 +126,13 @@ fn claim_decision<'a>(
         };
         let message = Message::new(
             &format!("todo {verb}"),
-            format!("todo {verb} {id} by {agent} (epoch {})", c.epoch),
+            format!(
+                "todo {verb} {id} by {agent} (epoch {})",
+                claimed(&todo).epoch
+            ),
         )
         .trailer("Loopx-Todo", id.clone());
-        Ok(((action, todo.clone()), Some(message)))
+        Ok(((action, todo), Some(message)))
     }
 }
 
@@ -127,33 +148,17 @@ fn next_decision<'a>(
         let gs = state.goals.get(goal).expect("goal exists");
         let sel = select::select(gs, Some(agent), &caps, ctx.now);
         let id = pick(gs, &sel, agent, goal, remote, ctx.now)?;
-        let gs = state.goals.get_mut(goal).expect("goal exists");
-        select::wake_successor(gs, &id);
-        let todo = gs.todos.get_mut(&id).expect("selected");
-        if let Some(lease) = remote.lease(goal, &id) {
-            lease.overlay(todo);
-        }
-        gate::check_reserved(todo, Some(agent), GateAction::Claim)?;
-        crate::ops::gate::check_held(ctx, state, goal, &id, agent, GateAction::Claim)?;
-        let todo = state
-            .goals
-            .get_mut(goal)
-            .expect("goal exists")
-            .todos
-            .get_mut(&id)
-            .expect("resolved");
-        let action = lease::claim(todo, agent, ctx.now, ttl)?;
+        let (action, todo) = claim_chosen(ctx, state, goal, &id, agent, ttl, remote)?;
         if action == ClaimAction::Held {
-            return Ok(((action, todo.clone()), None));
+            return Ok(((action, todo), None));
         }
-        touch(todo, ctx.now);
-        let epoch = claimed(todo).epoch;
+        let epoch = claimed(&todo).epoch;
         let message = Message::new(
             "todo next --claim",
             format!("todo claim {id} by {agent} (epoch {epoch}, next)"),
         )
         .trailer("Loopx-Todo", id.clone());
-        Ok(((action, todo.clone()), Some(message)))
+        Ok(((action, todo), Some(message)))
     }
 }
 

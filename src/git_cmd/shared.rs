@@ -47,7 +47,7 @@ pub fn fetch(dir: &Path, remote: &Remote, tips: &[&str]) -> Result<bool, Transpo
             "--no-write-fetch-head",
             "--no-tags",
             // A write starts git's own maintenance when git would (see
-            // `GixStore::upkeep_due`); git's check after every fetch
+            // `Repository::upkeep_due`); git's check after every fetch
             // would cost a `git maintenance` process per sync.
             "--no-auto-maintenance",
             "--prune",

@@ -371,7 +371,7 @@ fn objects_check(ctx: &Context) -> Check {
         Err(e) => return check("objects", Level::Error, e.to_string(), e.hint()),
     };
     // What a bare `git prune` took from recent writes goes back first
-    // (`GixStore::restore_pruned`): only what is lost for good is reported.
+    // (`Repository::restore_pruned`): only what is lost for good is reported.
     ctx.store.restore_pruned();
     match intact(ctx, &tip) {
         Ok(()) => check(

@@ -474,7 +474,7 @@ fn failures_key(goal: &str, agent: &str) -> String {
 
 /// [`Failures`] of `agent` in `goal` on this host (none when unreadable).
 pub fn failures(ctx: &Context, goal: &str, agent: &str) -> Failures {
-    let record = ctx.store.host_record(&failures_key(goal, agent));
+    let record = ctx.store.records().get(&failures_key(goal, agent));
     record
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or_default()
@@ -501,7 +501,8 @@ fn failed_key(goal: &str) -> String {
 /// the latest 200; none when unreadable).
 pub fn failed_turns(ctx: &Context, goal: &str) -> Vec<FailedTurn> {
     ctx.store
-        .host_record(&failed_key(goal))
+        .records()
+        .get(&failed_key(goal))
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or_default()
 }
@@ -519,7 +520,7 @@ fn record(ctx: &Context, goal: &str, agent: &str, turn: &Turn) {
         let extra = log.len().saturating_sub(FAILED_KEPT);
         log.drain(..extra);
         let bytes = serde_json::to_vec(&log).expect("turns serialize");
-        ctx.store.set_host_record(&failed_key(goal), &bytes);
+        ctx.store.records().set(&failed_key(goal), &bytes);
     }
     let count = failures(ctx, goal, agent).count;
     let value = match turn.failed() {
@@ -531,8 +532,7 @@ fn record(ctx: &Context, goal: &str, agent: &str, turn: &Turn) {
         false if count == 0 => return,
         false => Vec::new(),
     };
-    ctx.store
-        .set_host_record(&failures_key(goal, agent), &value);
+    ctx.store.records().set(&failures_key(goal, agent), &value);
 }
 
 /// Whether this agent recorded a writeback under turn `key`.

@@ -164,13 +164,13 @@ fn seconds(d: Duration) -> String {
 fn check_git(ctx: &Context) -> Result<()> {
     let key = git_program_key().map(|k| format!("git-ok\0{k}"));
     if let Some(key) = &key {
-        if ctx.store.host_record(key).is_some() {
+        if ctx.store.records().get(key).is_some() {
             return Ok(());
         }
     }
     check_git_version()?;
     if let Some(key) = &key {
-        ctx.store.set_host_record(key, b"1");
+        ctx.store.records().set(key, b"1");
     }
     Ok(())
 }
@@ -556,7 +556,7 @@ pub fn sync_with(
     prune_leases: bool,
 ) -> Result<SyncReport> {
     // A push sends history: what a bare `git prune` took from it goes back
-    // first (`GixStore::heal_after_prune`).
+    // first (`Repository::heal_after_prune`).
     ctx.store.heal_after_prune();
     if shared::enabled(ctx) {
         shared::sync_locked(ctx, remote, allow_unrelated, prune_leases)

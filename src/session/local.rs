@@ -4,7 +4,7 @@
 //! and the `run` turns that were stopped, whose writes are refused from then
 //! on (the turn's processes, escaped ones included, are on this host).
 //!
-//! Grants are host records (`GixStore::host_record`): appended to one file,
+//! Grants are host records (`HostRecords::get`): appended to one file,
 //! so a claim creates no file.
 
 use crate::model::{Code, Refusal};
@@ -17,7 +17,7 @@ fn key(agent: &str, todo: &str) -> String {
 
 /// The epoch `agent` was granted on `todo` from this host, if recorded.
 pub fn granted_epoch(ctx: &Context, agent: &str, todo: &str) -> Option<u64> {
-    let bytes = ctx.store.host_record(&key(agent, todo))?;
+    let bytes = ctx.store.records().get(&key(agent, todo))?;
     String::from_utf8(bytes).ok()?.trim().parse().ok()
 }
 
@@ -25,12 +25,13 @@ pub fn granted_epoch(ctx: &Context, agent: &str, todo: &str) -> Option<u64> {
 /// holder check, so a failure to write it is not an error.
 pub fn record_grant(ctx: &Context, agent: &str, todo: &str, epoch: u64) {
     ctx.store
-        .set_host_record(&key(agent, todo), epoch.to_string().as_bytes());
+        .records()
+        .set(&key(agent, todo), epoch.to_string().as_bytes());
 }
 
 /// Forgets a lease that ended (release, done, handoff).
 pub fn forget_grant(ctx: &Context, agent: &str, todo: &str) {
-    ctx.store.set_host_record(&key(agent, todo), b"");
+    ctx.store.records().set(&key(agent, todo), b"");
 }
 
 /// The epoch a write by `agent` on `todo` must match: `--epoch`, else the
@@ -47,14 +48,14 @@ fn turn_key(turn: &str) -> String {
 /// a write naming it (`--turn`, or `LOOPX_TURN` in the writer's
 /// environment) is refused ([`check_turn_open`]).
 pub fn end_turn(ctx: &Context, turn: &str, why: &str) {
-    ctx.store.set_host_record(&turn_key(turn), why.as_bytes());
+    ctx.store.records().set(&turn_key(turn), why.as_bytes());
 }
 
 /// Refuses a write for turn `turn` once `run` stopped it: a process the
 /// turn left behind (one that left its process group, say) must not write
 /// back with the turn's claim after the turn was over.
 pub fn check_turn_open(ctx: &Context, turn: &str) -> Result<()> {
-    let Some(why) = ctx.store.host_record(&turn_key(turn)) else {
+    let Some(why) = ctx.store.records().get(&turn_key(turn)) else {
         return Ok(());
     };
     Err(Refusal::new(

@@ -139,7 +139,7 @@ impl<'c> Writer<'c> {
     /// After a commit of this command's landed on `loopx-state`: git's own
     /// automatic maintenance, as `git commit` runs it, when it would find
     /// work, or a multi-pack-index over a big pack (see
-    /// `GixStore::upkeep_due`; looked at on one commit in eight, by its
+    /// `Repository::upkeep_due`; looked at on one commit in eight, by its
     /// id). It follows git's settings: `maintenance.auto=false` or
     /// `gc.auto=0` turn it off.
     pub fn landed(&self, commit: &Oid) {

@@ -6,7 +6,7 @@ use crate::model::{leaks, State};
 use crate::store::{Error, FileChange, GixStore, Message, Oid};
 
 /// A change that passed every check a write makes, and the only thing the
-/// store commits ([`GixStore::commit`], and its detached and merge
+/// store commits ([`Repository::write_commit`], and its detached and merge
 /// commits all take one): whatever publishes a write — a compare-and-swap
 /// of the local ref, a commit pushed before the ref moves, a signed commit,
 /// a sync merge, a repair — cannot skip a check.

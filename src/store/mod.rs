@@ -1,8 +1,10 @@
 //! The seam between the control plane and git.
 //!
-//! [`GixStore`] is all the rest of the crate knows of a repository: the tip
-//! of `refs/heads/loopx-state`, the files of a commit, and a compare-and-swap
-//! commit; [`gix_store`] is the only module that imports `gix`.
+//! [`GixStore`] is all the rest of the crate knows of a repository: its
+//! [`Repository`] (the tip of `refs/heads/loopx-state`, the files of a
+//! commit, a compare-and-swap commit, refs and ancestry), this host's
+//! parsed-state [`StateCache`] and its [`HostRecords`]; [`gix_store`] is
+//! the only module that imports `gix`.
 //! [`transaction`] builds the load → mutate → check → CAS → retry loop on
 //! top, and every commit goes through its [`Checked`].
 
@@ -14,6 +16,7 @@ pub mod health;
 mod journal;
 mod message;
 pub mod publish;
+mod records;
 pub mod special;
 pub mod transaction;
 
@@ -21,10 +24,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
+pub use cache::StateCache;
 pub use checked::Checked;
-pub use gix_store::{Due, GixStore};
+pub use gix_store::{Due, GixStore, Repository};
 pub use message::{trailer, Message};
 pub use publish::{Detached, Draft};
+pub use records::HostRecords;
 pub use transaction::{transact, Committed, Write};
 
 use crate::model::Timestamp;
@@ -89,7 +94,7 @@ pub struct CommitInfo {
 }
 
 /// A ref with the trailers of the commit it points at
-/// ([`GixStore::refs_with_trailers`]).
+/// ([`Repository::refs_with_trailers`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RefTrailers {
     pub name: String,
@@ -141,7 +146,7 @@ pub enum Error {
         source: crate::codec::Error,
     },
     /// An object of the state is not in the object store (see
-    /// `GixStore::missing_object`).
+    /// `Repository::missing_object`).
     #[error("{at}: its {kind} {id}{} is missing from the object store", .path.as_ref().map(|p| format!(" ({p})")).unwrap_or_default())]
     ObjectMissing {
         /// `refs/heads/loopx-state at <commit>`, or the commit that was read.

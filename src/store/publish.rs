@@ -15,17 +15,19 @@
 //!   refuses.
 //!
 //! Each end caches the new state as a commit of this host's
-//! (`cache::remember_delta`, and the store's memo once the ref holds it),
+//! (`StateCache::remember_delta`, and the cache's memo once the ref holds it),
 //! so a write on the next line starts from it. This module is the only
-//! caller of the store's commit entry points (`GixStore::write_commit`,
-//! `GixStore::write_detached`, `pub(in crate::store)`;
+//! caller of the store's commit entry points (`Repository::write_commit`,
+//! `Repository::write_detached`, `pub(in crate::store)`;
 //! `tests/it/layers.rs` holds it).
 
 use crate::codec::Skeleton;
 use crate::model::{State, Timestamp};
-use crate::store::cache::remember_delta;
 use crate::store::checked::written;
-use crate::store::{CasResult, Checked, Error, FileChange, GixStore, Message, Oid, STATE_REF};
+use crate::store::{
+    CasResult, Checked, Error, FileChange, GixStore, Message, Oid, Repository, StateCache,
+    STATE_REF,
+};
 
 /// A change that passed every check, with the parents it was checked
 /// against and the state it makes.
@@ -98,8 +100,8 @@ impl Draft {
         };
         let done = store.write_commit(first, others, &self.checked, now)?;
         if let CasResult::Committed(oid) = &done {
-            self.cached(store, oid);
-            self.remembered(store, oid.clone());
+            self.cached(store.cache(), oid);
+            self.remembered(store.cache(), oid.clone());
         }
         Ok(done)
     }
@@ -131,7 +133,7 @@ impl Draft {
         };
         // Cached like any write (a push's leak check reads it next); an
         // entry for a commit that never lands on a ref is harmless.
-        self.cached(store, &commit);
+        self.cached(store.cache(), &commit);
         Ok(Some(Detached {
             commit,
             draft: self,
@@ -154,17 +156,17 @@ impl Draft {
         Ok(landed.then_some(commit))
     }
 
-    fn cached(&self, store: &GixStore, commit: &Oid) {
+    fn cached(&self, cache: &StateCache, commit: &Oid) {
         if let Some(state) = &self.state {
             let parent = self.parents.first();
-            remember_delta(store, commit, parent, state, self.checked.changes());
+            cache.remember_delta(commit, parent, state, self.checked.changes());
         }
     }
 
-    fn remembered(self, store: &GixStore, commit: Oid) {
+    fn remembered(self, cache: &StateCache, commit: Oid) {
         if let Some(mut state) = self.state {
             state.clean();
-            store.memo_put(commit, state);
+            cache.memo_put(commit, state);
         }
     }
 }
@@ -220,9 +222,9 @@ impl Detached {
         store.settle_detached(&self.commit);
         if moved? {
             if *commit != self.commit {
-                self.draft.cached(store, commit);
+                self.draft.cached(store.cache(), commit);
             }
-            self.draft.remembered(store, commit.clone());
+            self.draft.remembered(store.cache(), commit.clone());
             return Ok(true);
         }
         Ok(false)
@@ -230,8 +232,8 @@ impl Detached {
 
     /// Forgets it: a ref elsewhere holds it now (a remote's, a lease
     /// ref), or it was given up. Its objects are checked first.
-    pub fn settle(self, store: &GixStore) -> Oid {
-        store.settle_detached(&self.commit);
+    pub fn settle(self, repo: &Repository) -> Oid {
+        repo.settle_detached(&self.commit);
         self.commit
     }
 
@@ -244,6 +246,6 @@ impl Detached {
 
 /// Settles a commit [`Detached::into_pending`] kept: a push that carried it
 /// is over.
-pub fn settle(store: &GixStore, commit: &Oid) {
-    store.settle_detached(commit);
+pub fn settle(repo: &Repository, commit: &Oid) {
+    repo.settle_detached(commit);
 }

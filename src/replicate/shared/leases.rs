@@ -87,7 +87,8 @@ pub fn create_bound(ctx: &Context) -> Result<Duration> {
 pub fn note_merged(ctx: &Context, remote: &Remote, at: Timestamp) {
     let key = format!("merged/{remote}");
     ctx.store
-        .set_host_record(&key, at.unix().to_string().as_bytes());
+        .records()
+        .set(&key, at.unix().to_string().as_bytes());
 }
 
 /// Whether the local branch has merged a full fetch of `remote` begun less
@@ -97,7 +98,8 @@ pub fn merged_within(ctx: &Context, remote: &Remote, now: Timestamp, bound: Dura
     let key = format!("merged/{remote}");
     let Some(at) = ctx
         .store
-        .host_record(&key)
+        .records()
+        .get(&key)
         .and_then(|b| String::from_utf8(b).ok())
         .and_then(|t| t.parse::<i64>().ok())
     else {
@@ -165,12 +167,13 @@ pub(super) fn ended_seen(ctx: &Context, commit: &Oid) -> i64 {
     let key = format!("{ENDED_SEEN}{}", commit.0);
     let known = ctx
         .store
-        .host_record(&key)
+        .records()
+        .get(&key)
         .and_then(|b| String::from_utf8(b).ok())
         .and_then(|t| t.parse::<i64>().ok());
     known.unwrap_or_else(|| {
         let now = ctx.now.unix();
-        ctx.store.set_host_record(&key, now.to_string().as_bytes());
+        ctx.store.records().set(&key, now.to_string().as_bytes());
         now
     })
 }
@@ -185,17 +188,18 @@ pub(super) fn forget_ended_seen(ctx: &Context, leases: &Leases, keep: i64) {
     let listed: std::collections::HashSet<&str> =
         leases.0.values().map(|r| r.oid.0.as_str()).collect();
     let now = ctx.now.unix();
-    for key in ctx.store.host_record_keys(ENDED_SEEN) {
+    for key in ctx.store.records().keys(ENDED_SEEN) {
         if listed.contains(&key[ENDED_SEEN.len()..]) {
             continue;
         }
         let seen = ctx
             .store
-            .host_record(&key)
+            .records()
+            .get(&key)
             .and_then(|b| String::from_utf8(b).ok())
             .and_then(|t| t.parse::<i64>().ok());
         if seen.is_none_or(|t| now - t > keep) {
-            ctx.store.set_host_record(&key, b"");
+            ctx.store.records().set(&key, b"");
         }
     }
 }

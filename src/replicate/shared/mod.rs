@@ -69,7 +69,8 @@ pub fn peer_id(ctx: &Context) -> String {
     }
     if let Some(id) = ctx
         .store
-        .host_record("peer")
+        .records()
+        .get("peer")
         .and_then(|b| String::from_utf8(b).ok())
     {
         return id;
@@ -83,7 +84,7 @@ pub fn peer_id(ctx: &Context) -> String {
         ctx.store.common_dir()
     );
     let id = sha1_smol::Sha1::from(seed).digest().to_string()[..12].to_owned();
-    ctx.store.set_host_record("peer", id.as_bytes());
+    ctx.store.records().set("peer", id.as_bytes());
     id
 }
 

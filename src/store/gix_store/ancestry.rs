@@ -18,7 +18,7 @@ use std::rc::Rc;
 use gix::hashtable::HashMap;
 use gix::ObjectId;
 
-use super::{git_err, object_id, oid, GixStore};
+use super::{git_err, object_id, oid, Repository};
 use crate::store::{Error, Oid};
 
 const ONE: u8 = 1;
@@ -94,7 +94,7 @@ impl Walk {
     }
 }
 
-impl GixStore {
+impl Repository {
     fn node(&self, id: ObjectId) -> Result<Node, Error> {
         if let Some(n) = self.commits.borrow().get(&id) {
             return Ok(n.clone());

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::{git_err, GixStore};
+use super::{git_err, Repository};
 use crate::store::{health, Error, STATE_REF};
 
 /// git's `gc.auto` and `gc.autoPackLimit` defaults.
@@ -35,7 +35,7 @@ pub struct Due {
     pub multi_pack_index: bool,
 }
 
-impl GixStore {
+impl Repository {
     /// What git's own upkeep would find to do after a write (see [`Due`]).
     /// Costs two directory listings and a stat per pack index.
     pub fn upkeep_due(&self) -> Due {

@@ -7,11 +7,16 @@ use gix::bstr::ByteSlice;
 use gix::refs::transaction::{Change, PreviousValue, RefEdit, RefLog};
 use gix::refs::Target;
 
-use super::{git_err, object_id, oid, settled, GixStore};
+use super::{git_err, object_id, oid, settled, Repository};
 use crate::model::Timestamp;
 use crate::store::{Error, Oid, RefTrailers};
 
-impl GixStore {
+impl Repository {
+    /// The commit `refs/heads/loopx-state` points at, if any.
+    pub fn tip(&self) -> Result<Option<Oid>, Error> {
+        self.try_find_ref(crate::store::STATE_REF)
+    }
+
     /// Every configured remote with its `remote.<name>.fetch` refspecs, by name.
     pub fn remote_fetch_refspecs(&self) -> Vec<(String, Vec<String>)> {
         let repo = self.repo.borrow();
@@ -66,7 +71,7 @@ impl GixStore {
             .collect())
     }
 
-    /// [`GixStore::refs_under`], with the committer time and trailers of
+    /// [`Repository::refs_under`], with the committer time and trailers of
     /// the commit each ref points at (none for an object that is not a
     /// commit or cannot be read: such a ref is not one git-loopx wrote).
     pub fn refs_with_trailers(&self, prefix: &str) -> Result<Vec<RefTrailers>, Error> {

@@ -27,7 +27,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use loopx::model::{ids, Extra, Outcome, Run, RunKind, State, Timestamp};
-use loopx::store::{transact, GixStore, Message, Write};
+use loopx::store::{transact, GixStore, Message, Policy, Write};
 
 const NOW: &str = "2026-12-02T10:00:00Z";
 
@@ -366,28 +366,33 @@ fn bench_size(env: &Env, o: &Opts, n: usize, t: &mut Table) {
     // 1a. In-process writeback: one todo changed per commit.
     let inproc = time(o.reps, |i| {
         let id = todo_id(i.min(n - 1) % n);
-        transact::<_, loopx::Error, _>(&store, now(), |s: &mut Option<State>, _| {
-            let todo = s
-                .as_mut()
-                .unwrap()
-                .goals
-                .get_mut("main")
-                .unwrap()
-                .todos
-                .get_mut(&id)
-                .unwrap();
-            todo.notes.push(loopx::model::Note {
-                at: now(),
-                agent: None,
-                text: format!("in-process {i}"),
-                extra: Extra::new(),
-            });
-            todo.rev += 1;
-            Ok(Write::commit(
-                (),
-                Message::new("bench", format!("bench writeback {i}")),
-            ))
-        })
+        transact::<_, loopx::Error, _>(
+            &store,
+            &Policy::default(),
+            now(),
+            |s: &mut Option<State>, _| {
+                let todo = s
+                    .as_mut()
+                    .unwrap()
+                    .goals
+                    .get_mut("main")
+                    .unwrap()
+                    .todos
+                    .get_mut(&id)
+                    .unwrap();
+                todo.notes.push(loopx::model::Note {
+                    at: now(),
+                    agent: None,
+                    text: format!("in-process {i}"),
+                    extra: Extra::new(),
+                });
+                todo.rev += 1;
+                Ok(Write::commit(
+                    (),
+                    Message::new("bench", format!("bench writeback {i}")),
+                ))
+            },
+        )
         .unwrap();
     });
     t.row(&size, "writeback, in-process", inproc, String::new());

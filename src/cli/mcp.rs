@@ -39,9 +39,7 @@ pub fn run(global: &GlobalArgs, _args: &Args) -> Result<()> {
         agent: global.agent.clone(),
         goal: global.goal.clone(),
         clock: super::now,
-        allowed_leaks: crate::model::leaks::rules()
-            .filter(|rule| global.allow_secret_pattern.iter().any(|a| a == rule))
-            .collect(),
+        policy: crate::session::Policy::allowing(&global.allow_secret_pattern),
     };
     // Read once here, so a bad LOOPX_NOW is refused before the session.
     super::now()?;

@@ -44,7 +44,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::model::Timestamp;
 use crate::render;
-use crate::session::Context;
+use crate::session::{Context, Policy};
 use crate::{Error, Result};
 
 /// git-loopx: durable control state for long-running AI agents, kept on the
@@ -276,11 +276,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
             .map_err(|e| Error::invalid_input(format!("cannot read the current directory: {e}")))?,
     };
     let mut ctx = Context::open(&dir, now, cli.global.agent.clone(), cli.global.goal.clone())?;
-    ctx.store.allow_leaks(
-        crate::model::leaks::rules()
-            .filter(|rule| cli.global.allow_secret_pattern.iter().any(|a| a == rule))
-            .collect(),
-    );
+    ctx.set_policy(Policy::allowing(&cli.global.allow_secret_pattern));
     let result = match &cli.command {
         Command::Init(args) => init::run(&ctx, args),
         #[cfg(feature = "import-loopx")]

@@ -45,8 +45,9 @@ pub struct Options {
     pub goal: Option<String>,
     /// The clock (`LOOPX_NOW`, else the system's), read before each call.
     pub clock: fn() -> Result<Timestamp>,
-    /// The credential rules whose hits a write may let through.
-    pub allowed_leaks: Vec<&'static str>,
+    /// What the tools' writes may let through their checks
+    /// (`--allow-secret-pattern`).
+    pub policy: crate::session::Policy,
 }
 
 /// The server: the ops worker, and which resources the client subscribed to.

@@ -31,14 +31,14 @@ impl Worker {
         let (ready, opened) = mpsc::channel::<Result<String>>();
         let dir = options.dir.clone();
         let (agent, goal) = (options.agent.clone(), options.goal.clone());
-        let (clock, allowed) = (options.clock, options.allowed_leaks.clone());
+        let (clock, policy) = (options.clock, options.policy.clone());
         std::thread::Builder::new()
             .name("loopx-mcp-ops".to_owned())
             .spawn(move || {
                 let open = || -> Result<Context> {
                     let mut ctx = Context::open(&dir, clock()?, agent, goal)?;
                     ctx.require_agent()?;
-                    ctx.store.allow_leaks(allowed);
+                    ctx.set_policy(policy);
                     Ok(ctx)
                 };
                 let mut ctx = match open() {

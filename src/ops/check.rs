@@ -87,7 +87,7 @@ pub fn check(ctx: &Context, paths: &[PathBuf]) -> Result<CheckReport> {
         }
     }
     let mut scan = Scan {
-        allowed_rules: ctx.store.allowed_leaks(),
+        allowed_rules: ctx.policy().allowed_leaks(),
         report: CheckReport {
             hits: Vec::new(),
             allowed: Vec::new(),

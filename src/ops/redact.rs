@@ -339,7 +339,13 @@ fn rewrite(
             // The rewritten files pass the checks of any write: they read
             // back, and hold no credential the commit did not hold.
             let what = Message::new("redact", format!("redact {}", commit.id));
-            Checked::new(&ctx.store, &[&Oid(commit.id.clone())], changes, &what)?;
+            Checked::new(
+                &ctx.store,
+                ctx.policy(),
+                &[&Oid(commit.id.clone())],
+                changes,
+                &what,
+            )?;
         }
         let (headers, message) = split_commit(&commit.data);
         let message = String::from_utf8_lossy(message);

@@ -226,10 +226,9 @@ pub fn check_leaks_excluding(ctx: &Context, tip: &Oid, on_remote: &[Oid]) -> Res
             "commit" => message_of(&object.data),
             _ => continue,
         };
-        let allowed = ctx.store.allowed_leaks();
         let Some(leak) = leaks::scan_bytes(text)
             .into_iter()
-            .find(|l| !allowed.contains(&l.kind))
+            .find(|l| !ctx.policy().allows(l.kind))
         else {
             continue;
         };

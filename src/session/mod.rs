@@ -21,6 +21,8 @@ use crate::model::{self, ids, GoalState, Refusal, State, Timestamp};
 use crate::store::{self, transaction, GixStore};
 use crate::{Error, Result};
 
+pub use crate::store::Policy;
+
 /// Who is asking, about which goal, at what time, in which repository.
 pub struct Context {
     pub store: GixStore,
@@ -36,6 +38,9 @@ pub struct Context {
     /// rule that must read history (which gate resolutions count) reads it
     /// at that commit, not at whatever the tip is by then.
     deciding_on: std::sync::Mutex<Option<store::Oid>>,
+    /// What this command's writes may let through their checks
+    /// (`--allow-secret-pattern`).
+    policy: Policy,
 }
 
 impl Context {
@@ -66,7 +71,21 @@ impl Context {
             goal: goal.filter(|g| !g.is_empty()),
             inside: std::sync::OnceLock::new(),
             deciding_on: std::sync::Mutex::new(None),
+            policy: Policy::default(),
         })
+    }
+
+    /// What this command's writes may let through their checks; every
+    /// write hands it to the store's checks, and `sync` and `check` judge
+    /// by it too.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Sets what this command's writes may let through
+    /// (`--allow-secret-pattern`).
+    pub fn set_policy(&mut self, policy: Policy) {
+        self.policy = policy;
     }
 
     /// The agent runtime this command runs inside, if any: a marker in its
@@ -389,6 +408,7 @@ pub fn transact<R>(
     let writer = write::Writer::new(ctx);
     let done = ctx.told(store::transact(
         &ctx.store,
+        &ctx.policy,
         ctx.now,
         |state: &mut Option<State>, base| {
             ctx.decide_on(base);

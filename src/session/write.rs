@@ -109,6 +109,7 @@ impl<'c> Writer<'c> {
         };
         Ok(Draft::of_state(
             &self.ctx.store,
+            self.ctx.policy(),
             Some(&parent),
             Some(&skeleton),
             state,
@@ -129,6 +130,7 @@ impl<'c> Writer<'c> {
     ) -> Result<Draft> {
         Ok(Draft::of_changes(
             &self.ctx.store,
+            self.ctx.policy(),
             parents,
             changes,
             message,

@@ -1,9 +1,41 @@
 //! The checks every state commit passes, whatever publishes it
-//! ([`Checked`]), and the file changes a decision made.
+//! ([`Checked`]), what a write may let through them ([`Policy`]), and the
+//! file changes a decision made.
 
 use crate::codec;
 use crate::model::{leaks, State};
-use crate::store::{Error, FileChange, GixStore, Message, Oid};
+use crate::store::{Error, FileChange, Message, Oid, Repository};
+
+/// What a write may commit that its checks would refuse otherwise: the
+/// credential rules ([`leaks::rules`]) whose new hits pass
+/// (`--allow-secret-pattern`). A command holds one and hands it to each
+/// write it makes; the default lets nothing through.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Policy {
+    allowed_leaks: Vec<&'static str>,
+}
+
+impl Policy {
+    /// Lets through the credential rules among `names` (names that are
+    /// not a rule are ignored).
+    pub fn allowing(names: &[impl AsRef<str>]) -> Self {
+        Policy {
+            allowed_leaks: leaks::rules()
+                .filter(|rule| names.iter().any(|n| n.as_ref() == *rule))
+                .collect(),
+        }
+    }
+
+    /// Whether a new hit of credential rule `rule` passes.
+    pub fn allows(&self, rule: &str) -> bool {
+        self.allowed_leaks.contains(&rule)
+    }
+
+    /// The credential rules whose new hits pass.
+    pub fn allowed_leaks(&self) -> &[&'static str] {
+        &self.allowed_leaks
+    }
+}
 
 /// A change that passed every check a write makes, and the only thing the
 /// store commits ([`Repository::write_commit`], and its detached and merge
@@ -23,15 +55,17 @@ pub struct Checked {
 
 impl Checked {
     /// Checks `changes` and `message` for a commit whose parents are
-    /// `bases` (none for a root commit).
+    /// `bases` (none for a root commit), letting through what `policy`
+    /// allows.
     pub fn new(
-        store: &GixStore,
+        repo: &Repository,
+        policy: &Policy,
         bases: &[&Oid],
         changes: Vec<FileChange>,
         message: &Message,
     ) -> Result<Self, Error> {
         check_readable(&changes)?;
-        let passed = refuse_new_leaks(store, bases, &changes, message)?;
+        let passed = refuse_new_leaks(repo, policy, bases, &changes, message)?;
         let message = with_allowances(message, &passed).unwrap_or_else(|| message.clone());
         Ok(Checked { changes, message })
     }
@@ -66,19 +100,19 @@ fn check_readable(changes: &[FileChange]) -> Result<(), Error> {
 /// write adds nothing new. `sync` still refuses to push it, and `redact`
 /// removes it from unpushed history.
 ///
-/// A new hit of a rule the store allows ([`GixStore::allowed_leaks`]) passes;
+/// A new hit of a rule the write's policy allows ([`Policy::allows`]) passes;
 /// the rules that let one through are returned, for the commit's
 /// `Loopx-Allowed-Secret-Pattern` trailers ([`with_allowances`]).
 fn refuse_new_leaks(
-    store: &GixStore,
+    repo: &Repository,
+    policy: &Policy,
     bases: &[&Oid],
     changes: &[FileChange],
     message: &Message,
 ) -> Result<Vec<&'static str>, Error> {
-    let allowed = store.allowed_leaks();
     let mut passed: Vec<&'static str> = Vec::new();
     let mut pass = |kind: &'static str| {
-        let ok = allowed.contains(&kind);
+        let ok = policy.allows(kind);
         if ok && !passed.contains(&kind) {
             passed.push(kind);
         }
@@ -96,7 +130,7 @@ fn refuse_new_leaks(
                     };
                     let mut held = Vec::new();
                     for base in bases {
-                        held.extend(store.read_file(base, path)?);
+                        held.extend(repo.read_file(base, path)?);
                     }
                     Ok(held)
                 })

@@ -25,7 +25,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 pub use cache::StateCache;
-pub use checked::Checked;
+pub use checked::{Checked, Policy};
 pub use gix_store::{Due, GixStore, Repository};
 pub use message::{trailer, Message};
 pub use publish::{Detached, Draft};

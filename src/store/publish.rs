@@ -25,7 +25,7 @@ use crate::codec::Skeleton;
 use crate::model::{State, Timestamp};
 use crate::store::checked::written;
 use crate::store::{
-    CasResult, Checked, Error, FileChange, GixStore, Message, Oid, Repository, StateCache,
+    CasResult, Checked, Error, FileChange, GixStore, Message, Oid, Policy, Repository, StateCache,
     STATE_REF,
 };
 
@@ -43,7 +43,8 @@ impl Draft {
     /// that state's skeleton, taken before the decision ran), plus the
     /// files it removes (`removed`: archived runs), checked.
     pub fn of_state(
-        store: &GixStore,
+        repo: &Repository,
+        policy: &Policy,
         parent: Option<&Oid>,
         before: Option<&Skeleton>,
         state: State,
@@ -57,21 +58,23 @@ impl Draft {
                 .map(|path| FileChange::Remove { path: path.clone() }),
         );
         let parents: Vec<Oid> = parent.into_iter().cloned().collect();
-        Draft::of_changes(store, parents, changes, message, Some(state))
+        Draft::of_changes(repo, policy, parents, changes, message, Some(state))
     }
 
     /// `changes` on the tree of `parents[0]`, a commit whose parents are
     /// `parents` (a merge has several, a lease commit none), checked
-    /// against each; `state` is the state it makes, when there is one.
+    /// against each under `policy`; `state` is the state it makes, when
+    /// there is one.
     pub fn of_changes(
-        store: &GixStore,
+        repo: &Repository,
+        policy: &Policy,
         parents: Vec<Oid>,
         changes: Vec<FileChange>,
         message: &Message,
         state: Option<State>,
     ) -> Result<Draft, Error> {
         let bases: Vec<&Oid> = parents.iter().collect();
-        let checked = Checked::new(store, &bases, changes, message)?;
+        let checked = Checked::new(repo, policy, &bases, changes, message)?;
         Ok(Draft {
             parents,
             checked,

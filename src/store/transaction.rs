@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::codec;
 use crate::model::{State, Timestamp};
 use crate::store::publish::Draft;
-use crate::store::{health, CasResult, Error, GixStore, Message, Oid};
+use crate::store::{health, CasResult, Error, GixStore, Message, Oid, Policy};
 
 pub use crate::store::checked::{changes, written, Checked};
 
@@ -71,8 +71,14 @@ pub fn load(store: &GixStore) -> Result<(Option<Oid>, Option<State>), Error> {
 }
 
 /// Runs `mutate` on the freshest state until its change lands (see module
-/// docs). `mutate` is also told the tip it works on.
-pub fn transact<R, E, F>(store: &GixStore, now: Timestamp, mut mutate: F) -> Result<Committed<R>, E>
+/// docs), its change checked under `policy`. `mutate` is also told the tip
+/// it works on.
+pub fn transact<R, E, F>(
+    store: &GixStore,
+    policy: &Policy,
+    now: Timestamp,
+    mut mutate: F,
+) -> Result<Committed<R>, E>
 where
     E: From<Error>,
     F: FnMut(&mut Option<State>, Option<&Oid>) -> Result<Write<R>, E>,
@@ -99,6 +105,7 @@ where
         };
         let draft = Draft::of_state(
             store,
+            policy,
             base.as_ref(),
             skeleton.as_ref(),
             new,
@@ -211,7 +218,7 @@ mod tests {
     }
 
     fn run(store: &GixStore, f: impl Fn(&mut Option<State>)) -> Committed<()> {
-        transact::<_, Error, _>(store, t(1), |s, _| {
+        transact::<_, Error, _>(store, &Policy::default(), t(1), |s, _| {
             f(s);
             Ok(Write::commit((), Message::new("test", "test")))
         })
@@ -243,7 +250,7 @@ mod tests {
         let (_dir, store) = store();
         run(&store, |s| *s = Some(fresh()));
         let mut calls = 0;
-        let done = transact::<_, Error, _>(&store, t(2), |s, _| {
+        let done = transact::<_, Error, _>(&store, &Policy::default(), t(2), |s, _| {
             calls += 1;
             if calls == 1 {
                 // Another writer lands between our read and our CAS (its
@@ -257,6 +264,7 @@ mod tests {
                 let parents = tip.into_iter().collect();
                 let draft = Draft::of_changes(
                     &store,
+                    &Policy::default(),
                     parents,
                     changes(Some(&theirs), &new),
                     &message,

@@ -60,8 +60,6 @@ pub struct GixStore {
     repo: Repository,
     cache: StateCache,
     records: HostRecords,
-    /// Credential rules a write may pass (`--allow-secret-pattern`).
-    allowed_leaks: Vec<&'static str>,
 }
 
 impl GixStore {
@@ -74,7 +72,6 @@ impl GixStore {
             cache: StateCache::new(local.join("cache")),
             records: HostRecords::new(local.join("records")),
             repo,
-            allowed_leaks: Vec::new(),
         })
     }
 
@@ -91,19 +88,6 @@ impl GixStore {
     /// The host-local records under `.git/loopx/records/`.
     pub fn records(&self) -> &HostRecords {
         &self.records
-    }
-
-    /// Lets writes through this store commit text that the named credential
-    /// rules ([`crate::model::leaks::rules`]) match (`--allow-secret-pattern`).
-    pub fn allow_leaks(&mut self, rules: Vec<&'static str>) {
-        self.allowed_leaks = rules;
-    }
-
-    /// Credential rules a write may pass (`--allow-secret-pattern`); each
-    /// one passed is named in the commit's `Loopx-Allowed-Secret-Pattern`
-    /// trailer (see `checked::Checked`).
-    pub fn allowed_leaks(&self) -> &[&'static str] {
-        &self.allowed_leaks
     }
 }
 

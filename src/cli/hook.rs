@@ -202,9 +202,7 @@ fn open(global: &GlobalArgs, runtime: Runtime, cwd: Option<&str>) -> Result<Cont
     // Not Cursor's: its hooks run under the editor, whose terminal is the
     // person's too.
     if runtime != Runtime::Cursor {
-        if let Some(g) =
-            crate::session::governed::Governed::runtime_served(ctx.store.common_dir(), runtime)
-        {
+        if let Some(g) = crate::session::governed::Governed::served_in(&ctx, runtime) {
             g.keep();
         }
     }

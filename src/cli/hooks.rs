@@ -121,7 +121,7 @@ const ALL: [Integration; 8] = [
 pub fn run(ctx: &Context, global: &GlobalArgs, args: &Args) -> Result<Output> {
     // A bare repository has no worktree for the runtimes' files: with no
     // integration named, only the git hooks.
-    let all: &[Integration] = if ctx.store.workdir().is_some() {
+    let all: &[Integration] = if ctx.worktree().is_some() {
         &ALL
     } else {
         &[Integration::Git]

@@ -35,7 +35,7 @@ pub struct Seen {
 }
 
 fn look(ctx: &Context) -> Seen {
-    let tip = ctx.store.tip().ok().flatten().map(|oid| oid.to_string());
+    let tip = ctx.tip().ok().flatten().map(|oid| oid.to_string());
     let goals = match ctx.load() {
         Ok((_, state)) => state
             .goals
@@ -72,7 +72,7 @@ pub fn start(options: &Options) -> Result<watch::Receiver<Seen>> {
             let _ = ready.send(Ok(rx));
             loop {
                 std::thread::sleep(POLL);
-                let tip = ctx.store.tip().ok().flatten().map(|oid| oid.to_string());
+                let tip = ctx.tip().ok().flatten().map(|oid| oid.to_string());
                 if tip == last.tip {
                     continue;
                 }

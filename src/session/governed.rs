@@ -183,6 +183,12 @@ impl Governed {
         write(common_dir, p, runtime)
     }
 
+    /// [`Governed::runtime_served`] in the repository of `ctx` (a hook
+    /// program's).
+    pub fn served_in(ctx: &super::Context, runtime: Runtime) -> Option<Governed> {
+        Governed::runtime_served(ctx.store.common_dir(), runtime)
+    }
+
     /// Keeps the record after this value is dropped: a hook program ends
     /// long before the runtime it serves (whose record goes once it ends).
     pub fn keep(self) {

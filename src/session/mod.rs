@@ -220,6 +220,18 @@ impl Context {
         self.store.workdir().unwrap_or(self.store.common_dir())
     }
 
+    /// The working tree of the repository, if it has one (a bare
+    /// repository has none).
+    pub fn worktree(&self) -> Option<&Path> {
+        self.store.workdir()
+    }
+
+    /// The commit `loopx-state` points at, if any: one file read, for a
+    /// watcher that polls it.
+    pub fn tip(&self) -> Result<Option<store::Oid>> {
+        Ok(self.store.tip()?)
+    }
+
     /// The acting agent, if one was named.
     pub fn agent(&self) -> Option<&str> {
         self.agent.as_deref()

@@ -339,10 +339,7 @@ const MAY_USE: &[(&str, &[&str])] = &[
         &["ops", "session", "render", "model", "serve", "mcp", "error"],
     ),
     ("serve", &["ops", "session", "render", "model", "error"]),
-    (
-        "mcp",
-        &["ops", "session", "render", "model", "store", "error"],
-    ),
+    ("mcp", &["ops", "session", "render", "model", "error"]),
     ("render", &["ops", "model", "codec", "error"]),
     (
         "ops",
@@ -480,6 +477,53 @@ fn modules_import_in_no_circle_and_never_upward() {
         "the scan found only {} edges",
         edges.len()
     );
+}
+
+/// The front ends (`cli`, `mcp`, `serve`) reach the repository through
+/// `ops` only (issue 48): no file of theirs names the `store` module — a
+/// path through it, or a name a `use` of it brought in, as the module
+/// graph has them — nor a `.store` field (a context's store,
+/// `ctx.store.tip()`); `.store(…)`, a method (an atomic's), is not one.
+#[test]
+fn front_ends_reach_the_store_only_through_ops() {
+    const FRONT_ENDS: [&str; 3] = ["cli", "mcp", "serve"];
+    let front = |m: &Module| m.first().is_some_and(|l| FRONT_ENDS.contains(&l.as_str()));
+    let mut problems = Vec::new();
+    for ((a, b), place) in &library() {
+        if front(a) && b.first().is_some_and(|l| l == "store") {
+            problems.push(format!("{place}: {} names {}", show(a), show(b)));
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<PathBuf> = FRONT_ENDS
+        .iter()
+        .map(|l| root.join("src").join(l))
+        .collect();
+    let mut read = 0;
+    while let Some(f) = files.pop() {
+        if f.is_dir() {
+            files.extend(std::fs::read_dir(&f).unwrap().map(|e| e.unwrap().path()));
+            continue;
+        }
+        if f.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        read += 1;
+        let text = std::fs::read_to_string(&f).unwrap();
+        let t = tokens(&text);
+        for i in 0..t.len() {
+            if is(&t, i, '.') && ident(&t, i + 1) == Some("store") && !is(&t, i + 2, '(') {
+                let place = format!("{}:{}", f.strip_prefix(root).unwrap().display(), t[i].1);
+                problems.push(format!("{place}: a `.store` field"));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "the front ends reach into the store:\n{}",
+        problems.join("\n")
+    );
+    assert!(read > 40, "read only {read} files of the front ends");
 }
 
 #[test]

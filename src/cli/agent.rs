@@ -40,7 +40,8 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
         } => {
             let r = agent::register(ctx, id, runtime.as_deref(), capability)?;
             let verb = if r.created { "registered" } else { "updated" };
-            Ok(Output::new(&r, format!("{verb} agent {}\n", r.agent.id)))
+            let text = format!("{verb} agent {}\n", r.agent.id);
+            Ok(Output::new(r, text))
         }
         AgentCommand::List => {
             let r = agent::list(ctx)?;
@@ -56,7 +57,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             if r.agents.is_empty() {
                 text.push_str("no agents registered\n");
             }
-            Ok(Output::new(&r, text))
+            Ok(Output::new(r, text))
         }
     }
 }

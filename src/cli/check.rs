@@ -38,7 +38,9 @@ pub struct Args {
 
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
     let report = check::check(ctx, &args.paths)?;
-    let mut out = Output::new(&report, render::check::check(&report));
-    out.failure = check::failure(&report);
+    let failure = check::failure(&report);
+    let text = render::check::check(&report);
+    let mut out = Output::new(report, text);
+    out.failure = failure;
     Ok(out)
 }

@@ -46,7 +46,7 @@ pub fn run(args: &Args) -> Result<Output> {
     let script = script(args.shell);
     let text = script.clone();
     Ok(Output::new(
-        &Report {
+        Report {
             shell: args.shell,
             script,
         },

@@ -36,5 +36,5 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
     } else {
         render::diff::text(&r)
     };
-    Ok(Output::markdown(&r, text, args.markdown))
+    Ok(Output::markdown(r, text, args.markdown))
 }

@@ -40,26 +40,27 @@ pub struct Args {
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
     if let Some(rev) = &args.rev {
         let report = check_state::check_rev(ctx, rev)?;
-        let mut out = Output::new(&report, render::text::state_check(&report));
-        if !report.valid {
-            out.failure = Some(
-                Refusal::new(
-                    Code::StateInvalid,
-                    format!(
-                        "state commit {} has {} error(s)",
-                        report.commit.short(),
-                        report.errors
-                    ),
-                )
-                .into(),
-            );
-        }
+        let failure = (!report.valid).then(|| {
+            Refusal::new(
+                Code::StateInvalid,
+                format!(
+                    "state commit {} has {} error(s)",
+                    report.commit.short(),
+                    report.errors
+                ),
+            )
+            .into()
+        });
+        let text = render::text::state_check(&report);
+        let mut out = Output::new(report, text);
+        out.failure = failure;
         return Ok(out);
     }
     let report = doctor::doctor(ctx, args.fsck, args.repair)?;
-    let mut out = Output::new(&report, render::text::doctor(&report));
-    if !report.healthy {
-        out.failure = Some(Refusal::new(Code::StateInvalid, "doctor found problems").into());
-    }
+    let failure =
+        (!report.healthy).then(|| Refusal::new(Code::StateInvalid, "doctor found problems").into());
+    let text = render::text::doctor(&report);
+    let mut out = Output::new(report, text);
+    out.failure = failure;
     Ok(out)
 }

@@ -92,10 +92,8 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
     match &args.command {
         GateCommand::Add(a) => {
             let r = gate::add(ctx, a)?;
-            Ok(Output::new(
-                &r,
-                format!("gate {}: {}\n", r.gate.id, r.gate.text),
-            ))
+            let text = format!("gate {}: {}\n", r.gate.id, r.gate.text);
+            Ok(Output::new(r, text))
         }
         GateCommand::Resolve {
             id,
@@ -124,7 +122,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
                     crate::model::status_name(t.status)
                 ));
             }
-            Ok(Output::new(&r, text))
+            Ok(Output::new(r, text))
         }
         GateCommand::Signers {
             command:
@@ -134,7 +132,8 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
                 },
         } => {
             let r = crate::ops::signers::setup(ctx, key.as_deref(), *allow_unprotected)?;
-            Ok(Output::new(&r, setup_text(&r)))
+            let text = setup_text(&r);
+            Ok(Output::new(r, text))
         }
         GateCommand::Signers { command } => {
             use crate::ops::signers;
@@ -156,7 +155,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
                     "loopx.yaml lists other keys, set by a commit no gate signer signed: not in effect\n",
                 );
             }
-            Ok(Output::new(&r, text))
+            Ok(Output::new(r, text))
         }
         GateCommand::List { all } => {
             let r = gate::list(ctx, *all)?;
@@ -184,7 +183,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             if r.gates.is_empty() {
                 text.push_str("no open gates\n");
             }
-            Ok(Output::new(&r, text))
+            Ok(Output::new(r, text))
         }
     }
 }

@@ -72,5 +72,5 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
         };
         render::goal::goal(&report, action)
     };
-    Ok(Output::new(&report, text))
+    Ok(Output::new(report, text))
 }

@@ -135,15 +135,18 @@ pub fn run(ctx: &Context, global: &GlobalArgs, args: &Args) -> Result<Output> {
             };
             let report = hooks::install(ctx, &which.chosen(&[Integration::Git]), baked)?;
             crate::ops::repos::register(ctx);
-            Ok(Output::new(&report, render::hooks::changes(&report)))
+            let text = render::hooks::changes(&report);
+            Ok(Output::new(report, text))
         }
         HooksCommand::Uninstall(which) => {
             let report = hooks::uninstall(ctx, &which.chosen(all))?;
-            Ok(Output::new(&report, render::hooks::changes(&report)))
+            let text = render::hooks::changes(&report);
+            Ok(Output::new(report, text))
         }
         HooksCommand::Status(which) => {
             let report = hooks::status(ctx, &which.chosen(all))?;
-            Ok(Output::new(&report, render::hooks::status(&report)))
+            let text = render::hooks::status(&report);
+            Ok(Output::new(report, text))
         }
     }
 }

@@ -79,5 +79,6 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
     if !args.dry_run {
         crate::ops::repos::register(ctx);
     }
-    Ok(Output::new(&report, render::import::import(&report)))
+    let text = render::import::import(&report);
+    Ok(Output::new(report, text))
 }

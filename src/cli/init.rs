@@ -11,5 +11,6 @@ pub use init::InitArgs as Args;
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
     let report = init::init(ctx, args)?;
     crate::ops::repos::register(ctx);
-    Ok(Output::new(&report, render::text::init(&report)))
+    let text = render::text::init(&report);
+    Ok(Output::new(report, text))
 }

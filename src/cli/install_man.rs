@@ -42,7 +42,8 @@ pub fn run(args: &Args) -> Result<Output> {
         manpath.as_deref(),
         path.as_deref(),
     )?;
-    Ok(Output::new(&report, render::help::install_man(&report)))
+    let text = render::help::install_man(&report);
+    Ok(Output::new(report, text))
 }
 
 /// `<bin>/../share/man/man1`, `<bin>` the directory of this program.

@@ -10,5 +10,6 @@ pub use log::LogArgs as Args;
 
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
     let report = log::log(ctx, args)?;
-    Ok(Output::new(&report, render::text::log(&report)))
+    let text = render::text::log(&report);
+    Ok(Output::new(report, text))
 }

@@ -146,10 +146,13 @@ pub enum Command {
     Mcp(mcp::Args),
 }
 
-/// What a command hands back to be printed.
+/// What a command hands back to be printed: its report, and the report
+/// as text; [`main`] prints one of the two.
 pub struct Output {
-    /// The report, serialized (the `--json` object without `ok`).
-    pub json: serde_json::Value,
+    /// The report, serialized only when it is printed (the `--json` object
+    /// without `ok`): a 10,000-todo `status` spent a fifth of its time
+    /// building JSON that text output then dropped.
+    report: Box<dyn Report>,
     /// The human rendering.
     pub text: String,
     /// Exit status for a command that succeeded but found problems (`doctor`).
@@ -161,22 +164,23 @@ pub struct Output {
     pub spans: Vec<render::style::Span>,
 }
 
-/// Whether this process answers in JSON (`--json`): set once by [`main`]
-/// before dispatch, so a report is serialized only when it will be printed
-/// (a 10,000-todo `status` spent a fifth of its time building JSON that
-/// text output then dropped).
-static JSON_OUTPUT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// A report, kept as it is until it is printed as JSON.
+trait Report {
+    fn json(&self) -> serde_json::Value;
+}
+
+impl<T: serde::Serialize> Report for T {
+    fn json(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("reports serialize")
+    }
+}
 
 impl Output {
-    /// The JSON form is built only under `--json`; otherwise it stays null.
-    pub fn new(report: &impl serde::Serialize, text: String) -> Self {
-        let json = if JSON_OUTPUT.load(std::sync::atomic::Ordering::Relaxed) {
-            serde_json::to_value(report).expect("reports serialize")
-        } else {
-            serde_json::Value::Null
-        };
+    /// `report`, printed as JSON under `--json` (serialized then only), else
+    /// as `text`.
+    pub fn new(report: impl serde::Serialize + 'static, text: String) -> Self {
         Output {
-            json,
+            report: Box::new(report),
             text,
             failure: None,
             markdown: false,
@@ -187,7 +191,7 @@ impl Output {
     /// Like [`Output::new`], with some of the text's own words marked for
     /// colour.
     pub fn styled(
-        report: &impl serde::Serialize,
+        report: impl serde::Serialize + 'static,
         (text, spans): (String, Vec<render::style::Span>),
     ) -> Self {
         Output {
@@ -197,7 +201,7 @@ impl Output {
     }
 
     /// Like [`Output::new`]; when `markdown`, the text is Markdown.
-    pub fn markdown(report: &impl serde::Serialize, text: String, markdown: bool) -> Self {
+    pub fn markdown(report: impl serde::Serialize + 'static, text: String, markdown: bool) -> Self {
         Output {
             markdown,
             ..Output::new(report, text)
@@ -302,7 +306,7 @@ fn dispatch(cli: &Cli) -> Result<Output> {
         Command::Redact(args) => redact::run(&ctx, args),
         Command::Hooks(args) => hooks::run(&ctx, &cli.global, args),
         Command::Hook(_) => unreachable!("hook programs run from `main`, before a Context"),
-        Command::Run(args) => run::run(&mut ctx, args),
+        Command::Run(args) => run::run(&mut ctx, &cli.global, args),
         Command::Watch(args) => watch::run(&ctx, &cli.global, args),
         Command::Completions(_)
         | Command::InstallMan(_)
@@ -434,13 +438,12 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
             }
         };
     }
-    JSON_OUTPUT.store(cli.global.json, std::sync::atomic::Ordering::Relaxed);
     let result = dispatch(&cli);
     match result {
         Ok(out) => {
             let exit = out.failure.as_ref().map_or(0, Error::exit_code);
             if cli.global.json {
-                let value = render::ok_json(out.json, out.failure.as_ref());
+                let value = render::ok_json(out.report.json(), out.failure.as_ref());
                 emit(&value.to_string(), "");
             } else if out.markdown {
                 emit(&render::markdown_safe(&out.text), "");

@@ -32,9 +32,6 @@ pub struct Args {
 
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
     let r = pr::pr(ctx, args.range.as_deref())?;
-    Ok(Output::markdown(
-        &r,
-        render::pr::pr(&r, args.markdown),
-        args.markdown,
-    ))
+    let text = render::pr::pr(&r, args.markdown);
+    Ok(Output::markdown(r, text, args.markdown))
 }

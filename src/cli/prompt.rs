@@ -23,5 +23,5 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
         a.turn.as_deref(),
     )?;
     let text = r.prompt.clone();
-    Ok(Output::new(&r, text))
+    Ok(Output::new(r, text))
 }

@@ -44,7 +44,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
                 r.quota.spent_slots,
                 r.quota.allowed_slots
             );
-            Ok(Output::new(&r, text))
+            Ok(Output::new(r, text))
         }
         QuotaCommand::Void { run, note } => {
             let r = quota::void(ctx, run, note)?;
@@ -54,11 +54,12 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
                 r.quota.spent_slots,
                 r.quota.allowed_slots
             );
-            Ok(Output::new(&r, text))
+            Ok(Output::new(r, text))
         }
         QuotaCommand::Show => {
             let r = quota::show(ctx)?;
-            Ok(Output::new(&r, render::text::quota(&r)))
+            let text = render::text::quota(&r);
+            Ok(Output::new(r, text))
         }
     }
 }

@@ -73,5 +73,5 @@ pub fn run(ctx: &Context, a: &Args) -> Result<Output> {
     for f in &r.files {
         text.push_str(&format!("  file {f}\n"));
     }
-    Ok(Output::new(&r, text))
+    Ok(Output::new(r, text))
 }

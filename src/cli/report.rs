@@ -39,5 +39,5 @@ pub fn run(ctx: &mut Context, args: &Args) -> Result<Output> {
         true => render::report::html(&r, args.limit, None),
         false => render::report::report(&r, args.markdown, args.limit),
     };
-    Ok(Output::markdown(&r, text, args.markdown))
+    Ok(Output::markdown(r, text, args.markdown))
 }

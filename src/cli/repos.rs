@@ -58,11 +58,12 @@ pub fn run(global: &GlobalArgs, args: &Args) -> Result<Output> {
                 true => format!("added {}\n", r.path.display()),
                 false => format!("{} is already listed\n", r.path.display()),
             };
-            Ok(Output::new(&r, text))
+            Ok(Output::new(r, text))
         }
         ReposCommand::Remove { path } => {
             let r = repos::remove(&here()?.join(path))?;
-            Ok(Output::new(&r, format!("removed {}\n", r.path.display())))
+            let text = format!("removed {}\n", r.path.display());
+            Ok(Output::new(r, text))
         }
         ReposCommand::List => {
             let file = repos::list_file()?;
@@ -76,7 +77,7 @@ pub fn run(global: &GlobalArgs, args: &Args) -> Result<Output> {
                 text.push_str(&format!("no repositories listed in {}\n", file.display()));
             }
             let report = serde_json::json!({ "file": file, "repos": list });
-            Ok(Output::new(&report, text))
+            Ok(Output::new(report, text))
         }
     }
 }

@@ -23,9 +23,6 @@ pub struct Args {
 
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
     let r = review::review(ctx, args.since.as_deref(), args.ack)?;
-    Ok(Output::markdown(
-        &r,
-        render::review::review(&r, args.markdown),
-        args.markdown,
-    ))
+    let text = render::review::review(&r, args.markdown);
+    Ok(Output::markdown(r, text, args.markdown))
 }

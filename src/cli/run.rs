@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::cli::{emit_text, Output, JSON_OUTPUT};
+use crate::cli::{emit_text, GlobalArgs, Output};
 use crate::model::Timestamp;
 use crate::ops::args::enum_arg;
 use crate::ops::prompt::Runtime;
@@ -79,7 +79,7 @@ pub struct Args {
     capability: Vec<String>,
 }
 
-pub fn run(ctx: &mut Context, args: &Args) -> Result<Output> {
+pub fn run(ctx: &mut Context, global: &GlobalArgs, args: &Args) -> Result<Output> {
     let run_args = RunArgs {
         cmd: args.cmd.clone(),
         max_turns: args.max_turns,
@@ -89,9 +89,10 @@ pub fn run(ctx: &mut Context, args: &Args) -> Result<Output> {
         runtime: args.runtime,
         capabilities: args.capability.clone(),
     };
-    let mut host = Terminal::new(JSON_OUTPUT.load(Ordering::Relaxed))?;
+    let mut host = Terminal::new(global.json)?;
     let (report, failure) = run::run(ctx, &run_args, &mut host)?;
-    let mut out = Output::new(&report, render::run::end_line(&report));
+    let text = render::run::end_line(&report);
+    let mut out = Output::new(report, text);
     out.failure = failure;
     Ok(out)
 }

@@ -146,7 +146,7 @@ pub fn run(global: &GlobalArgs, args: &Args) -> Result<Output> {
             open_browser(&url);
         }
     })?;
-    Ok(Output::new(&serde_json::json!({}), String::new()))
+    Ok(Output::new(serde_json::json!({}), String::new()))
 }
 
 /// How often `serve` looks for events to tell the person (`git loopx watch`).

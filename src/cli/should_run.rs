@@ -21,7 +21,8 @@ pub struct Args {
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
     let a = &args.args;
     let (report, failure) = should_run::should_run(ctx, &a.capabilities, a.turn.as_deref())?;
-    let mut out = Output::new(&report, render::text::should_run(&report.decision));
+    let text = render::text::should_run(&report.decision);
+    let mut out = Output::new(report, text);
     out.failure = failure;
     Ok(out)
 }

@@ -21,20 +21,17 @@ pub struct Args {
 /// `status --all-repos`.
 pub fn all_repos(now: crate::model::Timestamp) -> Result<Output> {
     let report = crate::ops::repos::status_all_repos(now)?;
-    Ok(Output::new(
-        &report,
-        render::text::status_all_repos(&report),
-    ))
+    let text = render::text::status_all_repos(&report);
+    Ok(Output::new(report, text))
 }
 
 pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
     if args.args.all {
         let report = status::status_all(ctx)?;
-        return Ok(Output::styled(&report, render::text::status_all(&report)));
+        let text = render::text::status_all(&report);
+        return Ok(Output::styled(report, text));
     }
     let report = status::status(ctx)?;
-    Ok(Output::styled(
-        &report,
-        render::text::status_styled(&report),
-    ))
+    let text = render::text::status_styled(&report);
+    Ok(Output::styled(report, text))
 }

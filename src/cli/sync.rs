@@ -80,5 +80,5 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             if r.leases_deleted == 1 { "" } else { "s" }
         ));
     }
-    Ok(Output::new(&r, text))
+    Ok(Output::new(r, text))
 }

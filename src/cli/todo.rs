@@ -80,7 +80,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
         TodoCommand::Add(a) => {
             let report = todo::add(ctx, a)?;
             let text = format!("added {}: {}\n", report.todo.id, report.todo.text);
-            Ok(Output::new(&report, text))
+            Ok(Output::new(report, text))
         }
         TodoCommand::List {
             role,
@@ -97,10 +97,8 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
                     all: *all,
                 },
             )?;
-            Ok(Output::new(
-                &report,
-                render::text::todo_list(&report, ctx.now),
-            ))
+            let text = render::text::todo_list(&report, ctx.now);
+            Ok(Output::new(report, text))
         }
         TodoCommand::Show { id } => {
             let report = todo::show(ctx, id)?;
@@ -108,15 +106,17 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
             if let Some(line) = crate::ops::monitor::summary(&report.todo, ctx.now) {
                 text.push_str(&format!("# {line}\n"));
             }
-            Ok(Output::new(&report, text))
+            Ok(Output::new(report, text))
         }
         TodoCommand::Poll(a) => {
             let r = monitor::poll(ctx, a)?;
-            Ok(Output::new(&r, render::text::poll(&r)))
+            let text = render::text::poll(&r);
+            Ok(Output::new(r, text))
         }
         TodoCommand::Claim(a) => {
             let r = lease::claim(ctx, a)?;
-            Ok(Output::new(&r, render::text::claim(&r)))
+            let text = render::text::claim(&r);
+            Ok(Output::new(r, text))
         }
         TodoCommand::Renew(a) => {
             let r = lease::renew(ctx, a)?;
@@ -133,7 +133,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
                     r.todo.id
                 )
             };
-            Ok(Output::new(&r, text))
+            Ok(Output::new(r, text))
         }
         TodoCommand::Release(a) => {
             let r = lease::release(ctx, a)?;
@@ -143,7 +143,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
                 }
                 _ => format!("released {}\n", r.todo.id),
             };
-            Ok(Output::new(&r, text))
+            Ok(Output::new(r, text))
         }
         TodoCommand::Next(a) => {
             let r = lease::next(ctx, a)?;
@@ -151,17 +151,19 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
                 lease::ClaimReportOrTodo::Claimed(c) => render::text::claim(c),
                 lease::ClaimReportOrTodo::Todo { todo } => format!("{}  {}\n", todo.id, todo.text),
             };
-            Ok(Output::new(&r, text))
+            Ok(Output::new(r, text))
         }
         TodoCommand::Update(a) => {
             let r = todo::update(ctx, a)?;
-            Ok(Output::new(&r, format!("updated {}\n", r.todo.id)))
+            let text = format!("updated {}\n", r.todo.id);
+            Ok(Output::new(r, text))
         }
         TodoCommand::Done(a) => {
             let mut ticker = crate::cli::progress::Ticker::on_stderr();
             let (r, failure) = done::done(ctx, a, &mut |waited| ticker.tick(waited))?;
             drop(ticker);
-            let mut out = Output::new(&r, render::text::done(&r));
+            let text = render::text::done(&r);
+            let mut out = Output::new(r, text);
             out.failure = failure;
             Ok(out)
         }

@@ -63,7 +63,7 @@ pub fn all_repos(global: &GlobalArgs, args: &Args) -> Result<Output> {
             }));
         }
         if args.once {
-            return Ok(Output::new(&serde_json::json!({ "repos": looks }), out));
+            return Ok(Output::new(serde_json::json!({ "repos": looks }), out));
         }
         print!("{out}");
         std::thread::sleep(std::time::Duration::from_secs(args.interval as u64));
@@ -77,7 +77,7 @@ pub fn run(ctx: &Context, global: &GlobalArgs, args: &Args) -> Result<Output> {
             None => "another watcher of this repository is delivering: nothing done\n".to_owned(),
             Some(look) => text(look),
         };
-        return Ok(Output::new(&look, text));
+        return Ok(Output::new(look, text));
     }
     let dir = ctx.repo_dir().to_owned();
     loop {

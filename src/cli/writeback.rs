@@ -17,17 +17,15 @@ pub struct Args {
 pub fn run(ctx: &Context, a: &Args) -> Result<Output> {
     let r = writeback::writeback(ctx, &a.args)?;
     let verb = if r.replayed { "replayed" } else { "recorded" };
-    Ok(Output::new(
-        &r,
-        format!(
-            "{verb} writeback {} on {}\n",
-            r.run.id,
-            r.run
-                .todo
-                .clone()
-                .unwrap_or_else(|| format!("goal {}", r.run.goal))
-        ),
-    ))
+    let text = format!(
+        "{verb} writeback {} on {}\n",
+        r.run.id,
+        r.run
+            .todo
+            .clone()
+            .unwrap_or_else(|| format!("goal {}", r.run.goal))
+    );
+    Ok(Output::new(r, text))
 }
 
 pub use writeback::HistoryArgs;
@@ -42,5 +40,5 @@ pub fn history(ctx: &Context, a: &HistoryArgs) -> Result<Output> {
             a.limit + r.more
         ));
     }
-    Ok(Output::new(&r, text))
+    Ok(Output::new(r, text))
 }

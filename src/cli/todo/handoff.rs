@@ -59,11 +59,9 @@ pub fn run(ctx: &Context, args: &Args) -> Result<Output> {
         .filter(|h| h.has_packet())
         .map(|h| format!(" with a packet: {}", h.describe()))
         .unwrap_or_default();
-    Ok(Output::new(
-        &r,
-        format!(
-            "handed {} to {} (epoch {}){packet}\n",
-            r.todo.id, r.claim.agent, r.claim.epoch
-        ),
-    ))
+    let text = format!(
+        "handed {} to {} (epoch {}){packet}\n",
+        r.todo.id, r.claim.agent, r.claim.epoch
+    );
+    Ok(Output::new(r, text))
 }

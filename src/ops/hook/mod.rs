@@ -4,9 +4,10 @@
 //!
 //! - `Stop` decides with [`should_run::decide`] on one load of the state, in
 //!   the same transaction that records the turn receipt (as `should-run
-//!   --turn K` does), and answers with the next turn's prompt while the
-//!   decision is `run`. A loop guard lets the session stop after
-//!   `max_blocks` blocks in a row with no new writeback by the agent.
+//!   --turn K` does), and answers with the next turn's prompt (rendered
+//!   only then) while the decision is `run`. A loop guard lets the session
+//!   stop after `max_blocks` blocks in a row with no new writeback by the
+//!   agent.
 //! - `SessionStart` gives the status and this turn's prompt.
 //! - Codex `notify` records a host-local heartbeat.
 //!
@@ -166,8 +167,20 @@ struct Step {
     receipt: Option<TurnReceipt>,
 }
 
+/// Which hook a step answers.
+#[derive(Clone, Copy)]
+enum Hook {
+    /// `Stop`: the turn runs while the loop guard allows `max_blocks`
+    /// blocks in a row; the prompt is shown only to block.
+    Stop { max_blocks: u32 },
+    /// `SessionStart`: the turn runs when `should-run` says so, and the
+    /// prompt is shown whatever the decision.
+    Start,
+}
+
 /// Decides on the state, and records the turn receipt when the turn runs
-/// and `block_allowed(blocks)` (the loop guard) lets it.
+/// (for `Stop`, when the loop guard lets it): one load of the state (the
+/// transaction's), and the prompt rendered once, where the hook shows it.
 fn step(
     ctx: &Context,
     runtime: Runtime,
@@ -175,16 +188,17 @@ fn step(
     session: &str,
     recorded: &Session,
     guard: &AgentGuard,
-    block_allowed: impl Fn(u32) -> bool,
+    hook: Hook,
 ) -> Result<(Step, Option<Oid>)> {
     let nonce = nonce();
-    // Gates whose resolution does not count under `gate_signers` are open
-    // for the decision (as for `should-run`).
-    let unsigned = match ctx.load() {
-        Ok((tip, state)) => crate::ops::signers::unsigned_resolutions(ctx, &tip, &state)?,
-        Err(_) => Default::default(),
-    };
     let done = mutate_maybe(ctx, |state, goal| {
+        // Gates whose resolution does not count under `gate_signers` are
+        // open for the decision (as for `should-run`), judged at the commit
+        // the decision is made on.
+        let unsigned = match ctx.deciding_on() {
+            Some(base) => crate::ops::signers::unsigned_resolutions_of(ctx, &base, state, goal)?,
+            None => Default::default(),
+        };
         let reopened;
         let view: &crate::model::State = if unsigned.is_empty() {
             state
@@ -211,37 +225,37 @@ fn step(
         };
         let key = session::turn_key(session, turn);
         let decision = should_run::decide(view, gs, Some(agent), &[], ctx.now);
+        let (runs, shown) = match hook {
+            Hook::Stop { max_blocks } => {
+                let runs = decision.should_run && blocks.max(agent_blocks) < max_blocks;
+                (runs, runs)
+            }
+            Hook::Start => (decision.should_run, true),
+        };
+        let prompt = shown.then(|| {
+            prompt::report(
+                gs,
+                &view.meta.default_goal,
+                Some(agent),
+                (runtime, prompt::Surface::Cli),
+                decision.clone(),
+                key.clone(),
+                ctx.now,
+            )
+        });
         let mut step = Step {
             turn,
             writebacks,
             own,
             blocks,
             agent_blocks,
-            decision: decision.clone(),
-            prompt: None,
+            decision,
+            prompt,
             receipt: None,
         };
-        if !decision.should_run || !block_allowed(blocks.max(agent_blocks)) {
-            step.prompt = Some(prompt::report(
-                gs,
-                &view.meta.default_goal,
-                Some(agent),
-                (runtime, prompt::Surface::Cli),
-                decision,
-                key,
-                ctx.now,
-            ));
+        if !runs {
             return Ok((step, None));
         }
-        step.prompt = Some(prompt::report(
-            gs,
-            &view.meta.default_goal,
-            Some(agent),
-            (runtime, prompt::Surface::Cli),
-            decision.clone(),
-            key.clone(),
-            ctx.now,
-        ));
         if let Some(old) = find_receipt(gs, agent, &key) {
             step.receipt = Some(TurnReceipt {
                 key,
@@ -250,7 +264,7 @@ fn step(
             });
             return Ok((step, None));
         }
-        let (run, message) = new_receipt(state, goal, agent, &key, &decision, ctx.now, &nonce);
+        let (run, message) = new_receipt(state, goal, agent, &key, &step.decision, ctx.now, &nonce);
         step.receipt = Some(TurnReceipt {
             key,
             run: run.id,
@@ -282,7 +296,7 @@ pub fn stop(
         &session,
         &recorded,
         &guard,
-        |blocks| blocks < max_blocks,
+        Hook::Stop { max_blocks },
     )?;
     let turn = session::turn_key(&session, step.turn);
     // Blocks in a row as reported, and as kept for the next stop. A session
@@ -355,7 +369,15 @@ pub fn session_start(ctx: &Context, runtime: Runtime, input: &HookInput) -> Resu
     let session = session::session_name(input.session_id.as_deref());
     let recorded = Session::load(ctx, runtime, &session);
     let guard = AgentGuard::load(ctx, runtime, &agent);
-    let (step, commit) = step(ctx, runtime, &agent, &session, &recorded, &guard, |_| true)?;
+    let (step, commit) = step(
+        ctx,
+        runtime,
+        &agent,
+        &session,
+        &recorded,
+        &guard,
+        Hook::Start,
+    )?;
     Session {
         turn: step.turn,
         blocks: 0,

@@ -277,13 +277,6 @@ pub fn ignored_answers_all(ctx: &Context, tip: &Oid, state: &State) -> Result<Ve
 /// The resolved gates of `goal` whose resolution does not count, each with
 /// the commit that made it.
 fn judge(ctx: &Context, tip: &Oid, state: &State, goal: &str) -> Result<Vec<(String, Oid)>> {
-    let mut out = Vec::new();
-    // With no gate signer every answer counts, and no todo need be read
-    // (reading every todo's facts was a fifth of a `should-run` at 1,000
-    // todos); the policy is cached by commit, so asking first costs little.
-    if effective(ctx, tip)?.is_empty() {
-        return Ok(out);
-    }
     let gs = &state.goals[goal];
     let resolved: Vec<&str> = gs
         .todos
@@ -291,7 +284,11 @@ fn judge(ctx: &Context, tip: &Oid, state: &State, goal: &str) -> Result<Vec<(Str
         .filter(|t| t.class == TodoClass::UserGate && t.status == TodoStatus::Done)
         .map(|t| t.id)
         .collect();
-    if resolved.is_empty() {
+    let mut out = Vec::new();
+    // No resolved gate, nothing to judge: the signer policy (whose first
+    // reading walks the state's history back to a commit it knows) is not
+    // asked for.
+    if resolved.is_empty() || effective(ctx, tip)?.is_empty() {
         return Ok(out);
     }
     // Verdicts by the gate's content (its canonical encoding): the same
